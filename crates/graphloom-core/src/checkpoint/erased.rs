@@ -1,0 +1,68 @@
+//! Object-safe form of [`Checkpointer`], so graphs can hold any saver behind an `Arc`.
+
+use super::{Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointTuple, Checkpointer, ListQuery, Version};
+use crate::error::Result;
+use futures::future::BoxFuture;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// [`Checkpointer`] with boxed futures. Every `Checkpointer` implements it.
+pub trait DynCheckpointer: Send + Sync + 'static {
+    /// See [`Checkpointer::get_tuple`].
+    fn get_tuple<'a>(&'a self, config: &'a CheckpointConfig) -> BoxFuture<'a, Result<Option<CheckpointTuple>>>;
+    /// See [`Checkpointer::list`].
+    fn list<'a>(&'a self, query: &'a ListQuery) -> BoxFuture<'a, Result<Vec<CheckpointTuple>>>;
+    /// See [`Checkpointer::put`].
+    fn put<'a>(
+        &'a self,
+        config: &'a CheckpointConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: BTreeMap<String, Version>,
+    ) -> BoxFuture<'a, Result<CheckpointConfig>>;
+    /// See [`Checkpointer::put_writes`].
+    fn put_writes<'a>(
+        &'a self,
+        config: &'a CheckpointConfig,
+        writes: Vec<(String, Value)>,
+        task_id: &'a str,
+        task_path: &'a str,
+    ) -> BoxFuture<'a, Result<()>>;
+    /// See [`Checkpointer::delete_thread`].
+    fn delete_thread<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<()>>;
+    /// See [`Checkpointer::copy_thread`].
+    fn copy_thread<'a>(&'a self, source: &'a str, target: &'a str) -> BoxFuture<'a, Result<()>>;
+}
+
+impl<T: Checkpointer> DynCheckpointer for T {
+    fn get_tuple<'a>(&'a self, config: &'a CheckpointConfig) -> BoxFuture<'a, Result<Option<CheckpointTuple>>> {
+        Box::pin(Checkpointer::get_tuple(self, config))
+    }
+    fn list<'a>(&'a self, query: &'a ListQuery) -> BoxFuture<'a, Result<Vec<CheckpointTuple>>> {
+        Box::pin(Checkpointer::list(self, query))
+    }
+    fn put<'a>(
+        &'a self,
+        config: &'a CheckpointConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: BTreeMap<String, Version>,
+    ) -> BoxFuture<'a, Result<CheckpointConfig>> {
+        Box::pin(Checkpointer::put(self, config, checkpoint, metadata, new_versions))
+    }
+    fn put_writes<'a>(
+        &'a self,
+        config: &'a CheckpointConfig,
+        writes: Vec<(String, Value)>,
+        task_id: &'a str,
+        task_path: &'a str,
+    ) -> BoxFuture<'a, Result<()>> {
+        Box::pin(Checkpointer::put_writes(self, config, writes, task_id, task_path))
+    }
+    fn delete_thread<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<()>> {
+        Box::pin(Checkpointer::delete_thread(self, thread_id))
+    }
+    fn copy_thread<'a>(&'a self, source: &'a str, target: &'a str) -> BoxFuture<'a, Result<()>> {
+        Box::pin(Checkpointer::copy_thread(self, source, target))
+    }
+}

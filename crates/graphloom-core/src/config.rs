@@ -1,0 +1,181 @@
+//! Per-run configuration and input.
+
+use crate::state::State;
+use crate::stream::StreamMode;
+use crate::types::{Command, Durability, NodeSet};
+use serde_json::{Map, Value};
+use std::any::Any;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Default superstep limit.
+///
+/// LangGraph used 25 for years (too low: a ReAct agent with a dozen tool calls hit it) and
+/// now uses 10,007 (so high that a graph stuck in a loop burns thousands of model calls
+/// before it stops). 100 lets an agent make about 50 tool round trips and still stops a
+/// runaway loop within seconds; raise it per run with [`RunConfig::recursion_limit`].
+pub const DEFAULT_RECURSION_LIMIT: usize = 100;
+
+/// Configuration of one run.
+#[derive(Clone)]
+pub struct RunConfig {
+    /// Thread to persist to (needs a checkpointer).
+    pub thread_id: Option<String>,
+    /// Start from this checkpoint (time travel / fork) instead of the latest.
+    pub checkpoint_id: Option<String>,
+    /// Maximum supersteps this run may take.
+    pub recursion_limit: usize,
+    /// Pause before these nodes (in addition to the compiled ones).
+    pub interrupt_before: NodeSet,
+    /// Pause after these nodes (in addition to the compiled ones).
+    pub interrupt_after: NodeSet,
+    /// When checkpoints are saved.
+    pub durability: Durability,
+    /// Wall-clock limit for the whole run.
+    pub timeout: Option<Duration>,
+    /// Immutable user context (user id, tenant, ...) handed to every node.
+    pub context: Option<Arc<dyn Any + Send + Sync>>,
+    /// Metadata saved with every checkpoint of the run.
+    pub metadata: Map<String, Value>,
+    /// Run id (generated when absent).
+    pub run_id: Option<String>,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        Self {
+            thread_id: None,
+            checkpoint_id: None,
+            recursion_limit: DEFAULT_RECURSION_LIMIT,
+            interrupt_before: NodeSet::None,
+            interrupt_after: NodeSet::None,
+            durability: Durability::default(),
+            timeout: None,
+            context: None,
+            metadata: Map::new(),
+            run_id: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for RunConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunConfig")
+            .field("thread_id", &self.thread_id)
+            .field("checkpoint_id", &self.checkpoint_id)
+            .field("recursion_limit", &self.recursion_limit)
+            .field("durability", &self.durability)
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RunConfig {
+    /// A config for a thread.
+    pub fn thread(thread_id: impl Into<String>) -> Self {
+        Self {
+            thread_id: Some(thread_id.into()),
+            ..Self::default()
+        }
+    }
+    /// Set the superstep limit.
+    #[must_use]
+    pub fn recursion_limit(mut self, n: usize) -> Self {
+        self.recursion_limit = n;
+        self
+    }
+    /// Start from a checkpoint.
+    #[must_use]
+    pub fn checkpoint_id(mut self, id: impl Into<String>) -> Self {
+        self.checkpoint_id = Some(id.into());
+        self
+    }
+    /// Set the durability mode.
+    #[must_use]
+    pub fn durability(mut self, d: Durability) -> Self {
+        self.durability = d;
+        self
+    }
+    /// Set the run timeout.
+    #[must_use]
+    pub fn timeout(mut self, d: Duration) -> Self {
+        self.timeout = Some(d);
+        self
+    }
+    /// Pause before these nodes.
+    #[must_use]
+    pub fn interrupt_before(mut self, nodes: NodeSet) -> Self {
+        self.interrupt_before = nodes;
+        self
+    }
+    /// Pause after these nodes.
+    #[must_use]
+    pub fn interrupt_after(mut self, nodes: NodeSet) -> Self {
+        self.interrupt_after = nodes;
+        self
+    }
+    /// Hand a context value to every node ([`crate::Runtime::context`]).
+    #[must_use]
+    pub fn context<T: Any + Send + Sync>(mut self, ctx: T) -> Self {
+        self.context = Some(Arc::new(ctx));
+        self
+    }
+    /// Add a metadata entry.
+    #[must_use]
+    pub fn metadata(mut self, key: impl Into<String>, value: impl Into<Value>) -> Self {
+        self.metadata.insert(key.into(), value.into());
+        self
+    }
+    /// Set the run id.
+    #[must_use]
+    pub fn run_id(mut self, id: impl Into<String>) -> Self {
+        self.run_id = Some(id.into());
+        self
+    }
+}
+
+/// What a run starts from.
+#[derive(Clone)]
+pub enum RunInput<S: State> {
+    /// New input: a partial update applied through the reducers.
+    Update(S::Update),
+    /// New input as JSON (decoded with the state's update decoder).
+    Json(Value),
+    /// Resume / update / goto.
+    Command(Command<S>),
+    /// Continue from the checkpoint: re-run what did not finish (after an error, a static
+    /// interrupt, a limit).
+    Continue,
+}
+
+impl<S: State> From<Command<S>> for RunInput<S> {
+    fn from(c: Command<S>) -> Self {
+        RunInput::Command(c)
+    }
+}
+
+/// Which stream modes a run emits and whether subgraph events are included.
+#[derive(Clone, Debug, Default)]
+pub struct StreamOptions {
+    /// Modes to emit.
+    pub modes: Vec<StreamMode>,
+    /// Include events from subgraphs (tagged with their namespace).
+    pub subgraphs: bool,
+}
+
+impl StreamOptions {
+    /// These modes, root graph only.
+    #[must_use]
+    pub fn modes(modes: impl IntoIterator<Item = StreamMode>) -> Self {
+        Self {
+            modes: modes.into_iter().collect(),
+            subgraphs: false,
+        }
+    }
+    /// Also stream subgraph events.
+    #[must_use]
+    pub fn with_subgraphs(mut self) -> Self {
+        self.subgraphs = true;
+        self
+    }
+}

@@ -1,0 +1,535 @@
+//! [`StateGraph`]: declare nodes and edges, then compile.
+
+use super::compiled::{CompiledGraph, GraphInner, Join};
+use super::node::{Branch, InputKind, NodeFn, NodeInput, NodeSpec};
+use crate::checkpoint::{Checkpointer, DynCheckpointer};
+use crate::error::{Error, Result};
+use crate::runtime::Runtime;
+use crate::state::State;
+use crate::store::{DynStore, Store};
+use crate::types::{CachePolicy, NodeError, NodeOutput, NodeSet, Packet, RetryPolicy, Routes, END, START};
+use serde::de::DeserializeOwned;
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A graph under construction.
+///
+/// ```
+/// use graphloom_core::{State, StateGraph, RunConfig, Seq, END, START};
+///
+/// #[derive(State, Clone, Default, Debug)]
+/// struct Chat {
+///     #[reducer(append)]
+///     log: Seq<String>,
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> graphloom_core::Result<()> {
+/// let graph = StateGraph::<Chat>::new()
+///     .add_node("hello", |_s, _rt| async { Ok(ChatUpdate::new().log(vec!["hello".into()])) })
+///     .add_node("world", |_s, _rt| async { Ok(ChatUpdate::new().log(vec!["world".into()])) })
+///     .add_edge(START, "hello")
+///     .add_edge("hello", "world")
+///     .add_edge("world", END)
+///     .compile()?;
+/// let out = graph.invoke(ChatUpdate::new(), RunConfig::default()).await?;
+/// assert_eq!(out.values.log.to_vec(), vec!["hello", "world"]);
+/// # Ok(()) }
+/// ```
+#[must_use]
+pub struct StateGraph<S: State> {
+    shape: S,
+    name: String,
+    nodes: BTreeMap<String, NodeSpec<S>>,
+    edges: Vec<(String, String)>,
+    joins: Vec<(Vec<String>, String)>,
+    branches: Vec<(String, Branch<S>)>,
+    problems: Vec<String>,
+    checkpointer: Option<Arc<dyn DynCheckpointer>>,
+    store: Option<Arc<dyn DynStore>>,
+    interrupt_before: NodeSet,
+    interrupt_after: NodeSet,
+}
+
+impl<S: State + Default> Default for StateGraph<S> {
+    fn default() -> Self {
+        Self::with_shape(S::default())
+    }
+}
+
+impl<S: State + Default> StateGraph<S> {
+    /// A new graph over a typed state.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+fn is_reserved(name: &str) -> bool {
+    name == START || name == END || name.contains('|') || name.contains(':') || name.is_empty()
+}
+
+fn state_node_fn<S, F, Fut, O>(f: F) -> NodeFn<S>
+where
+    S: State,
+    F: Fn(Arc<S>, Runtime) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<O, NodeError>> + Send + 'static,
+    O: Into<NodeOutput<S>>,
+{
+    Arc::new(move |input, rt| match input {
+        NodeInput::State(s) => {
+            let fut = f(s, rt);
+            Box::pin(async move { fut.await.map(Into::into) })
+        }
+        NodeInput::Packet(_) => Box::pin(async {
+            Err(NodeError::fatal("state node received a packet it cannot read"))
+        }),
+    })
+}
+
+fn packet_node_fn<S, T, F, Fut, O>(node: String, f: F) -> NodeFn<S>
+where
+    S: State,
+    T: DeserializeOwned + Clone + Send + Sync + 'static,
+    F: Fn(T, Runtime) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<O, NodeError>> + Send + 'static,
+    O: Into<NodeOutput<S>>,
+{
+    Arc::new(move |input, rt| {
+        let packet = match input {
+            NodeInput::Packet(Packet::Json(v)) => serde_json::from_value::<T>(v)
+                .map_err(|e| NodeError::fatal(format!("packet for `{node}` does not decode: {e}"))),
+            NodeInput::Packet(p) => p
+                .downcast_ref::<T>()
+                .cloned()
+                .ok_or_else(|| NodeError::fatal(format!("packet for `{node}` has the wrong type"))),
+            NodeInput::State(_) => Err(NodeError::fatal(format!(
+                "node `{node}` takes Send packets only, but an edge triggered it"
+            ))),
+        };
+        match packet {
+            Ok(p) => {
+                let fut = f(p, rt);
+                Box::pin(async move { fut.await.map(Into::into) })
+            }
+            Err(e) => Box::pin(async move { Err(e) }),
+        }
+    })
+}
+
+impl<S: State> StateGraph<S> {
+    /// A new graph whose state has the shape of `shape` (for [`crate::JsonState`]).
+    pub fn with_shape(shape: S) -> Self {
+        Self {
+            shape: shape.empty_like(),
+            name: "LangGraph".to_owned(),
+            nodes: BTreeMap::new(),
+            edges: Vec::new(),
+            joins: Vec::new(),
+            branches: Vec::new(),
+            problems: Vec::new(),
+            checkpointer: None,
+            store: None,
+            interrupt_before: NodeSet::None,
+            interrupt_after: NodeSet::None,
+        }
+    }
+
+    /// Name the graph (shown in drawings and the server).
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    fn insert_node(mut self, name: String, spec: NodeSpec<S>) -> Self {
+        if is_reserved(&name) {
+            self.problems.push(format!(
+                "node name `{name}` is reserved or contains `|` or `:`"
+            ));
+        } else if self.nodes.contains_key(&name) {
+            self.problems.push(format!("node `{name}` is added twice"));
+        } else {
+            self.nodes.insert(name, spec);
+        }
+        self
+    }
+
+    fn spec(func: NodeFn<S>, input: InputKind) -> NodeSpec<S> {
+        NodeSpec {
+            func,
+            input,
+            retry: None,
+            timeout: None,
+            cache: None,
+            destinations: Vec::new(),
+            subgraph: None,
+        }
+    }
+
+    /// Add a node: an async function of the state snapshot and the [`Runtime`].
+    pub fn add_node<F, Fut, O>(self, name: impl Into<String>, f: F) -> Self
+    where
+        F: Fn(Arc<S>, Runtime) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<O, NodeError>> + Send + 'static,
+        O: Into<NodeOutput<S>>,
+    {
+        self.insert_node(name.into(), Self::spec(state_node_fn(f), InputKind::State))
+    }
+
+    /// Add a node that only runs for `Send` packets of type `T`.
+    pub fn add_packet_node<T, F, Fut, O>(self, name: impl Into<String>, f: F) -> Self
+    where
+        T: DeserializeOwned + Clone + Send + Sync + 'static,
+        F: Fn(T, Runtime) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<O, NodeError>> + Send + 'static,
+        O: Into<NodeOutput<S>>,
+    {
+        let name = name.into();
+        let func = packet_node_fn(name.clone(), f);
+        self.insert_node(name, Self::spec(func, InputKind::Packet))
+    }
+
+    /// Add a compiled graph as a node. `input` maps the parent state to the child's input;
+    /// `output` maps the child's final state to a parent update. The child checkpoints in
+    /// its own namespace; its interrupts pause the parent.
+    pub fn add_subgraph<C: State>(
+        self,
+        name: impl Into<String>,
+        child: CompiledGraph<C>,
+        input: impl Fn(&S) -> C::Update + Send + Sync + 'static,
+        output: impl Fn(&C) -> S::Update + Send + Sync + 'static,
+    ) -> Self {
+        let drawing = child.draw_mermaid();
+        let output = Arc::new(output);
+        let func = state_node_fn(move |s: Arc<S>, rt: Runtime| {
+            let child = child.clone();
+            let output = Arc::clone(&output);
+            let child_input = input(&s);
+            async move {
+                let out = child.run_nested(child_input, &rt).await?;
+                Ok(NodeOutput::Update(output(&out)))
+            }
+        });
+        let mut spec = Self::spec(func, InputKind::State);
+        spec.subgraph = Some(drawing);
+        self.insert_node(name.into(), spec)
+    }
+
+    /// Add a compiled graph as a node that runs once per `Send` packet of type `T`.
+    pub fn add_packet_subgraph<T, C>(
+        self,
+        name: impl Into<String>,
+        child: CompiledGraph<C>,
+        input: impl Fn(T) -> C::Update + Send + Sync + 'static,
+        output: impl Fn(&C) -> S::Update + Send + Sync + 'static,
+    ) -> Self
+    where
+        T: DeserializeOwned + Clone + Send + Sync + 'static,
+        C: State,
+    {
+        let name = name.into();
+        let drawing = child.draw_mermaid();
+        let output = Arc::new(output);
+        let func = packet_node_fn(name.clone(), move |p: T, rt: Runtime| {
+            let child = child.clone();
+            let output = Arc::clone(&output);
+            let child_input = input(p);
+            async move {
+                let out = child.run_nested(child_input, &rt).await?;
+                Ok(NodeOutput::Update(output(&out)))
+            }
+        });
+        let mut spec = Self::spec(func, InputKind::Packet);
+        spec.subgraph = Some(drawing);
+        self.insert_node(name, spec)
+    }
+
+    fn with_spec(mut self, node: &str, f: impl FnOnce(&mut NodeSpec<S>)) -> Self {
+        match self.nodes.get_mut(node) {
+            Some(spec) => f(spec),
+            None => self.problems.push(format!("policy set on unknown node `{node}`")),
+        }
+        self
+    }
+
+    /// Retry `node` on failure.
+    pub fn retry(self, node: &str, policy: RetryPolicy) -> Self {
+        self.with_spec(node, |s| s.retry = Some(policy))
+    }
+    /// Fail `node` (as retryable) when one attempt takes longer than `timeout`.
+    pub fn node_timeout(self, node: &str, timeout: Duration) -> Self {
+        self.with_spec(node, |s| s.timeout = Some(timeout))
+    }
+    /// Cache `node`'s output.
+    pub fn cache(self, node: &str, policy: CachePolicy<S>) -> Self {
+        self.with_spec(node, |s| s.cache = Some(policy))
+    }
+    /// Declare where `node` may go with `Command::goto` (validation and drawing).
+    pub fn destinations<I: IntoIterator<Item = T>, T: Into<String>>(self, node: &str, to: I) -> Self {
+        let to: Vec<String> = to.into_iter().map(Into::into).collect();
+        self.with_spec(node, |s| s.destinations = to)
+    }
+
+    /// `to` runs after `from`.
+    pub fn add_edge(mut self, from: impl Into<String>, to: impl Into<String>) -> Self {
+        self.edges.push((from.into(), to.into()));
+        self
+    }
+    /// `to` runs once every node of `from` has run (a join).
+    pub fn add_join<I: IntoIterator<Item = T>, T: Into<String>>(mut self, from: I, to: impl Into<String>) -> Self {
+        let mut from: Vec<String> = from.into_iter().map(Into::into).collect();
+        from.sort();
+        from.dedup();
+        self.joins.push((from, to.into()));
+        self
+    }
+    /// After `from`, call `router` on the new state; it returns node names, `END`, or
+    /// `Send` packets.
+    pub fn add_conditional_edges<R>(mut self, from: impl Into<String>, router: impl Fn(&S) -> R + Send + Sync + 'static) -> Self
+    where
+        R: Into<Routes>,
+    {
+        self.branches.push((
+            from.into(),
+            Branch {
+                router: Arc::new(move |s| router(s).into()),
+                path_map: None,
+            },
+        ));
+        self
+    }
+    /// Like [`Self::add_conditional_edges`], with the router returning keys of `path_map`.
+    pub fn add_conditional_edges_map<R, I, K, V>(
+        mut self,
+        from: impl Into<String>,
+        router: impl Fn(&S) -> R + Send + Sync + 'static,
+        path_map: I,
+    ) -> Self
+    where
+        R: Into<Routes>,
+        I: IntoIterator<Item = (K, V)>,
+        K: Into<String>,
+        V: Into<String>,
+    {
+        self.branches.push((
+            from.into(),
+            Branch {
+                router: Arc::new(move |s| router(s).into()),
+                path_map: Some(path_map.into_iter().map(|(k, v)| (k.into(), v.into())).collect()),
+            },
+        ));
+        self
+    }
+    /// Shorthand for `add_edge(START, node)`.
+    pub fn set_entry_point(self, node: impl Into<String>) -> Self {
+        self.add_edge(START, node)
+    }
+    /// Shorthand for `add_edge(node, END)`.
+    pub fn set_finish_point(self, node: impl Into<String>) -> Self {
+        self.add_edge(node, END)
+    }
+    /// Chain nodes: `a -> b -> c`.
+    pub fn add_sequence<I: IntoIterator<Item = T>, T: Into<String>>(mut self, nodes: I) -> Self {
+        let names: Vec<String> = nodes.into_iter().map(Into::into).collect();
+        for w in names.windows(2) {
+            self.edges.push((w[0].clone(), w[1].clone()));
+        }
+        self
+    }
+
+    /// Persist checkpoints with this saver (needed for threads, interrupts, time travel).
+    pub fn checkpointer(mut self, saver: impl Checkpointer) -> Self {
+        self.checkpointer = Some(Arc::new(saver));
+        self
+    }
+    /// Persist checkpoints with a shared saver.
+    pub fn checkpointer_dyn(mut self, saver: Arc<dyn DynCheckpointer>) -> Self {
+        self.checkpointer = Some(saver);
+        self
+    }
+    /// Give nodes a long-term memory store.
+    pub fn store(mut self, store: impl Store) -> Self {
+        self.store = Some(Arc::new(store));
+        self
+    }
+    /// Give nodes a shared store.
+    pub fn store_dyn(mut self, store: Arc<dyn DynStore>) -> Self {
+        self.store = Some(store);
+        self
+    }
+    /// Pause before these nodes on every run.
+    pub fn interrupt_before(mut self, nodes: NodeSet) -> Self {
+        self.interrupt_before = nodes;
+        self
+    }
+    /// Pause after these nodes on every run.
+    pub fn interrupt_after(mut self, nodes: NodeSet) -> Self {
+        self.interrupt_after = nodes;
+        self
+    }
+
+    /// Check the graph and build it.
+    ///
+    /// Errors (all found here, none at run time): unknown node in an edge, join, branch path
+    /// map, destination list or interrupt list; no edge from `START`; a node that cannot be
+    /// reached from `START`; a node with no way out (no edge, branch or destination).
+    pub fn compile(self) -> Result<CompiledGraph<S>> {
+        let mut problems = self.problems.clone();
+        let known = |n: &str| n == START || n == END || self.nodes.contains_key(n);
+        for (a, b) in &self.edges {
+            if a == END {
+                problems.push("an edge cannot start at END".into());
+            }
+            if b == START {
+                problems.push("an edge cannot end at START".into());
+            }
+            for n in [a, b] {
+                if !known(n) {
+                    problems.push(format!("edge `{a}` -> `{b}` names unknown node `{n}`"));
+                }
+            }
+        }
+        for (from, to) in &self.joins {
+            for n in from.iter().chain(std::iter::once(to)) {
+                if !known(n) || n == START || n == END {
+                    problems.push(format!("join {from:?} -> `{to}` names unknown node `{n}`"));
+                }
+            }
+        }
+        for (from, b) in &self.branches {
+            if !known(from) || from == END {
+                problems.push(format!("conditional edge from unknown node `{from}`"));
+            }
+            for target in b.path_map.iter().flat_map(|m| m.values()) {
+                if !known(target) {
+                    problems.push(format!("conditional edge from `{from}` maps to unknown node `{target}`"));
+                }
+            }
+        }
+        for (name, spec) in &self.nodes {
+            for d in &spec.destinations {
+                if !known(d) {
+                    problems.push(format!("node `{name}` declares unknown destination `{d}`"));
+                }
+            }
+        }
+        for set in [&self.interrupt_before, &self.interrupt_after] {
+            if let NodeSet::Some(v) = set {
+                for n in v.iter().filter(|n| !self.nodes.contains_key(n.as_str())) {
+                    problems.push(format!("interrupt names unknown node `{n}`"));
+                }
+            }
+        }
+        let has_start = self.edges.iter().any(|(a, _)| a == START) || self.branches.iter().any(|(a, _)| a == START);
+        if !has_start {
+            problems.push("no edge from START: add `add_edge(START, <first node>)`".into());
+        }
+        if problems.is_empty() {
+            problems.extend(self.reachability_problems());
+        }
+        if !problems.is_empty() {
+            return Err(Error::InvalidGraph(problems.join("; ")));
+        }
+        Ok(CompiledGraph::from_inner(self.into_inner()))
+    }
+
+    /// Unreachable nodes and nodes with no way out.
+    fn reachability_problems(&self) -> Vec<String> {
+        let dynamic_from: BTreeSet<&str> = self
+            .branches
+            .iter()
+            .filter(|(_, b)| b.path_map.is_none())
+            .map(|(a, _)| a.as_str())
+            .collect();
+        let mut out_edges: HashMap<&str, Vec<&str>> = HashMap::new();
+        for (a, b) in &self.edges {
+            out_edges.entry(a).or_default().push(b);
+        }
+        for (from, to) in &self.joins {
+            for a in from {
+                out_edges.entry(a).or_default().push(to);
+            }
+        }
+        for (a, b) in &self.branches {
+            for t in b.path_map.iter().flat_map(|m| m.values()) {
+                out_edges.entry(a).or_default().push(t);
+            }
+        }
+        for (name, spec) in &self.nodes {
+            for d in &spec.destinations {
+                out_edges.entry(name).or_default().push(d);
+            }
+        }
+        let mut problems = Vec::new();
+        for name in self.nodes.keys() {
+            let has_exit = out_edges.contains_key(name.as_str()) || dynamic_from.contains(name.as_str());
+            if !has_exit {
+                problems.push(format!(
+                    "node `{name}` has no way out: add an edge (to END if it should finish), a conditional edge, or declare its Command destinations"
+                ));
+            }
+        }
+        // With a router that can return any node, every node may be reachable.
+        let mut seen: BTreeSet<&str> = BTreeSet::new();
+        let mut queue: VecDeque<&str> = VecDeque::from([START]);
+        let mut any_dynamic = false;
+        while let Some(n) = queue.pop_front() {
+            if !seen.insert(n) {
+                continue;
+            }
+            if dynamic_from.contains(n) {
+                any_dynamic = true;
+            }
+            for t in out_edges.get(n).into_iter().flatten() {
+                queue.push_back(t);
+            }
+        }
+        if !any_dynamic {
+            for name in self.nodes.keys() {
+                if !seen.contains(name.as_str()) {
+                    problems.push(format!("node `{name}` cannot be reached from START"));
+                }
+            }
+        }
+        problems
+    }
+
+    fn into_inner(self) -> GraphInner<S> {
+        let mut edges_out: HashMap<String, Vec<String>> = HashMap::new();
+        for (a, b) in &self.edges {
+            if b != END {
+                let v = edges_out.entry(a.clone()).or_default();
+                if !v.contains(b) {
+                    v.push(b.clone());
+                }
+            }
+        }
+        let joins: Vec<Join> = self
+            .joins
+            .iter()
+            .map(|(from, to)| Join {
+                channel: format!("join:{}:{}", from.join("+"), to),
+                sources: from.iter().cloned().collect(),
+                target: to.clone(),
+            })
+            .collect();
+        let mut branches: HashMap<String, Vec<Branch<S>>> = HashMap::new();
+        for (a, b) in self.branches {
+            branches.entry(a).or_default().push(b);
+        }
+        GraphInner::new(
+            self.name,
+            self.shape,
+            self.nodes,
+            edges_out,
+            joins,
+            branches,
+            self.checkpointer,
+            self.store,
+            self.interrupt_before,
+            self.interrupt_after,
+            self.edges,
+        )
+    }
+}

@@ -1,0 +1,344 @@
+//! [`CompiledGraph`]: run it, stream it, inspect and edit its threads.
+
+use super::node::{Branch, NodeSpec};
+use crate::checkpoint::{CheckpointConfig, DynCheckpointer};
+use crate::config::{RunConfig, RunInput, StreamOptions};
+use crate::error::{Error, Result};
+use crate::pregel::{run_loop, LoopEnd};
+use crate::runtime::{RunShared, Runtime, StreamSink};
+use crate::state::State;
+use crate::store::DynStore;
+use crate::stream::StreamPart;
+use crate::types::{Interrupt, NodeError, NodeOutput, NodeSet, Route};
+use futures::Stream;
+use std::collections::{BTreeSet, HashMap};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Instant;
+use tokio::sync::{mpsc, oneshot};
+
+/// A join edge: `target` runs once all `sources` have run.
+pub(crate) struct Join {
+    pub channel: String,
+    pub sources: BTreeSet<String>,
+    pub target: String,
+}
+
+type CacheMap<S> = HashMap<(String, String), (NodeOutput<S>, Option<Instant>)>;
+
+/// The immutable compiled form of a graph.
+pub(crate) struct GraphInner<S: State> {
+    pub name: String,
+    pub shape: S,
+    pub nodes: HashMap<String, NodeSpec<S>>,
+    /// Node names, sorted (task order).
+    pub node_names: Vec<String>,
+    pub edges_out: HashMap<String, Vec<String>>,
+    pub joins: Vec<Join>,
+    pub joins_by_source: HashMap<String, Vec<usize>>,
+    pub branches: HashMap<String, Vec<Branch<S>>>,
+    /// Trigger channels of each node.
+    pub node_triggers: HashMap<String, Vec<String>>,
+    branch_channels: HashMap<String, String>,
+    pub checkpointer: Option<Arc<dyn DynCheckpointer>>,
+    pub store: Option<Arc<dyn DynStore>>,
+    pub interrupt_before: NodeSet,
+    pub interrupt_after: NodeSet,
+    /// Static edges as declared (for drawing).
+    pub declared_edges: Vec<(String, String)>,
+    cache: Mutex<CacheMap<S>>,
+}
+
+impl<S: State> GraphInner<S> {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        name: String,
+        shape: S,
+        nodes: std::collections::BTreeMap<String, NodeSpec<S>>,
+        edges_out: HashMap<String, Vec<String>>,
+        joins: Vec<Join>,
+        branches: HashMap<String, Vec<Branch<S>>>,
+        checkpointer: Option<Arc<dyn DynCheckpointer>>,
+        store: Option<Arc<dyn DynStore>>,
+        interrupt_before: NodeSet,
+        interrupt_after: NodeSet,
+        declared_edges: Vec<(String, String)>,
+    ) -> Self {
+        let node_names: Vec<String> = nodes.keys().cloned().collect();
+        let branch_channels: HashMap<String, String> =
+            node_names.iter().map(|n| (n.clone(), format!("branch:to:{n}"))).collect();
+        let mut node_triggers: HashMap<String, Vec<String>> = node_names
+            .iter()
+            .map(|n| (n.clone(), vec![format!("branch:to:{n}")]))
+            .collect();
+        let mut joins_by_source: HashMap<String, Vec<usize>> = HashMap::new();
+        for (i, j) in joins.iter().enumerate() {
+            node_triggers.entry(j.target.clone()).or_default().push(j.channel.clone());
+            for s in &j.sources {
+                joins_by_source.entry(s.clone()).or_default().push(i);
+            }
+        }
+        Self {
+            name,
+            shape,
+            nodes: nodes.into_iter().collect(),
+            node_names,
+            edges_out,
+            joins,
+            joins_by_source,
+            branches,
+            node_triggers,
+            branch_channels,
+            checkpointer,
+            store,
+            interrupt_before,
+            interrupt_after,
+            declared_edges,
+            cache: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The trigger channel of `node`, if it exists.
+    pub fn branch_channel(&self, node: &str) -> Option<&str> {
+        self.branch_channels.get(node).map(String::as_str)
+    }
+
+    /// Whether join channel `ch` has heard from all its sources.
+    pub fn join_complete(&self, ch: &str, arrived: Option<&BTreeSet<String>>) -> bool {
+        let Some(arrived) = arrived else { return false };
+        self.joins
+            .iter()
+            .find(|j| j.channel == ch)
+            .is_some_and(|j| j.sources.iter().all(|s| arrived.contains(s)))
+    }
+
+    pub fn cache_get(&self, node: &str, key: &str) -> Option<NodeOutput<S>> {
+        let mut cache = self.cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let k = (node.to_owned(), key.to_owned());
+        match cache.get(&k) {
+            Some((_, Some(exp))) if *exp <= Instant::now() => {
+                cache.remove(&k);
+                None
+            }
+            Some((out, _)) => Some(out.clone()),
+            None => None,
+        }
+    }
+
+    pub fn cache_put(&self, node: &str, key: &str, out: NodeOutput<S>, expires: Option<Instant>) {
+        let mut cache = self.cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        cache.insert((node.to_owned(), key.to_owned()), (out, expires));
+    }
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunStatus {
+    /// The graph ran to its end.
+    Done,
+    /// The graph paused at an interrupt; resume it with a `Command`.
+    Interrupted,
+}
+
+/// The result of a run.
+#[derive(Debug, Clone)]
+pub struct RunOutput<S> {
+    /// The state when the run stopped.
+    pub values: S,
+    /// Pending interrupts (empty when done, and for static interrupts).
+    pub interrupts: Vec<Interrupt>,
+    /// Done or interrupted.
+    pub status: RunStatus,
+    /// The checkpoint the run ended on (when it persists).
+    pub config: Option<CheckpointConfig>,
+}
+
+/// A compiled graph. Cheap to clone.
+pub struct CompiledGraph<S: State> {
+    pub(crate) inner: Arc<GraphInner<S>>,
+}
+
+impl<S: State> Clone for CompiledGraph<S> {
+    fn clone(&self) -> Self {
+        Self { inner: Arc::clone(&self.inner) }
+    }
+}
+
+impl<S: State> CompiledGraph<S> {
+    pub(crate) fn from_inner(inner: GraphInner<S>) -> Self {
+        Self { inner: Arc::new(inner) }
+    }
+
+    /// The graph's name.
+    #[must_use]
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// Node names, sorted.
+    #[must_use]
+    pub fn node_names(&self) -> &[String] {
+        &self.inner.node_names
+    }
+
+    /// JSON Schema of the state.
+    #[must_use]
+    pub fn state_schema(&self) -> serde_json::Value {
+        self.inner.shape.json_schema()
+    }
+
+    /// An empty state of this graph's shape.
+    #[must_use]
+    pub fn empty_state(&self) -> S {
+        self.inner.shape.empty_like()
+    }
+
+    /// The checkpointer the graph was compiled with.
+    #[must_use]
+    pub fn checkpointer(&self) -> Option<&Arc<dyn DynCheckpointer>> {
+        self.inner.checkpointer.as_ref()
+    }
+
+    fn shared(&self, config: &RunConfig, sink: Option<StreamSink>) -> Arc<RunShared> {
+        Arc::new(RunShared {
+            run_id: config.run_id.clone().unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
+            thread_id: config.thread_id.clone(),
+            store: self.inner.store.clone(),
+            checkpointer: self.inner.checkpointer.clone(),
+            context: config.context.clone(),
+            sink,
+            resume: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Run with new input (a partial update) until the graph ends or pauses.
+    pub async fn invoke(&self, input: S::Update, config: RunConfig) -> Result<RunOutput<S>> {
+        self.invoke_input(RunInput::Update(input), config).await
+    }
+
+    /// Run from any input: new values, JSON, a `Command` (resume), or `Continue`.
+    pub async fn invoke_input(&self, input: RunInput<S>, config: RunConfig) -> Result<RunOutput<S>> {
+        let run = self.shared(&config, None);
+        execute(Arc::clone(&self.inner), input, config, run).await
+    }
+
+    /// Resume pending interrupts (or continue after an error when `cmd` has no resume).
+    pub async fn resume(&self, cmd: crate::types::Command<S>, config: RunConfig) -> Result<RunOutput<S>> {
+        self.invoke_input(RunInput::Command(cmd), config).await
+    }
+
+    /// Run and stream events in the modes asked for. The stream ends with exactly one
+    /// [`RunEvent::End`].
+    pub fn stream(&self, input: RunInput<S>, config: RunConfig, opts: StreamOptions) -> RunStream<S> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (done_tx, done_rx) = oneshot::channel();
+        let run = self.shared(&config, Some(StreamSink::new(tx, &opts.modes, opts.subgraphs)));
+        let inner = Arc::clone(&self.inner);
+        tokio::spawn(async move {
+            let out = execute(inner, input, config, run).await;
+            let _ = done_tx.send(out);
+        });
+        RunStream { rx: Some(rx), done: Some(done_rx) }
+    }
+
+    /// Run this graph as a subgraph of the task behind `rt`: its checkpoints go to the
+    /// task's namespace, its events carry that namespace, its interrupts pause the parent.
+    pub async fn run_nested(&self, input: S::Update, rt: &Runtime) -> Result<S, NodeError> {
+        let parent_ns = rt.ns();
+        let mut ns: Vec<String> = parent_ns.iter().cloned().collect();
+        ns.push(format!("{}:{}", rt.node(), rt.task_id()));
+        let run = Arc::clone(rt.run());
+        let resuming = !run.resume.lock().unwrap_or_else(std::sync::PoisonError::into_inner).is_empty();
+        let cfg = RunConfig {
+            recursion_limit: rt.remaining_steps().max(1).saturating_add(crate::config::DEFAULT_RECURSION_LIMIT),
+            thread_id: run.thread_id.clone(),
+            ..RunConfig::default()
+        };
+        let res = run_loop(Arc::clone(&self.inner), RunInput::Update(input), &cfg, run, ns.into(), resuming).await;
+        match res {
+            Ok(r) => match r.end {
+                LoopEnd::Done => Ok(Arc::unwrap_or_clone(r.state)),
+                LoopEnd::Interrupted(i) => Err(NodeError::Interrupted(i)),
+                LoopEnd::Parent(update, goto) => Err(NodeError::ParentCommand { update, goto }),
+            },
+            Err(e) => Err(NodeError::fatal(format!("subgraph `{}`: {e}", self.inner.name))),
+        }
+    }
+
+    /// Mermaid text of the graph; conditional edges are dotted.
+    #[must_use]
+    pub fn draw_mermaid(&self) -> String {
+        crate::mermaid::draw(&self.inner)
+    }
+}
+
+async fn execute<S: State>(
+    inner: Arc<GraphInner<S>>,
+    input: RunInput<S>,
+    config: RunConfig,
+    run: Arc<RunShared>,
+) -> Result<RunOutput<S>> {
+    let resuming = matches!(&input, RunInput::Continue) || matches!(&input, RunInput::Command(c) if c.resume.is_some());
+    let r = run_loop(inner, input, &config, run, Arc::from(Vec::new()), resuming).await?;
+    let (status, interrupts) = match r.end {
+        LoopEnd::Done => (RunStatus::Done, Vec::new()),
+        LoopEnd::Interrupted(i) => (RunStatus::Interrupted, i),
+        LoopEnd::Parent(..) => {
+            return Err(Error::InvalidGraph("a node sent a Command to the parent graph, but this graph has no parent".into()))
+        }
+    };
+    Ok(RunOutput {
+        values: Arc::unwrap_or_clone(r.state),
+        interrupts,
+        status,
+        config: r.config,
+    })
+}
+
+/// An event of a run's stream.
+#[derive(Debug)]
+pub enum RunEvent<S> {
+    /// A part in one of the requested modes.
+    Part(StreamPart),
+    /// The run's end: its output or its error. Always the last event, exactly once.
+    End(Result<RunOutput<S>>),
+}
+
+/// The stream of a run. Dropping it does not stop the run.
+pub struct RunStream<S> {
+    rx: Option<mpsc::UnboundedReceiver<StreamPart>>,
+    done: Option<oneshot::Receiver<Result<RunOutput<S>>>>,
+}
+
+impl<S> Stream for RunStream<S> {
+    type Item = RunEvent<S>;
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        if let Some(rx) = self.rx.as_mut() {
+            match rx.poll_recv(cx) {
+                Poll::Ready(Some(part)) => return Poll::Ready(Some(RunEvent::Part(part))),
+                Poll::Ready(None) => self.rx = None,
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+        if let Some(done) = self.done.as_mut() {
+            return match Pin::new(done).poll(cx) {
+                Poll::Ready(r) => {
+                    self.done = None;
+                    let out = r.unwrap_or(Err(Error::Cancelled));
+                    Poll::Ready(Some(RunEvent::End(out)))
+                }
+                Poll::Pending => Poll::Pending,
+            };
+        }
+        Poll::Ready(None)
+    }
+}
+
+use std::future::Future as _;
+
+/// Route helper used by nodes that want to go to a node and END checks.
+#[must_use]
+pub fn route(node: &str) -> Route {
+    Route::from(node)
+}

@@ -1,0 +1,10 @@
+//! Building and running graphs.
+
+pub(crate) mod builder;
+pub(crate) mod compiled;
+mod history;
+pub(crate) mod node;
+
+pub use builder::StateGraph;
+pub use compiled::{route, CompiledGraph, RunEvent, RunOutput, RunStatus, RunStream};
+pub use history::{HistoryQuery, PendingTask, StateSnapshot};

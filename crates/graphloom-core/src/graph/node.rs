@@ -1,0 +1,78 @@
+//! Nodes and branches as the compiled graph keeps them.
+
+use crate::runtime::Runtime;
+use crate::state::State;
+use crate::types::{CachePolicy, NodeError, NodeOutput, Packet, RetryPolicy, Routes};
+use futures::future::BoxFuture;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A node's future.
+pub(crate) type NodeFuture<S> = BoxFuture<'static, Result<NodeOutput<S>, NodeError>>;
+
+/// What a task hands its node.
+pub(crate) enum NodeInput<S> {
+    /// The state snapshot of the step (pull tasks, or a `Send` packet of the state type).
+    State(Arc<S>),
+    /// A `Send` packet for a packet node.
+    Packet(Packet),
+}
+
+/// The callable of a node.
+pub(crate) type NodeFn<S> = Arc<dyn Fn(NodeInput<S>, Runtime) -> NodeFuture<S> + Send + Sync>;
+
+/// What input a node takes.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum InputKind {
+    /// The graph state.
+    State,
+    /// `Send` packets only.
+    Packet,
+}
+
+/// A node of a graph.
+pub(crate) struct NodeSpec<S: State> {
+    pub func: NodeFn<S>,
+    pub input: InputKind,
+    pub retry: Option<RetryPolicy>,
+    pub timeout: Option<Duration>,
+    pub cache: Option<CachePolicy<S>>,
+    /// Declared `Command` destinations (for validation and drawing).
+    pub destinations: Vec<String>,
+    /// Mermaid text of a subgraph node's graph, for drawing.
+    pub subgraph: Option<String>,
+}
+
+impl<S: State> Clone for NodeSpec<S> {
+    fn clone(&self) -> Self {
+        Self {
+            func: Arc::clone(&self.func),
+            input: self.input,
+            retry: self.retry.clone(),
+            timeout: self.timeout,
+            cache: self.cache.clone(),
+            destinations: self.destinations.clone(),
+            subgraph: self.subgraph.clone(),
+        }
+    }
+}
+
+/// The router of a conditional edge.
+pub(crate) type RouterFn<S> = Arc<dyn Fn(&S) -> Routes + Send + Sync>;
+
+/// A conditional edge.
+pub(crate) struct Branch<S> {
+    pub router: RouterFn<S>,
+    /// Router keys to node names; `None` means the router returns node names.
+    pub path_map: Option<BTreeMap<String, String>>,
+}
+
+impl<S> Clone for Branch<S> {
+    fn clone(&self) -> Self {
+        Self {
+            router: Arc::clone(&self.router),
+            path_map: self.path_map.clone(),
+        }
+    }
+}

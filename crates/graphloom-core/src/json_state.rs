@@ -1,0 +1,397 @@
+//! [`JsonState`]: a state of JSON channels with named reducers, for graphs defined at run
+//! time and for the server.
+//!
+//! ```
+//! use graphloom_core::{JsonReducer, JsonState, State};
+//! let shape = JsonState::builder()
+//!     .field("messages", JsonReducer::AddMessages)
+//!     .field("topic", JsonReducer::LastValue)
+//!     .build();
+//! assert_eq!(shape.field_count(), 2);
+//! ```
+
+use crate::messages::{add_messages_into, MessageLike};
+use crate::seq::{Seq, SeqLike};
+use crate::state::{Changed, FieldChange, State, StateError, TaskUpdate};
+use serde_json::{json, Map, Value};
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+/// A custom JSON reducer: `(current, update) -> new value`.
+pub type JsonReduceFn = Arc<dyn Fn(&Value, Value) -> Result<Value, String> + Send + Sync>;
+
+/// How a JSON channel combines writes.
+#[derive(Clone)]
+pub enum JsonReducer {
+    /// One value per step; several writers are a conflict.
+    LastValue,
+    /// A list; writes (a list, or one item) are appended.
+    Append,
+    /// Numbers add, strings and lists concatenate.
+    Add,
+    /// Objects merge, later keys winning.
+    Merge,
+    /// Chat messages merged by id (see [`crate::reducers::AddMessages`]).
+    AddMessages,
+    /// A custom function.
+    Custom(JsonReduceFn),
+}
+
+impl fmt::Debug for JsonReducer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl JsonReducer {
+    /// The reducer's name (as [`JsonReducer::by_name`] reads it).
+    #[must_use]
+    pub fn name(&self) -> &'static str {
+        match self {
+            JsonReducer::LastValue => "last",
+            JsonReducer::Append => "append",
+            JsonReducer::Add => "add",
+            JsonReducer::Merge => "merge",
+            JsonReducer::AddMessages => "add_messages",
+            JsonReducer::Custom(_) => "custom",
+        }
+    }
+    /// A built-in reducer by name.
+    #[must_use]
+    pub fn by_name(name: &str) -> Option<Self> {
+        Some(match name {
+            "last" | "last_value" => JsonReducer::LastValue,
+            "append" => JsonReducer::Append,
+            "add" => JsonReducer::Add,
+            "merge" => JsonReducer::Merge,
+            "add_messages" => JsonReducer::AddMessages,
+            _ => return None,
+        })
+    }
+    fn is_seq(&self) -> bool {
+        matches!(self, JsonReducer::Append | JsonReducer::AddMessages)
+    }
+}
+
+/// The channels of a [`JsonState`].
+#[derive(Debug)]
+pub struct JsonSchemaSpec {
+    fields: Vec<(String, JsonReducer)>,
+    index: HashMap<String, usize>,
+}
+
+/// Builds a [`JsonState`] shape.
+#[derive(Debug, Default)]
+#[must_use]
+pub struct JsonStateBuilder {
+    fields: Vec<(String, JsonReducer)>,
+}
+
+impl JsonStateBuilder {
+    /// Add a channel.
+    pub fn field(mut self, name: impl Into<String>, reducer: JsonReducer) -> Self {
+        self.fields.push((name.into(), reducer));
+        self
+    }
+    /// The empty state of this shape.
+    pub fn build(self) -> JsonState {
+        let index = self.fields.iter().enumerate().map(|(i, (n, _))| (n.clone(), i)).collect();
+        let spec = Arc::new(JsonSchemaSpec { fields: self.fields, index });
+        JsonState::empty_of(spec)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+enum Slot {
+    Value(Value),
+    Seq(Seq<Value>),
+}
+
+/// A state of JSON channels. Cloning is cheap for list channels (persistent sequences).
+#[derive(Clone)]
+pub struct JsonState {
+    spec: Arc<JsonSchemaSpec>,
+    slots: Vec<Slot>,
+}
+
+impl fmt::Debug for JsonState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.to_json() {
+            Ok(v) => write!(f, "JsonState({v})"),
+            Err(_) => f.write_str("JsonState(..)"),
+        }
+    }
+}
+
+impl MessageLike for Value {
+    fn message_id(&self) -> Option<&str> {
+        self.get("id").and_then(Value::as_str)
+    }
+    fn set_message_id(&mut self, id: String) {
+        if let Value::Object(m) = self {
+            m.insert("id".into(), Value::String(id));
+        }
+    }
+    fn is_removal(&self) -> bool {
+        self.get("type").and_then(Value::as_str) == Some("remove")
+    }
+}
+
+/// Coerce what clients send as a message into message JSON: a string is a human message,
+/// `{"role": ...}` maps OpenAI roles to message types.
+fn coerce_message(v: Value) -> Value {
+    match v {
+        Value::String(s) => json!({"type": "human", "content": s}),
+        Value::Object(mut m) if !m.contains_key("type") => {
+            if let Some(role) = m.remove("role") {
+                let ty = match role.as_str() {
+                    Some("user") => "human",
+                    Some("assistant") => "ai",
+                    Some(other) => other,
+                    None => "human",
+                }
+                .to_owned();
+                m.insert("type".into(), Value::String(ty));
+            }
+            Value::Object(m)
+        }
+        other => other,
+    }
+}
+
+fn add_json(cur: &Value, upd: Value) -> Result<Value, String> {
+    Ok(match (cur, upd) {
+        (Value::Null, u) => u,
+        (Value::Number(a), Value::Number(b)) => match (a.as_i64(), b.as_i64()) {
+            (Some(x), Some(y)) => json!(x.checked_add(y).ok_or("integer overflow")?),
+            _ => json!(a.as_f64().unwrap_or(0.0) + b.as_f64().unwrap_or(0.0)),
+        },
+        (Value::String(a), Value::String(b)) => Value::String(format!("{a}{b}")),
+        (Value::Array(a), Value::Array(b)) => Value::Array(a.iter().cloned().chain(b).collect()),
+        (a, b) => return Err(format!("cannot add {b} to {a}")),
+    })
+}
+
+impl JsonState {
+    /// Start describing a shape.
+    pub fn builder() -> JsonStateBuilder {
+        JsonStateBuilder::default()
+    }
+
+    /// A shape from `(name, reducer name)` pairs; unknown reducer names are an error.
+    pub fn from_reducer_names<'a>(fields: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<Self, StateError> {
+        let mut b = Self::builder();
+        for (name, reducer) in fields {
+            let r = JsonReducer::by_name(reducer).ok_or_else(|| StateError::Reducer {
+                field: name.to_owned(),
+                message: format!("unknown reducer `{reducer}` (known: last, append, add, merge, add_messages)"),
+            })?;
+            b = b.field(name, r);
+        }
+        Ok(b.build())
+    }
+
+    fn empty_of(spec: Arc<JsonSchemaSpec>) -> Self {
+        let slots = spec
+            .fields
+            .iter()
+            .map(|(_, r)| match r {
+                r if r.is_seq() => Slot::Seq(Seq::new()),
+                JsonReducer::Merge => Slot::Value(json!({})),
+                _ => Slot::Value(Value::Null),
+            })
+            .collect();
+        Self { spec, slots }
+    }
+
+    /// A channel's value.
+    #[must_use]
+    pub fn get(&self, name: &str) -> Option<Value> {
+        let i = *self.spec.index.get(name)?;
+        self.slot_json(i).ok()
+    }
+
+    fn slot_json(&self, i: usize) -> Result<Value, StateError> {
+        match self.slots.get(i) {
+            Some(Slot::Value(v)) => Ok(v.clone()),
+            Some(Slot::Seq(s)) => Ok(Value::Array(s.to_vec())),
+            None => Err(StateError::UnknownField(i.to_string())),
+        }
+    }
+
+    fn reduce(&mut self, i: usize, upd: Value) -> Result<FieldChange, StateError> {
+        let (name, reducer) = &self.spec.fields[i];
+        let err = |message: String| StateError::Reducer { field: name.clone(), message };
+        let slot = &mut self.slots[i];
+        match (reducer, slot) {
+            (JsonReducer::LastValue, Slot::Value(v)) => {
+                *v = upd;
+                Ok(FieldChange::Replaced)
+            }
+            (JsonReducer::Append, Slot::Seq(s)) => {
+                let items = match upd {
+                    Value::Array(a) => a,
+                    one => vec![one],
+                };
+                let n = items.len();
+                s.extend_items(items);
+                Ok(FieldChange::Appended(n))
+            }
+            (JsonReducer::AddMessages, Slot::Seq(s)) => {
+                let items: Vec<Value> = match upd {
+                    Value::Array(a) => a.into_iter().map(coerce_message).collect(),
+                    one => vec![coerce_message(one)],
+                };
+                add_messages_into(s, items).map_err(err)
+            }
+            (JsonReducer::Add, Slot::Value(v)) => {
+                *v = add_json(v, upd).map_err(err)?;
+                Ok(FieldChange::Replaced)
+            }
+            (JsonReducer::Merge, Slot::Value(v)) => {
+                match (v, upd) {
+                    (Value::Object(cur), Value::Object(u)) => cur.extend(u),
+                    (v, u) if v.is_null() => *v = u,
+                    (_, u) => return Err(err(format!("cannot merge {u} into an object"))),
+                }
+                Ok(FieldChange::Replaced)
+            }
+            (JsonReducer::Custom(f), Slot::Value(v)) => {
+                *v = f(v, upd).map_err(err)?;
+                Ok(FieldChange::Replaced)
+            }
+            _ => Err(err("internal: slot kind does not match reducer".into())),
+        }
+    }
+}
+
+impl State for JsonState {
+    type Update = Map<String, Value>;
+
+    fn field_count(&self) -> usize {
+        self.spec.fields.len()
+    }
+    fn field_name(&self, idx: usize) -> &str {
+        self.spec.fields.get(idx).map_or("", |(n, _)| n.as_str())
+    }
+    fn field_index(&self, name: &str) -> Option<usize> {
+        self.spec.index.get(name).copied()
+    }
+
+    fn merge(&mut self, updates: Vec<TaskUpdate<'_, Self::Update>>, changes: &mut Vec<Changed>) -> Result<(), StateError> {
+        // Conflicts first, so a failed merge changes nothing.
+        let mut writers: Vec<Vec<&str>> = vec![Vec::new(); self.spec.fields.len()];
+        for u in &updates {
+            for k in u.update.keys() {
+                let i = self.field_index(k).ok_or_else(|| StateError::UnknownField(k.clone()))?;
+                writers[i].push(u.node);
+            }
+        }
+        for (i, w) in writers.iter().enumerate() {
+            if w.len() > 1 && matches!(self.spec.fields[i].1, JsonReducer::LastValue) {
+                return Err(StateError::Conflict {
+                    field: self.spec.fields[i].0.clone(),
+                    nodes: w.iter().map(|s| (*s).to_owned()).collect(),
+                });
+            }
+        }
+        let mut acc: Vec<Option<FieldChange>> = vec![None; self.spec.fields.len()];
+        for u in updates {
+            for (k, v) in u.update {
+                let i = self.field_index(&k).ok_or(StateError::UnknownField(k))?;
+                let c = self.reduce(i, v)?;
+                acc[i] = Some(acc[i].map_or(c, |p| p.then(c)));
+            }
+        }
+        changes.extend(acc.into_iter().enumerate().filter_map(|(field, c)| c.map(|change| Changed { field, change })));
+        Ok(())
+    }
+
+    fn update_fields(&self, update: &Self::Update) -> Vec<String> {
+        update.keys().cloned().collect()
+    }
+    fn field_to_json(&self, idx: usize) -> Result<Value, StateError> {
+        self.slot_json(idx)
+    }
+    fn field_tail_to_json(&self, idx: usize, n: usize) -> Option<Result<Vec<Value>, StateError>> {
+        match self.slots.get(idx)? {
+            Slot::Seq(s) => Some(Ok(s.tail(n).cloned().collect())),
+            Slot::Value(_) => None,
+        }
+    }
+    fn set_field_from_json(&mut self, idx: usize, value: Value) -> Result<(), StateError> {
+        let name = self.field_name(idx).to_owned();
+        let slot = self.slots.get_mut(idx).ok_or_else(|| StateError::UnknownField(idx.to_string()))?;
+        *slot = match slot {
+            Slot::Seq(_) => match value {
+                Value::Array(a) => Slot::Seq(a.into()),
+                Value::Null => Slot::Seq(Seq::new()),
+                other => return Err(StateError::Decode { field: name, message: format!("expected a list, got {other}") }),
+            },
+            Slot::Value(_) => Slot::Value(value),
+        };
+        Ok(())
+    }
+    fn update_to_json(&self, update: &Self::Update) -> Result<Value, StateError> {
+        Ok(Value::Object(update.clone()))
+    }
+    fn update_from_json(&self, value: Value) -> Result<Self::Update, StateError> {
+        match value {
+            Value::Object(m) => {
+                if let Some(k) = m.keys().find(|k| self.field_index(k).is_none()) {
+                    return Err(StateError::UnknownField(k.clone()));
+                }
+                Ok(m)
+            }
+            Value::Null => Ok(Map::new()),
+            other => Err(StateError::Decode { field: String::new(), message: format!("input must be a JSON object, got {other}") }),
+        }
+    }
+    fn json_schema(&self) -> Value {
+        let props: Map<String, Value> = self
+            .spec
+            .fields
+            .iter()
+            .map(|(n, r)| {
+                let s = match r {
+                    r if r.is_seq() => json!({"type": "array", "x-reducer": r.name()}),
+                    JsonReducer::Merge => json!({"type": "object", "x-reducer": "merge"}),
+                    r => json!({"x-reducer": r.name()}),
+                };
+                (n.clone(), s)
+            })
+            .collect();
+        json!({"type": "object", "title": "State", "properties": props})
+    }
+    fn empty_like(&self) -> Self {
+        Self::empty_of(Arc::clone(&self.spec))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shape() -> JsonState {
+        JsonState::from_reducer_names([("messages", "add_messages"), ("n", "add"), ("topic", "last"), ("log", "append")]).unwrap()
+    }
+
+    #[test]
+    fn merges_by_reducer_and_detects_conflicts() {
+        let mut s = shape();
+        let mut ch = Vec::new();
+        let u1 = json!({"messages": ["hi"], "n": 2, "log": [1]}).as_object().cloned().unwrap();
+        let u2 = json!({"n": 3, "log": 2, "topic": "x"}).as_object().cloned().unwrap();
+        s.merge(vec![TaskUpdate { node: "a", update: u1 }, TaskUpdate { node: "b", update: u2 }], &mut ch).unwrap();
+        assert_eq!(s.get("n"), Some(json!(5)));
+        assert_eq!(s.get("log"), Some(json!([1, 2])));
+        assert_eq!(s.get("messages").unwrap()[0]["type"], "human");
+        assert!(ch.contains(&Changed { field: 3, change: FieldChange::Appended(2) }));
+        let c1 = json!({"topic": "a"}).as_object().cloned().unwrap();
+        let err = s.merge(vec![TaskUpdate { node: "x", update: c1.clone() }, TaskUpdate { node: "y", update: c1 }], &mut ch).unwrap_err();
+        assert_eq!(err, StateError::Conflict { field: "topic".into(), nodes: vec!["x".into(), "y".into()] });
+        assert!(s.update_from_json(json!({"nope": 1})).is_err());
+        assert!(JsonState::from_reducer_names([("a", "bogus")]).is_err());
+    }
+}

@@ -1,0 +1,248 @@
+//! Chat messages and the `add_messages` reducer.
+//!
+//! [`Message`] serialises to the message JSON LangChain and the LangGraph clients use
+//! (`type`, `content`, `id`, `name`, `tool_calls`, `tool_call_id`, ...); fields it does not
+//! model are kept in `extra` so a round trip loses nothing.
+
+use crate::seq::SeqLike;
+use crate::state::FieldChange;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// Id of a removal marker that clears every message before it.
+pub const REMOVE_ALL_MESSAGES: &str = "__remove_all__";
+
+/// Who a message is from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MessageKind {
+    /// System instructions.
+    System,
+    /// The user.
+    Human,
+    /// The model.
+    Ai,
+    /// A tool's result.
+    Tool,
+    /// A removal marker for the `add_messages` reducer.
+    Remove,
+}
+
+/// A tool call requested by the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ToolCall {
+    /// Id the tool result refers back to.
+    pub id: String,
+    /// Tool name.
+    pub name: String,
+    /// Arguments as the model wrote them.
+    #[serde(default)]
+    pub args: Value,
+}
+
+/// One chat message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Message {
+    /// Who it is from.
+    #[serde(rename = "type")]
+    #[schemars(with = "String")]
+    pub kind: MessageKind,
+    /// Text, or a list of content parts.
+    #[serde(default)]
+    pub content: Value,
+    /// Stable id; assigned by `add_messages` when missing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// Optional author name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Tool calls of an AI message.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    /// For tool messages: the call this answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    /// Everything else (usage, response metadata, status, ...), kept for round trips.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl Message {
+    fn with(kind: MessageKind, content: impl Into<String>) -> Self {
+        Self {
+            kind,
+            content: Value::String(content.into()),
+            id: None,
+            name: None,
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+            extra: Map::new(),
+        }
+    }
+    /// A user message.
+    #[must_use]
+    pub fn human(content: impl Into<String>) -> Self {
+        Self::with(MessageKind::Human, content)
+    }
+    /// A system message.
+    #[must_use]
+    pub fn system(content: impl Into<String>) -> Self {
+        Self::with(MessageKind::System, content)
+    }
+    /// A model message.
+    #[must_use]
+    pub fn ai(content: impl Into<String>) -> Self {
+        Self::with(MessageKind::Ai, content)
+    }
+    /// A model message that calls tools.
+    #[must_use]
+    pub fn ai_with_tool_calls(content: impl Into<String>, calls: Vec<ToolCall>) -> Self {
+        let mut m = Self::with(MessageKind::Ai, content);
+        m.tool_calls = calls;
+        m
+    }
+    /// A tool result for `tool_call_id`.
+    #[must_use]
+    pub fn tool(content: impl Into<String>, tool_call_id: impl Into<String>) -> Self {
+        let mut m = Self::with(MessageKind::Tool, content);
+        m.tool_call_id = Some(tool_call_id.into());
+        m
+    }
+    /// A marker that removes the message with `id` when merged by `add_messages`.
+    #[must_use]
+    pub fn remove(id: impl Into<String>) -> Self {
+        let mut m = Self::with(MessageKind::Remove, "");
+        m.id = Some(id.into());
+        m
+    }
+    /// Set the id.
+    #[must_use]
+    pub fn with_id(mut self, id: impl Into<String>) -> Self {
+        self.id = Some(id.into());
+        self
+    }
+    /// The text content (parts of type `text` joined) .
+    #[must_use]
+    pub fn text(&self) -> String {
+        match &self.content {
+            Value::String(s) => s.clone(),
+            Value::Array(parts) => parts
+                .iter()
+                .filter_map(|p| p.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join(""),
+            _ => String::new(),
+        }
+    }
+}
+
+/// What `add_messages` needs of a message type.
+pub trait MessageLike {
+    /// The message id, if any.
+    fn message_id(&self) -> Option<&str>;
+    /// Set the id.
+    fn set_message_id(&mut self, id: String);
+    /// True for a removal marker (its id names the message to remove).
+    fn is_removal(&self) -> bool;
+}
+
+impl MessageLike for Message {
+    fn message_id(&self) -> Option<&str> {
+        self.id.as_deref()
+    }
+    fn set_message_id(&mut self, id: String) {
+        self.id = Some(id);
+    }
+    fn is_removal(&self) -> bool {
+        self.kind == MessageKind::Remove
+    }
+}
+
+/// Merge `update` into `current`: same id replaces in place, a removal marker deletes (the
+/// special id [`REMOVE_ALL_MESSAGES`] clears everything before it), others are appended with
+/// a fresh id when they have none. Removing an unknown id is an error.
+pub fn add_messages_into<S>(current: &mut S, update: Vec<S::Item>) -> Result<FieldChange, String>
+where
+    S: SeqLike,
+    S::Item: MessageLike,
+{
+    let mut appended = 0usize;
+    let mut pure_append = true;
+    let mut pending_removals: Vec<String> = Vec::new();
+    for mut msg in update {
+        if msg.is_removal() {
+            let id = msg.message_id().unwrap_or_default().to_owned();
+            pure_append = false;
+            if id == REMOVE_ALL_MESSAGES {
+                current.retain_items(&mut |_| false);
+                pending_removals.clear();
+                appended = 0;
+                continue;
+            }
+            pending_removals.push(id);
+            continue;
+        }
+        let existing = msg.message_id().and_then(|id| {
+            (0..current.seq_len())
+                .rev()
+                .find(|&i| current.item(i).and_then(MessageLike::message_id) == Some(id))
+        });
+        match existing {
+            Some(i) => {
+                pure_append = false;
+                current.set_item(i, msg);
+            }
+            None => {
+                if msg.message_id().is_none() {
+                    msg.set_message_id(uuid::Uuid::new_v4().to_string());
+                }
+                current.extend_items(vec![msg]);
+                appended += 1;
+            }
+        }
+    }
+    for id in pending_removals {
+        let before = current.seq_len();
+        current.retain_items(&mut |m: &S::Item| m.message_id() != Some(id.as_str()));
+        if current.seq_len() == before {
+            return Err(format!("cannot remove message `{id}`: no message has that id"));
+        }
+    }
+    Ok(if pure_append {
+        FieldChange::Appended(appended)
+    } else {
+        FieldChange::Replaced
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::seq::Seq;
+
+    #[test]
+    fn assigns_ids_replaces_and_removes() {
+        let mut msgs: Seq<Message> = Seq::new();
+        let ch = add_messages_into(&mut msgs, vec![Message::human("a"), Message::ai("b").with_id("x")]);
+        assert_eq!(ch, Ok(FieldChange::Appended(2)));
+        assert!(msgs.get(0).and_then(|m| m.id.clone()).is_some());
+        let ch = add_messages_into(&mut msgs, vec![Message::ai("b2").with_id("x")]);
+        assert_eq!(ch, Ok(FieldChange::Replaced));
+        assert_eq!(msgs.len(), 2);
+        assert_eq!(msgs.get(1).map(Message::text).as_deref(), Some("b2"));
+        assert!(add_messages_into(&mut msgs, vec![Message::remove("x")]).is_ok());
+        assert_eq!(msgs.len(), 1);
+        assert!(add_messages_into(&mut msgs, vec![Message::remove("nope")]).is_err());
+        assert!(add_messages_into(&mut msgs, vec![Message::remove(REMOVE_ALL_MESSAGES), Message::human("c")]).is_ok());
+        assert_eq!(msgs.len(), 1);
+        assert_eq!(msgs.get(0).map(Message::text).as_deref(), Some("c"));
+    }
+
+    #[test]
+    fn langchain_json_round_trip() {
+        let v = serde_json::json!({"type":"ai","content":"hi","id":"1","tool_calls":[{"id":"c","name":"t","args":{"q":1}}],"usage_metadata":{"input_tokens":3}});
+        let m: Message = serde_json::from_value(v.clone()).unwrap_or_else(|_| Message::human(""));
+        assert_eq!(m.kind, MessageKind::Ai);
+        assert_eq!(serde_json::to_value(&m).ok(), Some(v));
+    }
+}

@@ -1,0 +1,727 @@
+//! The Pregel executor: plan the tasks of a superstep, run them concurrently against one
+//! snapshot, save each finished task's writes, merge all writes in a fixed order, save the
+//! checkpoint, repeat.
+
+mod persist;
+pub(crate) mod state;
+pub(crate) mod task;
+
+use self::persist::Saver;
+use self::state::{LoopState, StartInput, START_CHANNEL};
+use self::task::{decode_writes, encode_writes, plan, saved_resumes, task_input, Outcome, Task, TaskKind, TaskRun};
+use crate::checkpoint::{
+    self, CheckpointConfig, CheckpointMetadata, CheckpointSource, DynCheckpointer,
+};
+use crate::config::{RunConfig, RunInput};
+use crate::error::{Error, Result};
+use crate::graph::compiled::GraphInner;
+use crate::graph::node::NodeInput;
+use crate::runtime::RunShared;
+use crate::state::{State, TaskUpdate};
+use crate::stream::{StreamData, StreamMode, StreamValue};
+use crate::types::{Interrupt, NodeSet, Resume, Route, Send, END, START};
+use serde_json::{json, Value};
+use std::any::Any;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use tokio::time::Instant;
+
+/// How a run of one graph ended (errors aside).
+pub(crate) enum LoopEnd {
+    /// No more tasks.
+    Done,
+    /// Paused: dynamic interrupts (empty for a static interrupt).
+    Interrupted(Vec<Interrupt>),
+    /// A node sent a `Command` to the parent graph.
+    Parent(Option<Value>, Vec<Route>),
+}
+
+/// What a finished loop hands back.
+pub(crate) struct LoopResult<S> {
+    pub state: Arc<S>,
+    pub end: LoopEnd,
+    pub config: Option<CheckpointConfig>,
+}
+
+/// A state as a stream payload.
+pub(crate) struct StateValue<S>(pub Arc<S>);
+impl<S: State> StreamValue for StateValue<S> {
+    fn to_json(&self) -> Result<Value, String> {
+        self.0.to_json().map_err(|e| e.to_string())
+    }
+    fn as_any(&self) -> &dyn Any {
+        self.0.as_ref()
+    }
+}
+
+/// An update as a stream payload.
+pub(crate) struct UpdateValue<S: State>(pub Arc<S>, pub S::Update);
+impl<S: State> StreamValue for UpdateValue<S> {
+    fn to_json(&self) -> Result<Value, String> {
+        self.0.update_to_json(&self.1).map_err(|e| e.to_string())
+    }
+    fn as_any(&self) -> &dyn Any {
+        &self.1
+    }
+}
+
+struct Loop<S: State> {
+    g: Arc<GraphInner<S>>,
+    run: Arc<RunShared>,
+    ns: Arc<[String]>,
+    ns_str: String,
+    ls: LoopState<S>,
+    saver: Saver,
+    cfg: CheckpointConfig,
+    limit: usize,
+    interrupt_before: NodeSet,
+    interrupt_after: NodeSet,
+    deadline: Option<Instant>,
+    timeout_ms: u64,
+    metadata: serde_json::Map<String, Value>,
+}
+
+/// Run graph `g` in namespace `ns` (empty for the root).
+pub(crate) async fn run_loop<S: State>(
+    g: Arc<GraphInner<S>>,
+    input: RunInput<S>,
+    rc: &RunConfig,
+    run: Arc<RunShared>,
+    ns: Arc<[String]>,
+    resuming: bool,
+) -> Result<LoopResult<S>> {
+    let is_root = ns.is_empty();
+    let checkpointer: Option<Arc<dyn DynCheckpointer>> = g.checkpointer.clone().or_else(|| run.checkpointer.clone());
+    let persist = checkpointer.is_some() && run.thread_id.is_some();
+    let ns_str = ns.join("|");
+    let cfg = CheckpointConfig {
+        thread_id: run.thread_id.clone().unwrap_or_default(),
+        checkpoint_ns: ns_str.clone(),
+        checkpoint_id: None,
+    };
+    let needs_saved = matches!(&input, RunInput::Continue) || matches!(&input, RunInput::Command(c) if c.resume.is_some());
+    if needs_saved && !persist && is_root {
+        return Err(Error::NoCheckpointer("resuming a run"));
+    }
+    // Load the thread's checkpoint (or the one asked for).
+    let mut tuple = None;
+    let mut fork = false;
+    if let (true, Some(saver)) = (persist, &checkpointer) {
+        let want = CheckpointConfig {
+            checkpoint_id: if is_root { rc.checkpoint_id.clone() } else { None },
+            ..cfg.clone()
+        };
+        tuple = saver.get_tuple(&want).await?;
+        if let Some(id) = &want.checkpoint_id {
+            let Some(t) = &tuple else {
+                return Err(Error::NotFound(format!("checkpoint `{id}` of thread `{}`", cfg.thread_id)));
+            };
+            let latest = saver.get_tuple(&cfg).await?;
+            fork = latest.is_some_and(|l| l.checkpoint.id != t.checkpoint.id);
+        }
+    }
+    let mut ls = match &tuple {
+        Some(t) => LoopState::restore(&g, t)?,
+        None => LoopState::fresh(&g.shape),
+    };
+    if fork {
+        ls.pending_writes.clear();
+    }
+    let deadline = rc.timeout.map(|t| Instant::now() + t);
+    let mut lp = Loop {
+        saver: Saver::new(if persist { checkpointer } else { None }, rc.durability),
+        g,
+        run,
+        ns,
+        ns_str,
+        ls,
+        cfg,
+        limit: rc.recursion_limit,
+        interrupt_before: merge_sets(&rc.interrupt_before, is_root),
+        interrupt_after: merge_sets(&rc.interrupt_after, is_root),
+        deadline,
+        timeout_ms: rc.timeout.map_or(0, |t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
+        metadata: rc.metadata.clone(),
+    };
+    let graph_before = lp.g.interrupt_before.clone();
+    let graph_after = lp.g.interrupt_after.clone();
+    lp.interrupt_before = union(lp.interrupt_before, graph_before);
+    lp.interrupt_after = union(lp.interrupt_after, graph_after);
+
+    // A nested graph re-run by a resumed parent task continues where it stopped.
+    let has_pending = tuple.is_some() && !plan(&lp.g, &lp.ls, &lp.ns_str).is_empty();
+    let input = if !is_root && resuming && has_pending { RunInput::Continue } else { input };
+    let mut skip_before = false;
+    match input {
+        RunInput::Update(u) => lp.new_input(StartInput { update: Some(u), goto: None }).await?,
+        RunInput::Json(v) => {
+            let u = lp.g.shape.update_from_json(v).map_err(Error::Decode)?;
+            lp.new_input(StartInput { update: Some(u), goto: None }).await?;
+        }
+        RunInput::Command(c) => {
+            if let Some(r) = c.resume {
+                if tuple.is_none() {
+                    return Err(Error::InvalidResume("the thread has no checkpoint to resume".into()));
+                }
+                lp.apply_resume(r)?;
+                skip_before = true;
+            }
+            if c.update.is_some() || !c.goto.is_empty() {
+                let goto = if c.goto.is_empty() { None } else { Some(c.goto) };
+                lp.new_input(StartInput { update: c.update, goto }).await?;
+            }
+        }
+        RunInput::Continue => {
+            if tuple.is_none() && is_root {
+                return Err(Error::NotFound(format!("thread `{}` has no checkpoint to continue from", lp.cfg.thread_id)));
+            }
+            skip_before = true;
+        }
+    }
+    lp.main(skip_before).await
+}
+
+fn merge_sets(run: &NodeSet, is_root: bool) -> NodeSet {
+    if is_root { run.clone() } else { NodeSet::None }
+}
+
+fn union(a: NodeSet, b: NodeSet) -> NodeSet {
+    match (a, b) {
+        (NodeSet::All, _) | (_, NodeSet::All) => NodeSet::All,
+        (NodeSet::None, x) | (x, NodeSet::None) => x,
+        (NodeSet::Some(mut x), NodeSet::Some(y)) => {
+            x.extend(y);
+            NodeSet::Some(x)
+        }
+    }
+}
+
+impl<S: State> Loop<S> {
+    fn current_cfg(&self) -> CheckpointConfig {
+        CheckpointConfig {
+            checkpoint_id: Some(self.ls.checkpoint_id.clone()),
+            ..self.cfg.clone()
+        }
+    }
+
+    fn meta(&self, source: CheckpointSource) -> CheckpointMetadata {
+        CheckpointMetadata {
+            source,
+            step: self.ls.step,
+            parents: BTreeMap::new(),
+            run_id: Some(self.run.run_id.clone()),
+            extra: self.metadata.clone(),
+        }
+    }
+
+    /// Save the current checkpoint (it must have a new id).
+    async fn save(&mut self, source: CheckpointSource) -> Result<()> {
+        if self.saver.is_none() {
+            return Ok(());
+        }
+        let (cp, nv) = self.ls.build_checkpoint(&self.g)?;
+        let parent = CheckpointConfig {
+            checkpoint_id: self.ls.saved_id.clone(),
+            ..self.cfg.clone()
+        };
+        let meta = self.meta(source);
+        self.saver.put(&parent, cp, meta, nv).await?;
+        self.ls.saved_id = Some(self.ls.checkpoint_id.clone());
+        Ok(())
+    }
+
+    /// Start a new run on the thread: pending work of the old checkpoint is dropped.
+    async fn new_input(&mut self, start: StartInput<S>) -> Result<()> {
+        for (node, triggers) in &self.g.node_triggers {
+            for ch in triggers {
+                self.ls.mark_seen(node, ch);
+            }
+        }
+        self.ls.sends.clear();
+        self.ls.pending_writes.clear();
+        self.ls.bump(START_CHANNEL);
+        self.ls.mark_dirty(START_CHANNEL, crate::state::FieldChange::Replaced);
+        self.ls.start = Some(start);
+        self.ls.candidates = Some(BTreeSet::new());
+        self.ls.step += 1;
+        self.ls.checkpoint_id = checkpoint::new_checkpoint_id();
+        self.ls.updated = vec![START_CHANNEL.to_owned()];
+        if self.saver.per_step() {
+            self.save(CheckpointSource::Input).await?;
+        }
+        Ok(())
+    }
+
+    /// Pending interrupts of the current checkpoint, by task.
+    fn pending_interrupts(&self) -> Vec<(String, Interrupt)> {
+        let done: BTreeSet<&str> = self
+            .ls
+            .pending_writes
+            .iter()
+            .filter(|w| !matches!(w.channel.as_str(), checkpoint::ERROR | checkpoint::INTERRUPT | checkpoint::RESUME))
+            .map(|w| w.task_id.as_str())
+            .collect();
+        self.ls
+            .pending_writes
+            .iter()
+            .filter(|w| w.channel == checkpoint::INTERRUPT && !done.contains(w.task_id.as_str()))
+            .flat_map(|w| {
+                serde_json::from_value::<Vec<Interrupt>>(w.value.clone())
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(move |i| (w.task_id.clone(), i))
+            })
+            .collect()
+    }
+
+    fn apply_resume(&mut self, resume: Resume) -> Result<()> {
+        let pending = self.pending_interrupts();
+        let map: BTreeMap<String, Value> = match resume {
+            Resume::Value(v) => match pending.as_slice() {
+                [] => return Err(Error::InvalidResume("no interrupt is pending on this thread".into())),
+                [(_, only)] => BTreeMap::from([(only.id.clone(), v)]),
+                many => {
+                    let ids: Vec<&str> = many.iter().map(|(_, i)| i.id.as_str()).collect();
+                    return Err(Error::InvalidResume(format!(
+                        "{} interrupts are pending ({}); resume them with a map from interrupt id to value",
+                        ids.len(),
+                        ids.join(", ")
+                    )));
+                }
+            },
+            Resume::ById(m) => {
+                if m.is_empty() {
+                    return Err(Error::InvalidResume("the resume map is empty".into()));
+                }
+                for id in m.keys() {
+                    if !pending.iter().any(|(_, i)| &i.id == id) {
+                        return Err(Error::InvalidResume(format!("no pending interrupt has id `{id}`")));
+                    }
+                }
+                m
+            }
+        };
+        let mut guard = self.run.resume.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        guard.extend(map);
+        Ok(())
+    }
+
+    fn emit(&self, mode: StreamMode, data: impl FnOnce() -> StreamData) {
+        if self.run.wants(mode, self.ns.len()) {
+            self.run.emit(&self.ns, mode, data());
+        }
+    }
+
+    async fn finish(mut self, end: LoopEnd) -> Result<LoopResult<S>> {
+        if matches!(self.saver, Saver::Exit(..)) && self.ls.saved_id.as_deref() != Some(self.ls.checkpoint_id.as_str()) {
+            let source = if self.ls.step < 0 { CheckpointSource::Input } else { CheckpointSource::Loop };
+            self.save(source).await?;
+        }
+        let cfg = self.current_cfg();
+        let persisted = !self.saver.is_none();
+        self.saver.finish(&cfg).await?;
+        Ok(LoopResult {
+            state: self.ls.state,
+            end,
+            config: persisted.then_some(cfg),
+        })
+    }
+
+    async fn fail(self, err: Error) -> Result<LoopResult<S>> {
+        // Save what finished so a resume does not repeat it; report the original error.
+        let _ = self.finish(LoopEnd::Done).await;
+        Err(err)
+    }
+
+    async fn main(mut self, mut skip_before: bool) -> Result<LoopResult<S>> {
+        let mut executed = 0usize;
+        loop {
+            let tasks = plan(&self.g, &self.ls, &self.ns_str);
+            if tasks.is_empty() {
+                return self.finish(LoopEnd::Done).await;
+            }
+            let only_start = tasks.iter().all(|t| matches!(t.kind, TaskKind::Start));
+            if !only_start {
+                if executed >= self.limit {
+                    let limit = self.limit;
+                    return self.fail(Error::RecursionLimit { limit }).await;
+                }
+                if !skip_before && tasks.iter().any(|t| self.interrupt_before.contains(&t.node)) {
+                    return self.finish(LoopEnd::Interrupted(Vec::new())).await;
+                }
+                executed += 1;
+            }
+            skip_before = false;
+            let remaining = self.limit.saturating_sub(executed) + 1;
+            let outcomes = match self.run_tasks(&tasks, remaining).await {
+                Ok(o) => o,
+                Err(e) => return self.fail(e).await,
+            };
+            // Failures first (in task order), then a command for the parent, then interrupts.
+            let mut first_err = None;
+            let mut parent = None;
+            let mut interrupts = Vec::new();
+            for o in &outcomes {
+                match o {
+                    Outcome::Failed(e) if first_err.is_none() => first_err = Some(clone_err(e)),
+                    Outcome::Done { parent: Some(p), .. } if parent.is_none() => parent = Some(p.clone()),
+                    Outcome::Interrupted(i, _) => interrupts.extend(i.iter().cloned()),
+                    _ => {}
+                }
+            }
+            if let Some(e) = first_err {
+                return self.fail(e).await;
+            }
+            if let Some((update, goto)) = parent {
+                return self.finish(LoopEnd::Parent(update, goto)).await;
+            }
+            if !interrupts.is_empty() {
+                let ints = interrupts.clone();
+                self.emit(StreamMode::Updates, || StreamData::Interrupts(ints));
+                return self.finish(LoopEnd::Interrupted(interrupts)).await;
+            }
+            if let Err(e) = self.apply(&tasks, outcomes) {
+                return self.fail(e).await;
+            }
+            self.saver.step_done();
+            if self.saver.per_step() {
+                if let Err(e) = self.save(CheckpointSource::Loop).await {
+                    return Err(e);
+                }
+            }
+            let st = Arc::clone(&self.ls.state);
+            self.emit(StreamMode::Values, || StreamData::Values(Arc::new(StateValue(st))));
+            self.emit_checkpoint_event();
+            if tasks.iter().any(|t| !matches!(t.kind, TaskKind::Start) && self.interrupt_after.contains(&t.node)) {
+                let next = plan(&self.g, &self.ls, &self.ns_str);
+                if !next.is_empty() {
+                    return self.finish(LoopEnd::Interrupted(Vec::new())).await;
+                }
+            }
+        }
+    }
+
+    fn emit_checkpoint_event(&self) {
+        let wants_cp = self.run.wants(StreamMode::Checkpoints, self.ns.len());
+        let wants_dbg = self.run.wants(StreamMode::Debug, self.ns.len());
+        if !wants_cp && !wants_dbg {
+            return;
+        }
+        let next: Vec<String> = plan(&self.g, &self.ls, &self.ns_str).into_iter().map(|t| t.node).collect();
+        let payload = json!({
+            "config": {"configurable": {"thread_id": self.cfg.thread_id, "checkpoint_ns": self.ns_str, "checkpoint_id": self.ls.checkpoint_id}},
+            "parent_config": self.ls.saved_id.as_ref().map(|id| json!({"configurable": {"thread_id": self.cfg.thread_id, "checkpoint_ns": self.ns_str, "checkpoint_id": id}})),
+            "values": self.ls.state.to_json().unwrap_or(Value::Null),
+            "metadata": {"source": "loop", "step": self.ls.step},
+            "next": next,
+        });
+        if wants_dbg {
+            let p = payload.clone();
+            self.run.emit(&self.ns, StreamMode::Debug, StreamData::Json(json!({"step": self.ls.step, "timestamp": checkpoint::now_rfc3339(), "type": "checkpoint", "payload": p})));
+        }
+        if wants_cp {
+            self.run.emit(&self.ns, StreamMode::Checkpoints, StreamData::Json(payload));
+        }
+    }
+
+    fn task_event(&self, task: &Task, result: Option<&Outcome<S>>) {
+        let wants_t = self.run.wants(StreamMode::Tasks, self.ns.len());
+        let wants_d = self.run.wants(StreamMode::Debug, self.ns.len());
+        if !wants_t && !wants_d {
+            return;
+        }
+        let payload = match result {
+            None => json!({"id": task.id, "name": task.node, "path": task.path(), "triggers": task.triggers(), "input": match &task.kind {
+                TaskKind::Push(_, p) => p.to_json().unwrap_or(Value::Null),
+                _ => self.ls.state.to_json().unwrap_or(Value::Null),
+            }}),
+            Some(o) => {
+                let (error, result, interrupts) = match o {
+                    Outcome::Done { update, .. } => (
+                        Value::Null,
+                        update.as_ref().and_then(|u| self.ls.state.update_to_json(u).ok()).unwrap_or(Value::Null),
+                        json!([]),
+                    ),
+                    Outcome::Interrupted(i, _) => (Value::Null, Value::Null, json!(i)),
+                    Outcome::Failed(e) => (json!(e.to_string()), Value::Null, json!([])),
+                };
+                json!({"id": task.id, "name": task.node, "error": error, "result": result, "interrupts": interrupts})
+            }
+        };
+        if wants_d {
+            let ty = if result.is_some() { "task_result" } else { "task" };
+            self.run.emit(&self.ns, StreamMode::Debug, StreamData::Json(json!({"step": self.ls.step + 1, "timestamp": checkpoint::now_rfc3339(), "type": ty, "payload": payload.clone()})));
+        }
+        if wants_t {
+            self.run.emit(&self.ns, StreamMode::Tasks, StreamData::Json(payload));
+        }
+    }
+
+    /// Run the step's tasks; save each one's writes as it finishes.
+    async fn run_tasks(&mut self, tasks: &[Task], remaining: usize) -> Result<Vec<Outcome<S>>> {
+        let step = self.ls.step + 1;
+        let mut outcomes: Vec<Option<Outcome<S>>> = tasks.iter().map(|_| None).collect();
+        let mut to_run: Vec<(usize, TaskRun<S>)> = Vec::new();
+        for (i, t) in tasks.iter().enumerate() {
+            if matches!(t.kind, TaskKind::Start) {
+                let start = self.ls.start.clone();
+                outcomes[i] = Some(Outcome::Done {
+                    update: start.as_ref().and_then(|s| s.update.clone()),
+                    goto: start.and_then(|s| s.goto).unwrap_or_default(),
+                    parent: None,
+                });
+                continue;
+            }
+            if let Some(prev) = decode_writes(&*self.ls.state, &t.id, &self.ls.pending_writes) {
+                outcomes[i] = Some(prev.map_err(|message| Error::CorruptCheckpoint {
+                    thread_id: self.cfg.thread_id.clone(),
+                    checkpoint_id: self.ls.checkpoint_id.clone(),
+                    message,
+                })?);
+                continue;
+            }
+            let input = match task_input(&self.g, &self.ls, t) {
+                Ok(i) => i,
+                Err(message) => {
+                    outcomes[i] = Some(Outcome::Failed(Error::Node { node: t.node.clone(), message }));
+                    continue;
+                }
+            };
+            let cache_key = match (&input, self.g.nodes.get(&t.node).and_then(|s| s.cache.as_ref())) {
+                (NodeInput::State(s), Some(policy)) => Some((policy.key)(s)),
+                _ => None,
+            };
+            self.task_event(t, None);
+            to_run.push((
+                i,
+                TaskRun {
+                    graph: Arc::clone(&self.g),
+                    run: Arc::clone(&self.run),
+                    ns: Arc::clone(&self.ns),
+                    task: t.clone(),
+                    input,
+                    cache_key,
+                    step,
+                    remaining,
+                    resumed: saved_resumes(&t.id, &self.ls.pending_writes),
+                },
+            ));
+        }
+        let cfg = self.current_cfg();
+        if to_run.len() == 1 {
+            let Some((i, run)) = to_run.pop() else { return Err(Error::Cancelled) };
+            let out = match self.deadline {
+                Some(d) => tokio::time::timeout_at(d, run.execute())
+                    .await
+                    .map_err(|_| Error::RunTimeout { after_ms: self.timeout_ms })?,
+                None => run.execute().await,
+            };
+            self.record(&cfg, &tasks[i], &out).await?;
+            outcomes[i] = Some(out);
+        } else if !to_run.is_empty() {
+            let mut set = tokio::task::JoinSet::new();
+            for (i, run) in to_run {
+                set.spawn(async move { (i, run.execute().await) });
+            }
+            loop {
+                let next = match self.deadline {
+                    Some(d) => match tokio::time::timeout_at(d, set.join_next()).await {
+                        Ok(n) => n,
+                        Err(_) => {
+                            set.abort_all();
+                            return Err(Error::RunTimeout { after_ms: self.timeout_ms });
+                        }
+                    },
+                    None => set.join_next().await,
+                };
+                let Some(joined) = next else { break };
+                let (i, out) = joined.map_err(|e| Error::Node { node: "?".into(), message: format!("task panicked or was cancelled: {e}") })?;
+                self.record(&cfg, &tasks[i], &out).await?;
+                outcomes[i] = Some(out);
+            }
+        }
+        Ok(outcomes.into_iter().map(|o| o.unwrap_or(Outcome::Failed(Error::Cancelled))).collect())
+    }
+
+    /// Save one finished task's writes and emit its result event.
+    async fn record(&mut self, cfg: &CheckpointConfig, task: &Task, out: &Outcome<S>) -> Result<()> {
+        self.task_event(task, Some(out));
+        if self.saver.is_none() {
+            return Ok(());
+        }
+        let writes = match out {
+            Outcome::Done { parent: Some(_), .. } => return Ok(()),
+            Outcome::Done { update, goto, .. } => encode_writes(&*self.ls.state, update.as_ref(), goto)
+                .map_err(|message| Error::Node { node: task.node.clone(), message })?,
+            Outcome::Interrupted(ints, consumed) => {
+                let mut w = vec![(checkpoint::INTERRUPT.to_owned(), json!(ints))];
+                if !consumed.is_empty() {
+                    w.push((checkpoint::RESUME.to_owned(), json!(consumed)));
+                }
+                w
+            }
+            Outcome::Failed(e) => vec![(checkpoint::ERROR.to_owned(), json!({"message": e.to_string()}))],
+        };
+        self.saver.put_writes(cfg, writes, &task.id).await
+    }
+
+    /// Merge the step's writes, fire edges, and move to the next checkpoint id.
+    fn apply(&mut self, tasks: &[Task], outcomes: Vec<Outcome<S>>) -> Result<()> {
+        let step = self.ls.step + 1;
+        let wants_updates = self.run.wants(StreamMode::Updates, self.ns.len());
+        let before = Arc::clone(&self.ls.state);
+        // Record what each task has seen, before any edge bumps a trigger again.
+        for t in tasks {
+            match &t.kind {
+                TaskKind::Start => self.ls.mark_seen(START, START_CHANNEL),
+                TaskKind::Pull(triggers) => {
+                    for ch in triggers {
+                        self.ls.mark_seen(&t.node, ch);
+                    }
+                }
+                TaskKind::Push(..) => {}
+            }
+        }
+        let mut updates = Vec::new();
+        let mut gotos: Vec<(usize, Vec<Route>)> = Vec::new();
+        for (i, (t, o)) in tasks.iter().zip(outcomes).enumerate() {
+            if let Outcome::Done { update, goto, .. } = o {
+                if wants_updates {
+                    let data = match &update {
+                        Some(u) => StreamData::Update { node: t.node.clone(), update: Arc::new(UpdateValue(Arc::clone(&before), u.clone())) },
+                        None => StreamData::Update { node: t.node.clone(), update: Arc::new(Value::Null) },
+                    };
+                    if !matches!(t.kind, TaskKind::Start) {
+                        self.run.emit(&self.ns, StreamMode::Updates, data);
+                    }
+                }
+                if let Some(u) = update {
+                    updates.push(TaskUpdate { node: t.node.as_str(), update: u });
+                }
+                gotos.push((i, goto));
+            }
+        }
+        drop(before);
+        let mut changes = Vec::new();
+        {
+            let st = Arc::make_mut(&mut self.ls.state);
+            st.merge(updates, &mut changes).map_err(|source| Error::State { step, source })?;
+        }
+        let mut updated = Vec::with_capacity(changes.len());
+        for c in &changes {
+            let name = self.ls.state.field_name(c.field).to_owned();
+            self.ls.bump(&name);
+            self.ls.mark_dirty(&name, c.change);
+            updated.push(name);
+        }
+        // Consume join barriers that fired.
+        for t in tasks {
+            if let TaskKind::Pull(triggers) = &t.kind {
+                for ch in triggers.iter().filter(|c| c.starts_with("join:")) {
+                    if let Some(set) = self.ls.barriers.get_mut(ch) {
+                        set.clear();
+                    }
+                    self.ls.bump(ch);
+                    self.ls.mark_dirty(ch, crate::state::FieldChange::Replaced);
+                }
+            }
+        }
+        let mut candidates = BTreeSet::new();
+        let mut sends = Vec::new();
+        for (i, goto) in gotos {
+            let t = &tasks[i];
+            let is_start = matches!(t.kind, TaskKind::Start);
+            fire_edges(&self.g, &mut self.ls, &t.node, is_start, goto, &mut candidates, &mut sends)?;
+        }
+        if matches!(tasks.first().map(|t| &t.kind), Some(TaskKind::Start)) {
+            self.ls.start = None;
+            self.ls.versions.remove(START_CHANNEL);
+            self.ls.dirty.remove(START_CHANNEL);
+        }
+        self.ls.sends = sends;
+        self.ls.candidates = Some(candidates);
+        self.ls.pending_writes.clear();
+        self.ls.step = step;
+        self.ls.checkpoint_id = checkpoint::new_checkpoint_id();
+        self.ls.updated = updated;
+        Ok(())
+    }
+}
+
+/// Follow the edges out of `node` after it ran (static edges, joins, conditional edges
+/// evaluated on the merged state, and `goto` routes). For the start task, `goto` replaces
+/// the edges out of START.
+pub(crate) fn fire_edges<S: State>(
+    g: &GraphInner<S>,
+    ls: &mut LoopState<S>,
+    node: &str,
+    is_start: bool,
+    goto: Vec<Route>,
+    candidates: &mut BTreeSet<String>,
+    sends: &mut Vec<Send>,
+) -> Result<()> {
+    let source = if is_start { START } else { node };
+    let mut routes: Vec<Route> = Vec::new();
+    if !(is_start && !goto.is_empty()) {
+        for target in g.edges_out.get(source).into_iter().flatten() {
+            routes.push(Route::To(target.clone()));
+        }
+        for b in g.branches.get(source).into_iter().flatten() {
+            for r in (b.router)(&ls.state).0 {
+                routes.push(match (&b.path_map, r) {
+                    (Some(map), Route::To(key)) => match map.get(&key) {
+                        Some(n) => Route::from(n.clone()),
+                        None => return Err(Error::UnknownNode(format!("{key} (not in the path map of `{source}`)"))),
+                    },
+                    (_, r) => r,
+                });
+            }
+        }
+    }
+    routes.extend(goto);
+    if !is_start {
+        for &j in g.joins_by_source.get(source).into_iter().flatten() {
+            let join = &g.joins[j];
+            ls.barriers.entry(join.channel.clone()).or_default().insert(source.to_owned());
+            ls.bump(&join.channel);
+            ls.mark_dirty(&join.channel, crate::state::FieldChange::Replaced);
+            candidates.insert(join.target.clone());
+        }
+    }
+    for r in routes {
+        match r {
+            Route::End => {}
+            Route::To(n) if n == END => {}
+            Route::To(n) => {
+                let ch = g.branch_channel(&n).ok_or_else(|| Error::UnknownNode(n.clone()))?.to_owned();
+                ls.bump(&ch);
+                candidates.insert(n);
+            }
+            Route::Send(s) => {
+                if !g.nodes.contains_key(&s.node) {
+                    return Err(Error::UnknownNode(s.node));
+                }
+                sends.push(s);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Errors are not `Clone`; rebuild the ones a task can produce.
+fn clone_err(e: &Error) -> Error {
+    match e {
+        Error::Node { node, message } => Error::Node { node: node.clone(), message: message.clone() },
+        Error::NodeTimeout { node, after_ms } => Error::NodeTimeout { node: node.clone(), after_ms: *after_ms },
+        Error::UnknownNode(n) => Error::UnknownNode(n.clone()),
+        Error::RecursionLimit { limit } => Error::RecursionLimit { limit: *limit },
+        Error::RunTimeout { after_ms } => Error::RunTimeout { after_ms: *after_ms },
+        Error::InvalidResume(m) => Error::InvalidResume(m.clone()),
+        other => Error::Node { node: String::new(), message: other.to_string() },
+    }
+}
+
+/// A state snapshot's `next` nodes and tasks, computed from a stored checkpoint.
+pub(crate) fn pending_tasks<S: State>(g: &GraphInner<S>, ls: &LoopState<S>, ns: &str) -> Vec<Task> {
+    plan(g, ls, ns)
+}

@@ -1,0 +1,123 @@
+//! How a run saves: per durability mode, with writes never later than their checkpoint.
+
+use crate::checkpoint::{Checkpoint, CheckpointConfig, CheckpointMetadata, DynCheckpointer, Version};
+use crate::error::{Error, Result};
+use crate::types::Durability;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+pub(crate) enum SaveOp {
+    Writes(CheckpointConfig, Vec<(String, Value)>, String),
+    Checkpoint(CheckpointConfig, Checkpoint, CheckpointMetadata, BTreeMap<String, Version>),
+}
+
+/// Where a run's checkpoints and writes go.
+pub(crate) enum Saver {
+    /// No checkpointer or no thread: nothing is saved.
+    None,
+    /// Each save awaited before the loop goes on.
+    Sync(Arc<dyn DynCheckpointer>),
+    /// Saves queued to one background writer, applied in order.
+    Async(mpsc::UnboundedSender<SaveOp>, JoinHandle<Result<()>>),
+    /// Only the last checkpoint (and the writes against it) saved, at the end.
+    Exit(Arc<dyn DynCheckpointer>, Vec<(String, Vec<(String, Value)>)>),
+}
+
+impl Saver {
+    pub fn new(saver: Option<Arc<dyn DynCheckpointer>>, mode: Durability) -> Self {
+        let Some(saver) = saver else { return Saver::None };
+        match mode {
+            Durability::Sync => Saver::Sync(saver),
+            Durability::Exit => Saver::Exit(saver, Vec::new()),
+            Durability::Async => {
+                let (tx, mut rx) = mpsc::unbounded_channel::<SaveOp>();
+                let s = Arc::clone(&saver);
+                let handle = tokio::spawn(async move {
+                    // Keep the first error, but drain the queue so the loop never blocks.
+                    let mut first: Result<()> = Ok(());
+                    while let Some(op) = rx.recv().await {
+                        let r = match op {
+                            SaveOp::Writes(cfg, w, task) => s.put_writes(&cfg, w, &task, "").await,
+                            SaveOp::Checkpoint(cfg, cp, meta, nv) => s.put(&cfg, cp, meta, nv).await.map(|_| ()),
+                        };
+                        if first.is_ok() {
+                            first = r;
+                        }
+                    }
+                    first
+                });
+                Saver::Async(tx, handle)
+            }
+        }
+    }
+
+    pub fn is_none(&self) -> bool {
+        matches!(self, Saver::None)
+    }
+
+    /// Whether per-step checkpoints are written (not in `exit` mode).
+    pub fn per_step(&self) -> bool {
+        matches!(self, Saver::Sync(_) | Saver::Async(..))
+    }
+
+    pub async fn put_writes(&mut self, cfg: &CheckpointConfig, writes: Vec<(String, Value)>, task_id: &str) -> Result<()> {
+        match self {
+            Saver::None => Ok(()),
+            Saver::Sync(s) => s.put_writes(cfg, writes, task_id, "").await,
+            Saver::Async(tx, _) => tx
+                .send(SaveOp::Writes(cfg.clone(), writes, task_id.to_owned()))
+                .map_err(|_| Error::Backend(crate::error::BackendError::new(crate::error::BackendErrorKind::Other, "background writer stopped"))),
+            Saver::Exit(_, buf) => {
+                buf.retain(|(t, _)| t != task_id);
+                buf.push((task_id.to_owned(), writes));
+                Ok(())
+            }
+        }
+    }
+
+    /// Forget buffered writes (their step completed; `exit` mode only buffers).
+    pub fn step_done(&mut self) {
+        if let Saver::Exit(_, buf) = self {
+            buf.clear();
+        }
+    }
+
+    pub async fn put(
+        &mut self,
+        cfg: &CheckpointConfig,
+        cp: Checkpoint,
+        meta: CheckpointMetadata,
+        nv: BTreeMap<String, Version>,
+    ) -> Result<()> {
+        match self {
+            Saver::None => Ok(()),
+            Saver::Sync(s) | Saver::Exit(s, _) => s.put(cfg, cp, meta, nv).await.map(|_| ()),
+            Saver::Async(tx, _) => tx
+                .send(SaveOp::Checkpoint(cfg.clone(), cp, meta, nv))
+                .map_err(|_| Error::Backend(crate::error::BackendError::new(crate::error::BackendErrorKind::Other, "background writer stopped"))),
+        }
+    }
+
+    /// Flush what is pending: `exit` mode's buffered writes (after its final checkpoint was
+    /// put by the caller), `async` mode's queue.
+    pub async fn finish(self, cfg: &CheckpointConfig) -> Result<()> {
+        match self {
+            Saver::None | Saver::Sync(_) => Ok(()),
+            Saver::Exit(s, buf) => {
+                for (task, writes) in buf {
+                    s.put_writes(cfg, writes, &task, "").await?;
+                }
+                Ok(())
+            }
+            Saver::Async(tx, handle) => {
+                drop(tx);
+                handle.await.map_err(|e| {
+                    Error::Backend(crate::error::BackendError::new(crate::error::BackendErrorKind::Other, format!("background writer: {e}")))
+                })?
+            }
+        }
+    }
+}

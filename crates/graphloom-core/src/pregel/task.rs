@@ -1,0 +1,345 @@
+//! Planning and running the tasks of one superstep.
+
+use super::state::LoopState;
+use crate::checkpoint::{self, PendingWrite};
+use crate::graph::compiled::GraphInner;
+use crate::graph::node::{InputKind, NodeInput};
+use crate::runtime::{RunShared, Runtime, TaskCtx};
+use crate::state::State;
+use crate::types::{Interrupt, NodeError, NodeOutput, Packet, Route, Send};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::sync::atomic::AtomicUsize;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// How a task was triggered.
+#[derive(Clone)]
+pub(crate) enum TaskKind {
+    /// The start task applying the run's input.
+    Start,
+    /// A node triggered by these channels.
+    Pull(Vec<String>),
+    /// A node run for a `Send` packet (index in the step's packets).
+    Push(usize, Packet),
+}
+
+/// A planned task.
+#[derive(Clone)]
+pub(crate) struct Task {
+    pub id: String,
+    pub node: String,
+    pub kind: TaskKind,
+}
+
+impl Task {
+    pub fn triggers(&self) -> Vec<String> {
+        match &self.kind {
+            TaskKind::Start => vec![super::state::START_CHANNEL.to_owned()],
+            TaskKind::Pull(t) => t.clone(),
+            TaskKind::Push(..) => vec![checkpoint::TASKS.to_owned()],
+        }
+    }
+    pub fn path(&self) -> Value {
+        match &self.kind {
+            TaskKind::Push(i, _) => json!(["__pregel_push", i]),
+            _ => json!(["__pregel_pull", self.node]),
+        }
+    }
+}
+
+/// Deterministic task id: the same checkpoint, namespace, step and trigger give the same id,
+/// so writes saved before a crash are found again on resume.
+pub(crate) fn task_id(checkpoint_id: &str, ns: &str, step: i64, node: &str, tag: &str) -> String {
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    for part in [checkpoint_id, ns, &step.to_string(), node, tag] {
+        h.update(part.as_bytes());
+        h.update(&[0]);
+    }
+    let x = h.digest128();
+    let s = format!("{x:032x}");
+    format!("{}-{}-{}-{}-{}", &s[0..8], &s[8..12], &s[12..16], &s[16..20], &s[20..32])
+}
+
+/// The tasks of the next superstep, in deterministic order: start, pull tasks by node
+/// name, then push tasks in send order.
+pub(crate) fn plan<S: State>(g: &GraphInner<S>, ls: &LoopState<S>, ns: &str) -> Vec<Task> {
+    let mut tasks = Vec::new();
+    let step = ls.step + 1;
+    if ls.start.is_some() {
+        tasks.push(Task {
+            id: task_id(&ls.checkpoint_id, ns, step, crate::types::START, "start"),
+            node: crate::types::START.to_owned(),
+            kind: TaskKind::Start,
+        });
+    }
+    let consider = |node: &str, tasks: &mut Vec<Task>| {
+        let Some(triggers) = g.node_triggers.get(node) else { return };
+        let fired: Vec<String> = triggers
+            .iter()
+            .filter(|ch| {
+                ls.version_newer(node, ch)
+                    && (!ch.starts_with("join:") || g.join_complete(ch, ls.barriers.get(ch.as_str())))
+            })
+            .cloned()
+            .collect();
+        if !fired.is_empty() {
+            tasks.push(Task {
+                id: task_id(&ls.checkpoint_id, ns, step, node, "pull"),
+                node: node.to_owned(),
+                kind: TaskKind::Pull(fired),
+            });
+        }
+    };
+    match &ls.candidates {
+        Some(c) => c.iter().for_each(|n| consider(n, &mut tasks)),
+        None => g.node_names.iter().for_each(|n| consider(n, &mut tasks)),
+    }
+    for (i, s) in ls.sends.iter().enumerate() {
+        tasks.push(Task {
+            id: task_id(&ls.checkpoint_id, ns, step, &s.node, &format!("push:{i}")),
+            node: s.node.clone(),
+            kind: TaskKind::Push(i, s.packet.clone()),
+        });
+    }
+    tasks
+}
+
+/// What a finished task produced.
+pub(crate) enum Outcome<S: State> {
+    /// Success: an optional update and routes from a `Command`.
+    Done {
+        update: Option<S::Update>,
+        goto: Vec<Route>,
+        parent: Option<(Option<Value>, Vec<Route>)>,
+    },
+    /// `interrupt()` was called; resume values the task consumed so far.
+    Interrupted(Vec<Interrupt>, BTreeMap<String, Value>),
+    /// Failed after retries.
+    Failed(crate::error::Error),
+}
+
+impl<S: State> Outcome<S> {
+    pub fn from_output(out: NodeOutput<S>) -> Self {
+        match out {
+            NodeOutput::None => Outcome::Done { update: None, goto: Vec::new(), parent: None },
+            NodeOutput::Update(u) => Outcome::Done { update: Some(u), goto: Vec::new(), parent: None },
+            NodeOutput::Command(c) => match c.graph {
+                crate::types::CommandGraph::Current => Outcome::Done { update: c.update, goto: c.goto, parent: None },
+                crate::types::CommandGraph::Parent => Outcome::Done {
+                    update: None,
+                    goto: Vec::new(),
+                    parent: Some((c.parent_update, c.goto)),
+                },
+            },
+        }
+    }
+}
+
+/// Encode a successful task's writes for `put_writes`.
+pub(crate) fn encode_writes<S: State>(
+    state: &S,
+    update: Option<&S::Update>,
+    goto: &[Route],
+) -> Result<Vec<(String, Value)>, String> {
+    let mut writes = Vec::new();
+    if let Some(u) = update {
+        match state.update_to_json(u).map_err(|e| e.to_string())? {
+            Value::Object(m) => writes.extend(m),
+            other => writes.push(("__update__".to_owned(), other)),
+        }
+    }
+    for r in goto {
+        match r {
+            Route::To(n) => writes.push((format!("branch:to:{n}"), Value::Null)),
+            Route::End => {}
+            Route::Send(s) => writes.push((
+                checkpoint::TASKS.to_owned(),
+                json!({"node": s.node, "packet": s.packet.to_json()?}),
+            )),
+        }
+    }
+    if writes.is_empty() {
+        writes.push((checkpoint::NO_WRITES.to_owned(), Value::Null));
+    }
+    Ok(writes)
+}
+
+/// Rebuild a task's outcome from writes saved before (so it is not run again). `None` if
+/// the task has no successful writes.
+pub(crate) fn decode_writes<S: State>(state: &S, task_id: &str, writes: &[PendingWrite]) -> Option<Result<Outcome<S>, String>> {
+    let mine: Vec<&PendingWrite> = writes.iter().filter(|w| w.task_id == task_id).collect();
+    let success = mine.iter().any(|w| {
+        !matches!(w.channel.as_str(), checkpoint::ERROR | checkpoint::INTERRUPT | checkpoint::RESUME)
+    });
+    if !success {
+        return None;
+    }
+    let mut update = serde_json::Map::new();
+    let mut goto = Vec::new();
+    for w in mine {
+        match w.channel.as_str() {
+            checkpoint::NO_WRITES | checkpoint::ERROR | checkpoint::INTERRUPT | checkpoint::RESUME => {}
+            checkpoint::TASKS => {
+                let node = w.value.get("node").and_then(Value::as_str).unwrap_or_default();
+                goto.push(Route::Send(Send::json(node, w.value.get("packet").cloned().unwrap_or(Value::Null))));
+            }
+            ch if ch.starts_with("branch:to:") => goto.push(Route::To(ch["branch:to:".len()..].to_owned())),
+            ch => {
+                update.insert(ch.to_owned(), w.value.clone());
+            }
+        }
+    }
+    let update = if update.is_empty() {
+        None
+    } else {
+        match state.update_from_json(Value::Object(update)) {
+            Ok(u) => Some(u),
+            Err(e) => return Some(Err(e.to_string())),
+        }
+    };
+    Some(Ok(Outcome::Done { update, goto, parent: None }))
+}
+
+/// Resume values a task already received (from its saved `__resume__` write).
+pub(crate) fn saved_resumes(task_id: &str, writes: &[PendingWrite]) -> BTreeMap<String, Value> {
+    writes
+        .iter()
+        .filter(|w| w.task_id == task_id && w.channel == checkpoint::RESUME)
+        .filter_map(|w| serde_json::from_value::<BTreeMap<String, Value>>(w.value.clone()).ok())
+        .next_back()
+        .unwrap_or_default()
+}
+
+/// Everything a task needs to run, owned so it can move into a spawned future.
+pub(crate) struct TaskRun<S: State> {
+    pub graph: Arc<GraphInner<S>>,
+    pub run: Arc<RunShared>,
+    pub ns: Arc<[String]>,
+    pub task: Task,
+    pub input: NodeInput<S>,
+    pub cache_key: Option<String>,
+    pub step: i64,
+    pub remaining: usize,
+    pub resumed: BTreeMap<String, Value>,
+}
+
+impl<S: State> TaskRun<S> {
+    /// Run the node with its retry policy, timeout and cache.
+    pub async fn execute(self) -> Outcome<S> {
+        let Some(spec) = self.graph.nodes.get(&self.task.node) else {
+            return Outcome::Failed(crate::error::Error::UnknownNode(self.task.node.clone()));
+        };
+        if let Some(key) = &self.cache_key {
+            if let Some(out) = self.graph.cache_get(&self.task.node, key) {
+                return Outcome::from_output(out);
+            }
+        }
+        let policy = spec.retry.clone();
+        let max_attempts = policy.as_ref().map_or(1, |p| p.max_attempts.max(1));
+        let mut attempt = 0usize;
+        loop {
+            attempt += 1;
+            let ctx = Arc::new(TaskCtx {
+                run: Arc::clone(&self.run),
+                node: self.task.node.clone(),
+                task_id: self.task.id.clone(),
+                step: self.step,
+                triggers: self.task.triggers(),
+                ns: Arc::clone(&self.ns),
+                remaining_steps: self.remaining,
+                resumed: self.resumed.clone(),
+                consumed: Mutex::new(BTreeMap::new()),
+                interrupt_idx: AtomicUsize::new(0),
+            });
+            let rt = Runtime { ctx };
+            let input = match &self.input {
+                NodeInput::State(s) => NodeInput::State(Arc::clone(s)),
+                NodeInput::Packet(p) => NodeInput::Packet(p.clone()),
+            };
+            let fut = (spec.func)(input, rt.clone());
+            let result = match spec.timeout {
+                Some(t) => match tokio::time::timeout(t, fut).await {
+                    Ok(r) => r,
+                    Err(_) => Err(NodeError::TimedOut {
+                        after_ms: u64::try_from(t.as_millis()).unwrap_or(u64::MAX),
+                    }),
+                },
+                None => fut.await,
+            };
+            match result {
+                Ok(out) => {
+                    if let (Some(key), Some(cp)) = (&self.cache_key, &spec.cache) {
+                        let expires = cp.ttl.map(|t| Instant::now() + t);
+                        self.graph.cache_put(&self.task.node, key, out.clone(), expires);
+                    }
+                    return Outcome::from_output(out);
+                }
+                Err(NodeError::Interrupted(ints)) => {
+                    let mut consumed = self.resumed.clone();
+                    consumed.extend(rt.consumed_resumes());
+                    return Outcome::Interrupted(ints, consumed);
+                }
+                Err(NodeError::ParentCommand { update, goto }) => {
+                    // A subgraph node addressed this graph: apply it here as this task's output.
+                    let update = match update {
+                        Some(v) => match self.graph.shape.update_from_json(v) {
+                            Ok(u) => Some(u),
+                            Err(e) => {
+                                return Outcome::Failed(crate::error::Error::Node {
+                                    node: self.task.node.clone(),
+                                    message: format!("Command for the parent graph has an invalid update: {e}"),
+                                })
+                            }
+                        },
+                        None => None,
+                    };
+                    return Outcome::Done { update, goto, parent: None };
+                }
+                Err(e) => {
+                    let retry = policy.as_ref().is_some_and(|p| attempt < max_attempts && (p.retry_on)(&e));
+                    if retry {
+                        if let Some(p) = &policy {
+                            tokio::time::sleep(p.delay(attempt)).await;
+                        }
+                        continue;
+                    }
+                    let err = match e {
+                        NodeError::TimedOut { after_ms } => crate::error::Error::NodeTimeout {
+                            node: self.task.node.clone(),
+                            after_ms,
+                        },
+                        other => crate::error::Error::Node { node: self.task.node.clone(), message: other.to_string() },
+                    };
+                    return Outcome::Failed(err);
+                }
+            }
+        }
+    }
+}
+
+/// The input a task hands its node, or why it cannot be built.
+pub(crate) fn task_input<S: State>(
+    g: &GraphInner<S>,
+    ls: &LoopState<S>,
+    task: &Task,
+) -> Result<NodeInput<S>, String> {
+    let Some(spec) = g.nodes.get(&task.node) else {
+        return Err(format!("unknown node `{}`", task.node));
+    };
+    match (&task.kind, spec.input) {
+        (TaskKind::Push(_, p), InputKind::State) => match p {
+            Packet::Json(v) => ls
+                .state
+                .state_from_json(v.clone())
+                .map(|s| NodeInput::State(Arc::new(s)))
+                .map_err(|e| format!("packet for `{}`: {e}", task.node)),
+            p => p
+                .downcast_ref::<S>()
+                .map(|s| NodeInput::State(Arc::new(s.clone())))
+                .ok_or_else(|| format!("packet for `{}` is not of the graph's state type", task.node)),
+        },
+        (TaskKind::Push(_, p), InputKind::Packet) => Ok(NodeInput::Packet(p.clone())),
+        (_, _) => Ok(NodeInput::State(Arc::clone(&ls.state))),
+    }
+}

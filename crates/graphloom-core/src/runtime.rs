@@ -1,0 +1,258 @@
+//! [`Runtime`]: what a node gets besides its input — config, context, store, stream
+//! writer, and `interrupt()`.
+
+use crate::checkpoint::DynCheckpointer;
+use crate::store::DynStore;
+use crate::stream::{StreamData, StreamMode, StreamPart};
+use crate::types::{Interrupt, NodeError};
+use serde_json::{json, Value};
+use std::any::Any;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use tokio::sync::mpsc::UnboundedSender;
+
+/// Where stream parts go, and which modes are wanted.
+#[derive(Clone)]
+pub(crate) struct StreamSink {
+    pub tx: UnboundedSender<StreamPart>,
+    pub modes: u8,
+    pub subgraphs: bool,
+}
+
+pub(crate) fn mode_bit(m: StreamMode) -> u8 {
+    1 << (m as u8)
+}
+
+impl StreamSink {
+    pub fn new(tx: UnboundedSender<StreamPart>, modes: &[StreamMode], subgraphs: bool) -> Self {
+        Self {
+            tx,
+            modes: modes.iter().fold(0, |acc, m| acc | mode_bit(*m)),
+            subgraphs,
+        }
+    }
+}
+
+/// State shared by every task of one run (and its subgraphs).
+pub(crate) struct RunShared {
+    pub run_id: String,
+    pub thread_id: Option<String>,
+    pub store: Option<Arc<dyn DynStore>>,
+    pub checkpointer: Option<Arc<dyn DynCheckpointer>>,
+    pub context: Option<Arc<dyn Any + Send + Sync>>,
+    pub sink: Option<StreamSink>,
+    /// Resume values of this run, by interrupt id.
+    pub resume: Mutex<HashMap<String, Value>>,
+}
+
+impl RunShared {
+    /// Whether a part of `mode` from namespace depth `depth` is wanted.
+    pub fn wants(&self, mode: StreamMode, depth: usize) -> bool {
+        self.sink
+            .as_ref()
+            .is_some_and(|s| s.modes & mode_bit(mode) != 0 && (depth == 0 || s.subgraphs))
+    }
+    pub fn emit(&self, ns: &[String], mode: StreamMode, data: StreamData) {
+        if let Some(sink) = &self.sink {
+            if self.wants(mode, ns.len()) {
+                let _ = sink.tx.send(StreamPart {
+                    ns: ns.to_vec(),
+                    mode,
+                    data,
+                });
+            }
+        }
+    }
+    pub fn take_resume(&self, id: &str) -> Option<Value> {
+        let guard = self.resume.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        guard.get(id).cloned()
+    }
+}
+
+/// Per-task data behind a [`Runtime`].
+pub(crate) struct TaskCtx {
+    pub run: Arc<RunShared>,
+    pub node: String,
+    pub task_id: String,
+    pub step: i64,
+    pub triggers: Vec<String>,
+    /// Namespace segments of the graph this task runs in.
+    pub ns: Arc<[String]>,
+    pub remaining_steps: usize,
+    /// Resume values this task already received (persisted as its `__resume__` write).
+    pub resumed: BTreeMap<String, Value>,
+    /// Resume values taken from the run during this attempt.
+    pub consumed: Mutex<BTreeMap<String, Value>>,
+    pub interrupt_idx: AtomicUsize,
+}
+
+/// The handle every node receives.
+#[derive(Clone)]
+pub struct Runtime {
+    pub(crate) ctx: Arc<TaskCtx>,
+}
+
+/// Id of the `idx`-th interrupt of task `task_id` in namespace `ns`.
+#[must_use]
+pub fn interrupt_id(ns: &[String], task_id: &str, idx: usize) -> String {
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    for seg in ns {
+        h.update(seg.as_bytes());
+        h.update(b"|");
+    }
+    h.update(task_id.as_bytes());
+    h.update(b"#");
+    h.update(idx.to_string().as_bytes());
+    format!("{:032x}", h.digest128())
+}
+
+impl Runtime {
+    /// Pause the run and ask the caller for a value.
+    ///
+    /// The first time, this returns `Err(NodeError::Interrupted)`; propagate it with `?`.
+    /// When the caller resumes (`Command::resume`), the node runs again from its start and
+    /// this call returns the resume value. Several calls in one node are matched by their
+    /// order; every call has its own id.
+    pub fn interrupt(&self, value: impl serde::Serialize) -> Result<Value, NodeError> {
+        let idx = self.ctx.interrupt_idx.fetch_add(1, Ordering::SeqCst);
+        let id = interrupt_id(&self.ctx.ns, &self.ctx.task_id, idx);
+        if let Some(v) = self.ctx.resumed.get(&id) {
+            return Ok(v.clone());
+        }
+        if let Some(v) = self.ctx.run.take_resume(&id) {
+            let mut consumed = self
+                .ctx
+                .consumed
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            consumed.insert(id, v.clone());
+            return Ok(v);
+        }
+        let value = serde_json::to_value(value).map_err(|e| NodeError::fatal(e.to_string()))?;
+        Err(NodeError::Interrupted(vec![Interrupt { id, value }]))
+    }
+
+    /// The context value handed to the run, if it is a `T`.
+    #[must_use]
+    pub fn context<T: Any + Send + Sync>(&self) -> Option<&T> {
+        self.ctx.run.context.as_ref()?.downcast_ref::<T>()
+    }
+
+    /// The long-term memory store, if the graph has one.
+    #[must_use]
+    pub fn store(&self) -> Option<&Arc<dyn DynStore>> {
+        self.ctx.run.store.as_ref()
+    }
+
+    /// Write a `custom` stream event.
+    pub fn write(&self, value: impl serde::Serialize) {
+        if self.ctx.run.wants(StreamMode::Custom, self.ctx.ns.len()) {
+            if let Ok(v) = serde_json::to_value(value) {
+                self.ctx.run.emit(&self.ctx.ns, StreamMode::Custom, StreamData::Json(v));
+            }
+        }
+    }
+
+    /// Whether anyone listens to `messages` events (skip building chunks otherwise).
+    #[must_use]
+    pub fn wants_messages(&self) -> bool {
+        self.ctx.run.wants(StreamMode::Messages, self.ctx.ns.len())
+    }
+
+    /// Emit a `messages` event: a message chunk with this task's metadata.
+    pub fn emit_message(&self, chunk: Value) {
+        if self.wants_messages() {
+            let data = json!([chunk, self.metadata()]);
+            self.ctx.run.emit(&self.ctx.ns, StreamMode::Messages, StreamData::Json(data));
+        }
+    }
+
+    /// The task metadata LangGraph attaches to message events.
+    #[must_use]
+    pub fn metadata(&self) -> Value {
+        json!({
+            "langgraph_step": self.ctx.step,
+            "langgraph_node": self.ctx.node,
+            "langgraph_triggers": self.ctx.triggers,
+            "langgraph_path": ["__pregel_pull", self.ctx.node],
+            "langgraph_checkpoint_ns": self.checkpoint_ns(),
+            "thread_id": self.ctx.run.thread_id,
+            "run_id": self.ctx.run.run_id,
+        })
+    }
+
+    /// This node's name.
+    #[must_use]
+    pub fn node(&self) -> &str {
+        &self.ctx.node
+    }
+    /// This task's id (stable across retries and resumes).
+    #[must_use]
+    pub fn task_id(&self) -> &str {
+        &self.ctx.task_id
+    }
+    /// The superstep number.
+    #[must_use]
+    pub fn step(&self) -> i64 {
+        self.ctx.step
+    }
+    /// The thread id, if the run has one.
+    #[must_use]
+    pub fn thread_id(&self) -> Option<&str> {
+        self.ctx.run.thread_id.as_deref()
+    }
+    /// The run id.
+    #[must_use]
+    pub fn run_id(&self) -> &str {
+        &self.ctx.run.run_id
+    }
+    /// Supersteps left before the recursion limit.
+    #[must_use]
+    pub fn remaining_steps(&self) -> usize {
+        self.ctx.remaining_steps
+    }
+    /// True when this is the last superstep the limit allows.
+    #[must_use]
+    pub fn is_last_step(&self) -> bool {
+        self.ctx.remaining_steps <= 1
+    }
+    /// Namespace of a subgraph started by this task: the graph's namespace plus
+    /// `node:task_id`.
+    #[must_use]
+    pub fn checkpoint_ns(&self) -> String {
+        let mut s = self.ctx.ns.join("|");
+        if !s.is_empty() {
+            s.push('|');
+        }
+        s.push_str(&self.ctx.node);
+        s.push(':');
+        s.push_str(&self.ctx.task_id);
+        s
+    }
+    /// An idempotency key for side effects of this task: stable across retries, resumes
+    /// and crashes of the same task.
+    #[must_use]
+    pub fn idempotency_key(&self, suffix: &str) -> String {
+        let mut h = xxhash_rust::xxh3::Xxh3::new();
+        h.update(self.ctx.run.thread_id.as_deref().unwrap_or("").as_bytes());
+        h.update(b"|");
+        h.update(self.ctx.task_id.as_bytes());
+        h.update(b"|");
+        h.update(suffix.as_bytes());
+        format!("{:032x}", h.digest128())
+    }
+    pub(crate) fn consumed_resumes(&self) -> BTreeMap<String, Value> {
+        self.ctx
+            .consumed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+    pub(crate) fn run(&self) -> &Arc<RunShared> {
+        &self.ctx.run
+    }
+    pub(crate) fn ns(&self) -> &Arc<[String]> {
+        &self.ctx.ns
+    }
+}

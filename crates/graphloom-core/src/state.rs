@@ -1,0 +1,178 @@
+//! The state a graph carries from superstep to superstep.
+//!
+//! A state is a set of named fields ("channels"), each with a reducer that says how the
+//! writes of one superstep combine with the current value. Typed states implement [`State`]
+//! through `#[derive(State)]`; graphs defined at run time use [`crate::JsonState`].
+//!
+//! The executor never serialises a typed state inside its loop: JSON appears only where a
+//! value leaves the process (a checkpoint, a stream consumer that asks for JSON, the server).
+
+use serde_json::Value;
+
+/// How one field changed during a merge. Checkpoint encoding uses it to store only what
+/// changed, and for sequence fields only the appended tail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FieldChange {
+    /// The field now holds a new value, stored whole.
+    Replaced,
+    /// `n` items were appended to a sequence field and nothing else changed in it.
+    Appended(usize),
+}
+
+impl FieldChange {
+    /// The change after two successive changes to the same field in one step.
+    #[must_use]
+    pub fn then(self, next: FieldChange) -> FieldChange {
+        match (self, next) {
+            (FieldChange::Appended(a), FieldChange::Appended(b)) => FieldChange::Appended(a + b),
+            _ => FieldChange::Replaced,
+        }
+    }
+}
+
+/// One field's change after a merge: its index and how it changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Changed {
+    /// Index of the field in declaration order.
+    pub field: usize,
+    /// What happened to it.
+    pub change: FieldChange,
+}
+
+/// A task's update, tagged with the node that wrote it (for conflict messages).
+#[derive(Debug, Clone)]
+pub struct TaskUpdate<'a, U> {
+    /// The node whose task produced the update.
+    pub node: &'a str,
+    /// The partial update itself.
+    pub update: U,
+}
+
+/// Errors a state raises while merging or decoding.
+#[derive(Debug, Clone, thiserror::Error, PartialEq)]
+#[non_exhaustive]
+pub enum StateError {
+    /// Two tasks of one superstep wrote a field that keeps only its last value.
+    #[error("field `{field}` keeps one value per step but received several, from nodes {nodes:?}; give it a reducer or write it from one node")]
+    Conflict {
+        /// The field that was written twice.
+        field: String,
+        /// The nodes that wrote it, in merge order.
+        nodes: Vec<String>,
+    },
+    /// A value (from a checkpoint, a request or an update) did not fit the field's type.
+    #[error("field `{field}`: {message}")]
+    Decode {
+        /// The field being decoded.
+        field: String,
+        /// What was wrong.
+        message: String,
+    },
+    /// An update named a field the state does not have.
+    #[error("unknown field `{0}`")]
+    UnknownField(String),
+    /// A reducer rejected the update (for example removing a message id that is absent).
+    #[error("field `{field}`: {message}")]
+    Reducer {
+        /// The field whose reducer failed.
+        field: String,
+        /// Why it failed.
+        message: String,
+    },
+}
+
+/// The state of a graph.
+///
+/// Implemented by `#[derive(State)]` for structs, and by [`crate::JsonState`]. All methods
+/// that take `&self` and speak of fields work on the field list of this value, so a dynamic
+/// state can carry its own schema.
+pub trait State: Clone + Send + Sync + 'static {
+    /// A partial update: every field optional, each in the form its reducer accepts.
+    type Update: Clone + Send + Sync + 'static;
+
+    /// Number of fields.
+    fn field_count(&self) -> usize;
+    /// Name of field `idx` (declaration order).
+    fn field_name(&self, idx: usize) -> &str;
+    /// Index of the field called `name`.
+    fn field_index(&self, name: &str) -> Option<usize> {
+        (0..self.field_count()).find(|&i| self.field_name(i) == name)
+    }
+
+    /// Merge the updates of one superstep, in the order given (the executor sorts them
+    /// deterministically). Records every changed field in `changes`. A failed merge leaves
+    /// `self` in an unspecified but valid state; the executor discards it.
+    fn merge(
+        &mut self,
+        updates: Vec<TaskUpdate<'_, Self::Update>>,
+        changes: &mut Vec<Changed>,
+    ) -> Result<(), StateError>;
+
+    /// Names of the fields an update writes.
+    fn update_fields(&self, update: &Self::Update) -> Vec<String>;
+
+    /// Field `idx` as JSON.
+    fn field_to_json(&self, idx: usize) -> Result<Value, StateError>;
+    /// The last `n` items of a sequence field as JSON, or `None` if the field is not a
+    /// sequence (then the whole field is stored).
+    fn field_tail_to_json(&self, idx: usize, n: usize) -> Option<Result<Vec<Value>, StateError>>;
+    /// Replace field `idx` with a JSON value (used when restoring a checkpoint).
+    fn set_field_from_json(&mut self, idx: usize, value: Value) -> Result<(), StateError>;
+
+    /// An update as JSON (pending writes, update streams).
+    fn update_to_json(&self, update: &Self::Update) -> Result<Value, StateError>;
+    /// An update from JSON (a request body, a stored pending write). Unknown keys are an error.
+    fn update_from_json(&self, value: Value) -> Result<Self::Update, StateError>;
+
+    /// JSON Schema of the state (object with one property per field).
+    fn json_schema(&self) -> Value;
+
+    /// The whole state as a JSON object.
+    fn to_json(&self) -> Result<Value, StateError> {
+        let mut map = serde_json::Map::with_capacity(self.field_count());
+        for i in 0..self.field_count() {
+            map.insert(self.field_name(i).to_owned(), self.field_to_json(i)?);
+        }
+        Ok(Value::Object(map))
+    }
+
+    /// A state of the same shape with every field at its default.
+    fn empty_like(&self) -> Self;
+
+    /// A state of the same shape built from a JSON object; missing fields keep defaults.
+    fn state_from_json(&self, value: Value) -> Result<Self, StateError> {
+        let mut out = self.empty_like();
+        let Value::Object(map) = value else {
+            return Err(StateError::Decode {
+                field: String::new(),
+                message: "state must be a JSON object".into(),
+            });
+        };
+        for (k, v) in map {
+            let idx = out
+                .field_index(&k)
+                .ok_or_else(|| StateError::UnknownField(k.clone()))?;
+            out.set_field_from_json(idx, v)?;
+        }
+        Ok(out)
+    }
+}
+
+/// Helper for derived code: decode a field from JSON with a message naming the field.
+pub fn decode_field<T: serde::de::DeserializeOwned>(
+    field: &str,
+    value: Value,
+) -> Result<T, StateError> {
+    serde_json::from_value(value).map_err(|e| StateError::Decode {
+        field: field.to_owned(),
+        message: e.to_string(),
+    })
+}
+
+/// Helper for derived code: encode a field as JSON with a message naming the field.
+pub fn encode_field<T: serde::Serialize + ?Sized>(field: &str, value: &T) -> Result<Value, StateError> {
+    serde_json::to_value(value).map_err(|e| StateError::Decode {
+        field: field.to_owned(),
+        message: e.to_string(),
+    })
+}

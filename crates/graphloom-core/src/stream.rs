@@ -1,0 +1,144 @@
+//! Stream events.
+//!
+//! A run's stream yields [`StreamPart`]s in the modes asked for, then exactly one terminal
+//! event. Payloads stay typed ([`StreamPart::values`], [`StreamPart::update`]) and turn into
+//! JSON only when a consumer asks ([`StreamPart::data_json`]).
+
+use crate::types::Interrupt;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::any::Any;
+use std::fmt;
+use std::sync::Arc;
+
+/// Stream modes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StreamMode {
+    /// The whole state after each superstep.
+    Values,
+    /// Each node's update, as `{node: update}`.
+    Updates,
+    /// Whatever nodes and tools write with the stream writer.
+    Custom,
+    /// Chunks of model messages, with the metadata of the node that produced them.
+    Messages,
+    /// Task start and result events.
+    Tasks,
+    /// Each checkpoint as it is created.
+    Checkpoints,
+    /// Checkpoints and tasks, wrapped with step and type.
+    Debug,
+}
+
+impl StreamMode {
+    /// The mode's wire name.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StreamMode::Values => "values",
+            StreamMode::Updates => "updates",
+            StreamMode::Custom => "custom",
+            StreamMode::Messages => "messages",
+            StreamMode::Tasks => "tasks",
+            StreamMode::Checkpoints => "checkpoints",
+            StreamMode::Debug => "debug",
+        }
+    }
+}
+
+/// A payload that can be read typed or turned into JSON.
+pub trait StreamValue: Send + Sync {
+    /// The payload as JSON.
+    fn to_json(&self) -> Result<Value, String>;
+    /// The payload as `Any`, to downcast.
+    fn as_any(&self) -> &dyn Any;
+}
+
+impl StreamValue for Value {
+    fn to_json(&self) -> Result<Value, String> {
+        Ok(self.clone())
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// The data of a stream part.
+#[derive(Clone)]
+pub enum StreamData {
+    /// State values (`values` mode).
+    Values(Arc<dyn StreamValue>),
+    /// One node's update (`updates` mode).
+    Update {
+        /// The node.
+        node: String,
+        /// Its update.
+        update: Arc<dyn StreamValue>,
+    },
+    /// Interrupts raised in the step (`updates` mode, and `values` mode for clients that
+    /// only ask for values).
+    Interrupts(Vec<Interrupt>),
+    /// Any JSON (`custom`, `messages`, `tasks`, `checkpoints`, `debug`).
+    Json(Value),
+}
+
+impl fmt::Debug for StreamData {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StreamData::Values(_) => f.write_str("Values(..)"),
+            StreamData::Update { node, .. } => write!(f, "Update({node})"),
+            StreamData::Interrupts(i) => write!(f, "Interrupts({i:?})"),
+            StreamData::Json(v) => write!(f, "Json({v})"),
+        }
+    }
+}
+
+/// One event of a run's stream.
+#[derive(Clone, Debug)]
+pub struct StreamPart {
+    /// Namespace path: empty for the root graph, `node:task_id` segments for subgraphs.
+    pub ns: Vec<String>,
+    /// The mode it belongs to.
+    pub mode: StreamMode,
+    /// The data.
+    pub data: StreamData,
+}
+
+impl StreamPart {
+    /// The state, if this is a `values` part of a graph whose state type is `S`.
+    #[must_use]
+    pub fn values<S: 'static>(&self) -> Option<&S> {
+        match &self.data {
+            StreamData::Values(v) => v.as_any().downcast_ref::<S>(),
+            _ => None,
+        }
+    }
+    /// `(node, update)`, if this is an `updates` part with update type `U`.
+    #[must_use]
+    pub fn update<U: 'static>(&self) -> Option<(&str, &U)> {
+        match &self.data {
+            StreamData::Update { node, update } => {
+                update.as_any().downcast_ref::<U>().map(|u| (node.as_str(), u))
+            }
+            _ => None,
+        }
+    }
+    /// The data as JSON, shaped as LangGraph streams it: `values` the state, `updates`
+    /// `{node: update}` or `{"__interrupt__": [...]}`, other modes their JSON.
+    pub fn data_json(&self) -> Result<Value, String> {
+        match &self.data {
+            StreamData::Values(v) => v.to_json(),
+            StreamData::Update { node, update } => {
+                let mut m = serde_json::Map::new();
+                m.insert(node.clone(), update.to_json()?);
+                Ok(Value::Object(m))
+            }
+            StreamData::Interrupts(i) => {
+                let list = serde_json::to_value(i).map_err(|e| e.to_string())?;
+                Ok(serde_json::json!({ "__interrupt__": list }))
+            }
+            StreamData::Json(v) => Ok(v.clone()),
+        }
+    }
+}

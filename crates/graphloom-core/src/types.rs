@@ -1,0 +1,530 @@
+//! The vocabulary nodes and callers speak: routes, `Send`, `Command`, interrupts, policies.
+
+use crate::state::State;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::any::Any;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The virtual first node: edges from `START` say where a run begins.
+pub const START: &str = "__start__";
+/// The virtual last node: routing to `END` ends that branch.
+pub const END: &str = "__end__";
+
+type Encoder = fn(&(dyn Any + std::marker::Send + Sync)) -> Result<Value, String>;
+
+fn encode_as<T: Serialize + 'static>(v: &(dyn Any + std::marker::Send + Sync)) -> Result<Value, String> {
+    let typed = v
+        .downcast_ref::<T>()
+        .ok_or_else(|| "packet type mismatch".to_owned())?;
+    serde_json::to_value(typed).map_err(|e| e.to_string())
+}
+
+/// A `Send` packet: a typed value (never serialised inside the loop), or JSON (from a
+/// checkpoint or a request).
+#[derive(Clone)]
+pub enum Packet {
+    /// A typed value and how to encode it.
+    Typed(Arc<dyn Any + std::marker::Send + Sync>, Encoder),
+    /// A JSON value.
+    Json(Value),
+}
+
+impl Packet {
+    /// Wrap a typed value.
+    pub fn typed<T: Serialize + std::marker::Send + Sync + 'static>(value: T) -> Self {
+        Packet::Typed(Arc::new(value), encode_as::<T>)
+    }
+    /// The packet as JSON.
+    pub fn to_json(&self) -> Result<Value, String> {
+        match self {
+            Packet::Typed(v, enc) => enc(v.as_ref()),
+            Packet::Json(v) => Ok(v.clone()),
+        }
+    }
+    /// The typed value, if this packet holds a `T`.
+    #[must_use]
+    pub fn downcast_ref<T: 'static>(&self) -> Option<&T> {
+        match self {
+            Packet::Typed(v, _) => v.downcast_ref::<T>(),
+            Packet::Json(_) => None,
+        }
+    }
+}
+
+impl fmt::Debug for Packet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Packet::Typed(..) => f.write_str("Packet::Typed(..)"),
+            Packet::Json(v) => write!(f, "Packet::Json({v})"),
+        }
+    }
+}
+
+/// Run `node` once with `packet` as its input in the next superstep (map-reduce fan-out).
+#[derive(Clone, Debug)]
+pub struct Send {
+    /// Target node.
+    pub node: String,
+    /// Its input.
+    pub packet: Packet,
+}
+
+impl Send {
+    /// A packet of any serialisable type. Nodes added with `add_node` take a packet of the
+    /// graph's state type; nodes added with `add_packet_node::<T>` take a `T`.
+    pub fn new<T: Serialize + std::marker::Send + Sync + 'static>(node: impl Into<String>, packet: T) -> Self {
+        Self {
+            node: node.into(),
+            packet: Packet::typed(packet),
+        }
+    }
+    /// A JSON packet.
+    pub fn json(node: impl Into<String>, packet: Value) -> Self {
+        Self {
+            node: node.into(),
+            packet: Packet::Json(packet),
+        }
+    }
+}
+
+/// Where a branch goes next.
+#[derive(Clone, Debug)]
+pub enum Route {
+    /// A node (by name, or by path-map key for conditional edges with a path map).
+    To(String),
+    /// End this branch.
+    End,
+    /// Run a node with a packet.
+    Send(Send),
+}
+
+impl From<&str> for Route {
+    fn from(s: &str) -> Self {
+        if s == END {
+            Route::End
+        } else {
+            Route::To(s.to_owned())
+        }
+    }
+}
+impl From<String> for Route {
+    fn from(s: String) -> Self {
+        if s == END {
+            Route::End
+        } else {
+            Route::To(s)
+        }
+    }
+}
+impl From<Send> for Route {
+    fn from(s: Send) -> Self {
+        Route::Send(s)
+    }
+}
+
+/// What a router returns: one or several routes.
+#[derive(Clone, Debug, Default)]
+pub struct Routes(pub Vec<Route>);
+
+impl<T: Into<Route>> From<T> for Routes {
+    fn from(r: T) -> Self {
+        Routes(vec![r.into()])
+    }
+}
+impl<T: Into<Route>> From<Vec<T>> for Routes {
+    fn from(v: Vec<T>) -> Self {
+        Routes(v.into_iter().map(Into::into).collect())
+    }
+}
+impl<T: Into<Route>> FromIterator<T> for Routes {
+    fn from_iter<I: IntoIterator<Item = T>>(iter: I) -> Self {
+        Routes(iter.into_iter().map(Into::into).collect())
+    }
+}
+
+/// Which graph a `Command` addresses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CommandGraph {
+    /// The graph the node belongs to.
+    #[default]
+    Current,
+    /// The parent graph of the subgraph the node belongs to.
+    Parent,
+}
+
+/// A node's instruction to update state and choose where to go, or a caller's resume.
+#[derive(Clone)]
+pub struct Command<S: State> {
+    /// State update.
+    pub update: Option<S::Update>,
+    /// Update for the parent graph as JSON (with [`CommandGraph::Parent`]).
+    pub parent_update: Option<Value>,
+    /// Where to go (in addition to the node's static edges).
+    pub goto: Vec<Route>,
+    /// Resume values for pending interrupts (caller side).
+    pub resume: Option<Resume>,
+    /// Which graph this addresses.
+    pub graph: CommandGraph,
+}
+
+impl<S: State> Default for Command<S> {
+    fn default() -> Self {
+        Self {
+            update: None,
+            parent_update: None,
+            goto: Vec::new(),
+            resume: None,
+            graph: CommandGraph::Current,
+        }
+    }
+}
+
+impl<S: State> Command<S> {
+    /// An empty command.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Go to these routes.
+    #[must_use]
+    pub fn goto(mut self, routes: impl Into<Routes>) -> Self {
+        self.goto.extend(routes.into().0);
+        self
+    }
+    /// Apply this update.
+    #[must_use]
+    pub fn update(mut self, update: S::Update) -> Self {
+        self.update = Some(update);
+        self
+    }
+    /// Resume pending interrupts (single value for a single interrupt).
+    #[must_use]
+    pub fn resume(value: impl Into<Value>) -> Self {
+        Self {
+            resume: Some(Resume::Value(value.into())),
+            ..Self::default()
+        }
+    }
+    /// Resume pending interrupts by id.
+    #[must_use]
+    pub fn resume_map(map: BTreeMap<String, Value>) -> Self {
+        Self {
+            resume: Some(Resume::ById(map)),
+            ..Self::default()
+        }
+    }
+    /// Address the parent graph: `update` is applied there (as JSON of the parent's
+    /// update type) and `goto` names parent nodes.
+    #[must_use]
+    pub fn to_parent(update: Option<Value>, goto: impl Into<Routes>) -> Self {
+        Self {
+            parent_update: update,
+            goto: goto.into().0,
+            graph: CommandGraph::Parent,
+            ..Self::default()
+        }
+    }
+}
+
+/// Resume values.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Resume {
+    /// One value, for a run with exactly one pending interrupt.
+    Value(Value),
+    /// Values by interrupt id.
+    ById(BTreeMap<String, Value>),
+}
+
+/// A pending interrupt.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Interrupt {
+    /// Stable id; distinct for every `interrupt()` call site in every task.
+    pub id: String,
+    /// What the node asked.
+    pub value: Value,
+}
+
+/// What a node returns.
+#[derive(Clone)]
+pub enum NodeOutput<S: State> {
+    /// Nothing to write.
+    None,
+    /// A state update.
+    Update(S::Update),
+    /// A command.
+    Command(Command<S>),
+}
+
+impl<S: State> From<Command<S>> for NodeOutput<S> {
+    fn from(c: Command<S>) -> Self {
+        NodeOutput::Command(c)
+    }
+}
+impl<S: State> From<()> for NodeOutput<S> {
+    fn from((): ()) -> Self {
+        NodeOutput::None
+    }
+}
+impl<S: State> From<Option<S::Update>> for NodeOutput<S> {
+    fn from(u: Option<S::Update>) -> Self {
+        u.map_or(NodeOutput::None, NodeOutput::Update)
+    }
+}
+
+/// Why a node did not finish.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum NodeError {
+    /// It failed.
+    Failed {
+        /// What went wrong.
+        message: String,
+        /// Whether a retry policy may try again (default predicate).
+        retryable: bool,
+    },
+    /// One attempt ran past the node's timeout.
+    TimedOut {
+        /// The timeout.
+        after_ms: u64,
+    },
+    /// It called `interrupt()` with no resume value waiting (or a subgraph did).
+    Interrupted(Vec<Interrupt>),
+    /// A subgraph node returned a `Command` for its parent graph.
+    ParentCommand {
+        /// Parent update as JSON.
+        update: Option<Value>,
+        /// Parent routes.
+        goto: Vec<Route>,
+    },
+}
+
+impl NodeError {
+    /// A failure that a retry policy may retry.
+    pub fn new(message: impl Into<String>) -> Self {
+        NodeError::Failed {
+            message: message.into(),
+            retryable: true,
+        }
+    }
+    /// A failure that is never retried.
+    pub fn fatal(message: impl Into<String>) -> Self {
+        NodeError::Failed {
+            message: message.into(),
+            retryable: false,
+        }
+    }
+    /// True for failures the default retry predicate retries.
+    #[must_use]
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, NodeError::Failed { retryable: true, .. } | NodeError::TimedOut { .. })
+    }
+}
+
+impl fmt::Display for NodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NodeError::Failed { message, .. } => f.write_str(message),
+            NodeError::TimedOut { after_ms } => write!(f, "timed out after {after_ms} ms"),
+            NodeError::Interrupted(i) => write!(f, "interrupted ({} pending)", i.len()),
+            NodeError::ParentCommand { .. } => f.write_str("command for the parent graph"),
+        }
+    }
+}
+
+impl<E: std::error::Error + std::marker::Send + Sync + 'static> From<E> for NodeError {
+    fn from(e: E) -> Self {
+        NodeError::new(e.to_string())
+    }
+}
+
+/// Retry a failing node with exponential backoff.
+#[derive(Clone)]
+pub struct RetryPolicy {
+    /// Wait before the first retry.
+    pub initial_interval: Duration,
+    /// Multiplier for each further retry.
+    pub backoff_factor: f64,
+    /// Longest wait between attempts.
+    pub max_interval: Duration,
+    /// Total attempts, the first included.
+    pub max_attempts: usize,
+    /// Add up to 100% random jitter to each wait.
+    pub jitter: bool,
+    /// Which failures retry (default: [`NodeError::is_retryable`]).
+    pub retry_on: Arc<dyn Fn(&NodeError) -> bool + std::marker::Send + Sync>,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self {
+            initial_interval: Duration::from_millis(500),
+            backoff_factor: 2.0,
+            max_interval: Duration::from_secs(128),
+            max_attempts: 3,
+            jitter: true,
+            retry_on: Arc::new(NodeError::is_retryable),
+        }
+    }
+}
+
+impl fmt::Debug for RetryPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RetryPolicy")
+            .field("initial_interval", &self.initial_interval)
+            .field("backoff_factor", &self.backoff_factor)
+            .field("max_interval", &self.max_interval)
+            .field("max_attempts", &self.max_attempts)
+            .field("jitter", &self.jitter)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RetryPolicy {
+    /// `max_attempts` attempts with the default backoff.
+    #[must_use]
+    pub fn attempts(max_attempts: usize) -> Self {
+        Self {
+            max_attempts,
+            ..Self::default()
+        }
+    }
+    /// Set the first wait.
+    #[must_use]
+    pub fn initial_interval(mut self, d: Duration) -> Self {
+        self.initial_interval = d;
+        self
+    }
+    /// Set the backoff factor.
+    #[must_use]
+    pub fn backoff_factor(mut self, f: f64) -> Self {
+        self.backoff_factor = f;
+        self
+    }
+    /// Set the longest wait.
+    #[must_use]
+    pub fn max_interval(mut self, d: Duration) -> Self {
+        self.max_interval = d;
+        self
+    }
+    /// Turn jitter on or off.
+    #[must_use]
+    pub fn jitter(mut self, on: bool) -> Self {
+        self.jitter = on;
+        self
+    }
+    /// Choose which failures retry.
+    #[must_use]
+    pub fn retry_on(mut self, f: impl Fn(&NodeError) -> bool + std::marker::Send + Sync + 'static) -> Self {
+        self.retry_on = Arc::new(f);
+        self
+    }
+    /// The wait before attempt `attempt` (1-based count of attempts already made).
+    #[must_use]
+    pub fn delay(&self, attempt: usize) -> Duration {
+        let exp = i32::try_from(attempt.saturating_sub(1)).unwrap_or(i32::MAX);
+        let base = self.initial_interval.as_secs_f64() * self.backoff_factor.powi(exp);
+        let capped = base.min(self.max_interval.as_secs_f64()).max(0.0);
+        let with_jitter = if self.jitter {
+            capped * (1.0 + rand::random::<f64>())
+        } else {
+            capped
+        };
+        Duration::from_secs_f64(with_jitter.min(self.max_interval.as_secs_f64().max(capped)))
+    }
+}
+
+/// Cache a node's output by a key computed from its input, for `ttl`.
+pub struct CachePolicy<S: State> {
+    /// Key of an input; equal keys reuse the cached output.
+    pub key: Arc<dyn Fn(&S) -> String + std::marker::Send + Sync>,
+    /// How long an entry lives (`None`: for the life of the compiled graph).
+    pub ttl: Option<Duration>,
+}
+
+impl<S: State> Clone for CachePolicy<S> {
+    fn clone(&self) -> Self {
+        Self {
+            key: Arc::clone(&self.key),
+            ttl: self.ttl,
+        }
+    }
+}
+
+impl<S: State> CachePolicy<S> {
+    /// Key by the whole input state as JSON.
+    #[must_use]
+    pub fn new(ttl: Option<Duration>) -> Self {
+        Self {
+            key: Arc::new(|s: &S| s.to_json().map(|v| v.to_string()).unwrap_or_default()),
+            ttl,
+        }
+    }
+    /// Key by a function of the input.
+    #[must_use]
+    pub fn with_key(ttl: Option<Duration>, key: impl Fn(&S) -> String + std::marker::Send + Sync + 'static) -> Self {
+        Self {
+            key: Arc::new(key),
+            ttl,
+        }
+    }
+}
+
+/// When checkpoints are made durable.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Durability {
+    /// Each superstep's writes and checkpoint are saved before the next step starts. The
+    /// default: a crash never loses a step that was reported done.
+    #[default]
+    Sync,
+    /// Saved in the background, in order, while the next step runs; the run waits for them
+    /// before it returns.
+    Async,
+    /// Saved once, when the run ends (also on error or interrupt).
+    Exit,
+}
+
+/// Nodes named by `interrupt_before` / `interrupt_after`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum NodeSet {
+    /// None.
+    #[default]
+    None,
+    /// Every node (`"*"`).
+    All,
+    /// These nodes.
+    Some(Vec<String>),
+}
+
+impl NodeSet {
+    /// Whether `node` is in the set.
+    #[must_use]
+    pub fn contains(&self, node: &str) -> bool {
+        match self {
+            NodeSet::None => false,
+            NodeSet::All => true,
+            NodeSet::Some(v) => v.iter().any(|n| n == node),
+        }
+    }
+    /// A set from names (`"*"` alone means all).
+    pub fn of<I: IntoIterator<Item = T>, T: Into<String>>(names: I) -> Self {
+        let v: Vec<String> = names.into_iter().map(Into::into).collect();
+        if v.iter().any(|n| n == "*") {
+            NodeSet::All
+        } else if v.is_empty() {
+            NodeSet::None
+        } else {
+            NodeSet::Some(v)
+        }
+    }
+    /// True if empty.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        matches!(self, NodeSet::None)
+    }
+}

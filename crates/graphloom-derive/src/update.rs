@@ -1,0 +1,168 @@
+//! The generated `<Name>Update` struct and its builder.
+
+use crate::attrs::{FieldSpec, ReducerKind, StateSpec};
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::{Ident, LitStr};
+
+/// Name of the update struct: the state's name followed by `Update`.
+pub(crate) fn update_ident(spec: &StateSpec) -> Ident {
+    format_ident!("{}Update", spec.ident)
+}
+
+/// A span that points at user code (for error messages) but belongs to the macro expansion,
+/// so lints treat the generated code as generated.
+pub(crate) fn user_span(span: Span) -> Span {
+    Span::call_site().located_at(span)
+}
+
+/// `<Krate::Reducer as Krate::Reducer<T>>` for a built-in reducer, `None` for `with = f`.
+pub(crate) fn reducer_qself(spec: &StateSpec, f: &FieldSpec) -> Option<TokenStream> {
+    let ReducerKind::Builtin(name) = &f.reducer else {
+        return None;
+    };
+    let krate = &spec.krate;
+    let ty = &f.ty;
+    let span = user_span(f.reducer_span);
+    let r = Ident::new(name, span);
+    Some(quote_spanned!(span=> <#krate::#r as #krate::Reducer<#ty>>))
+}
+
+/// The type a node writes to field `f`.
+pub(crate) fn update_ty(spec: &StateSpec, f: &FieldSpec) -> TokenStream {
+    match reducer_qself(spec, f) {
+        Some(qself) => quote_spanned!(user_span(f.reducer_span)=> #qself::Update),
+        None => {
+            let ty = &f.ty;
+            quote!(#ty)
+        }
+    }
+}
+
+/// A human-readable name of the field's reducer, for docs.
+fn reducer_label(f: &FieldSpec) -> String {
+    match &f.reducer {
+        ReducerKind::Builtin("LastValue") => "keeps the last value; one writer per step".into(),
+        ReducerKind::Builtin("Append") => "appends the written items".into(),
+        ReducerKind::Builtin("Add") => "adds the written value".into(),
+        ReducerKind::Builtin("MergeMap") => "merges the written map, later keys winning".into(),
+        ReducerKind::Builtin("AddMessages") => "merges the written messages by id".into(),
+        ReducerKind::Builtin(other) => format!("reducer `{other}`"),
+        ReducerKind::Custom(path) => {
+            format!(
+                "folded with `{}`",
+                quote!(#path).to_string().replace(' ', "")
+            )
+        }
+    }
+}
+
+/// The update struct, its `new()` and one setter per field.
+pub(crate) fn generate(spec: &StateSpec) -> TokenStream {
+    let krate = &spec.krate;
+    let vis = &spec.vis;
+    let state = &spec.ident;
+    let update = update_ident(spec);
+    let serde_crate = LitStr::new(
+        &quote!(#krate::__private::serde).to_string(),
+        Span::call_site(),
+    );
+    let struct_doc = format!(
+        "A partial update of `{state}`: every field optional, in the form its reducer \
+         accepts. Build one with `{update}::new()` and the setters, or from JSON."
+    );
+
+    // A present key is a write even when its value is `null` (a write of `None` to an
+    // `Option` field); plain `Option` deserialisation would read it as "not written".
+    let present = LitStr::new(&format!("{update}::__graphloom_present"), Span::call_site());
+    let fields = spec.fields.iter().map(|f| {
+        let ident = &f.ident;
+        let fvis = &f.vis;
+        let ty = update_ty(spec, f);
+        let mut doc = format!("Write to `{}` ({}).", f.name, reducer_label(f));
+        if let Some(d) = &f.doc {
+            doc.push_str("\n\n");
+            doc.push_str(d);
+        }
+        quote! {
+            #[doc = #doc]
+            #[serde(
+                default,
+                skip_serializing_if = "::std::option::Option::is_none",
+                deserialize_with = #present
+            )]
+            #fvis #ident: ::std::option::Option<#ty>,
+        }
+    });
+
+    let setters = spec.fields.iter().map(|f| {
+        let ident = &f.ident;
+        let fvis = &f.vis;
+        let ty = update_ty(spec, f);
+        let doc = format!("Set the write to `{}` ({}).", f.name, reducer_label(f));
+        quote! {
+            #[doc = #doc]
+            #[must_use]
+            #fvis fn #ident(mut self, value: #ty) -> Self {
+                self.#ident = ::std::option::Option::Some(value);
+                self
+            }
+        }
+    });
+
+    let update_name = update.to_string();
+    let names = spec.fields.iter().map(|f| f.name.as_str());
+    let idents = spec.fields.iter().map(|f| &f.ident);
+    let json = quote!(#krate::__private::serde_json);
+
+    quote! {
+        #[doc = #struct_doc]
+        #[derive(
+            ::std::clone::Clone,
+            ::std::default::Default,
+            #krate::__private::serde::Serialize,
+            #krate::__private::serde::Deserialize,
+        )]
+        #[serde(crate = #serde_crate)]
+        #[serde(deny_unknown_fields)]
+        #vis struct #update {
+            #(#fields)*
+        }
+
+        #[automatically_derived]
+        impl #update {
+            #[doc(hidden)]
+            fn __graphloom_present<'de, D, T>(
+                deserializer: D,
+            ) -> ::std::result::Result<::std::option::Option<T>, D::Error>
+            where
+                D: #krate::__private::serde::Deserializer<'de>,
+                T: #krate::__private::serde::Deserialize<'de>,
+            {
+                <T as #krate::__private::serde::Deserialize<'de>>::deserialize(deserializer)
+                    .map(::std::option::Option::Some)
+            }
+
+            /// An update that writes nothing.
+            #[must_use]
+            pub fn new() -> Self {
+                <Self as ::std::default::Default>::default()
+            }
+            #(#setters)*
+        }
+
+        /// Shows each written value as JSON (update types need not implement `Debug`).
+        #[automatically_derived]
+        impl ::std::fmt::Debug for #update {
+            fn fmt(&self, __gl_f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                __gl_f.debug_struct(#update_name)
+                    #(.field(#names, &self.#idents.as_ref().map(|v| {
+                        #json::to_value(v).unwrap_or_else(|e| {
+                            #json::Value::String(::std::format!("<not serializable: {e}>"))
+                        })
+                    })))*
+                    .finish()
+            }
+        }
+    }
+}
