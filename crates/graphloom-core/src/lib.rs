@@ -67,7 +67,7 @@ pub use reducers::{Add, AddMessages, Append, LastValue, MergeMap, Reducer};
 pub use runtime::Runtime;
 pub use seq::{Seq, SeqLike};
 pub use state::{Changed, FieldChange, State, StateError, TaskUpdate};
-pub use store::{DynStore, InMemoryStore, Store};
+pub use store::{InMemoryStore, Store};
 pub use stream::{StreamData, StreamMode, StreamPart};
 pub use types::{
     CachePolicy, Command, Durability, Interrupt, NodeError, NodeOutput, NodeSet, Packet, Resume, RetryPolicy, Route, Routes, Send,

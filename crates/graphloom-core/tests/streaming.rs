@@ -1,0 +1,123 @@
+//! Stream modes, several at once, and exactly one terminal event.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+use futures::StreamExt;
+use graphloom_core::checkpoint::InMemorySaver;
+use graphloom_core::*;
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+#[derive(State, Clone, Default, Debug)]
+struct Talk {
+    #[reducer(add_messages)]
+    messages: Seq<Message>,
+}
+
+fn graph() -> CompiledGraph<Talk> {
+    StateGraph::<Talk>::new()
+        .add_node("model", |_s, rt: Runtime| async move {
+            rt.write(json!({"progress": 0.5}));
+            for tok in ["Hel", "lo"] {
+                rt.emit_message(json!({"type": "AIMessageChunk", "content": tok}));
+            }
+            Ok(TalkUpdate::new().messages(vec![Message::ai("Hello").with_id("m1")]))
+        })
+        .add_node("fail", |_s, _rt| async { Err::<NodeOutput<Talk>, _>(NodeError::fatal("boom")) })
+        .add_edge(START, "model")
+        .add_edge("fail", END)
+        .add_conditional_edges("model", |s: &Talk| if s.messages.len() > 5 { "fail" } else { END })
+        .checkpointer(InMemorySaver::new())
+        .compile()
+        .unwrap()
+}
+
+async fn run(modes: &[StreamMode], input: Vec<Message>) -> (Vec<StreamPart>, Vec<RunEvent<Talk>>) {
+    let events: Vec<RunEvent<Talk>> = graph()
+        .stream(
+            RunInput::Update(TalkUpdate::new().messages(input)),
+            RunConfig::thread("s"),
+            StreamOptions::modes(modes.iter().copied()),
+        )
+        .collect()
+        .await;
+    let parts = events
+        .iter()
+        .filter_map(|e| match e {
+            RunEvent::Part(p) => Some(p.clone()),
+            RunEvent::End(_) => None,
+        })
+        .collect();
+    (parts, events)
+}
+
+#[tokio::test]
+async fn values_mode_emits_the_typed_state_after_each_step() {
+    let (parts, events) = run(&[StreamMode::Values], vec![Message::human("hi")]).await;
+    assert_eq!(parts.len(), 2);
+    let first: &Talk = parts[0].values::<Talk>().unwrap();
+    assert_eq!(first.messages.len(), 1);
+    let last = parts[1].data_json().unwrap();
+    assert_eq!(last["messages"][1]["content"], "Hello");
+    let ends = events.iter().filter(|e| matches!(e, RunEvent::End(_))).count();
+    assert_eq!(ends, 1);
+    assert!(matches!(events.last(), Some(RunEvent::End(Ok(_)))));
+}
+
+#[tokio::test]
+async fn several_modes_at_once_in_order() {
+    let (parts, _) = run(
+        &[StreamMode::Updates, StreamMode::Custom, StreamMode::Messages, StreamMode::Tasks, StreamMode::Checkpoints],
+        vec![Message::human("hi")],
+    )
+    .await;
+    let modes: Vec<&str> = parts.iter().map(|p| p.mode.as_str()).collect();
+    assert_eq!(
+        modes,
+        vec!["checkpoints", "tasks", "custom", "messages", "messages", "tasks", "updates", "checkpoints"]
+    );
+    let custom = parts.iter().find(|p| p.mode == StreamMode::Custom).unwrap();
+    assert_eq!(custom.data_json().unwrap(), json!({"progress": 0.5}));
+    let msg = parts.iter().find(|p| p.mode == StreamMode::Messages).unwrap().data_json().unwrap();
+    assert_eq!(msg[0]["content"], "Hel");
+    assert_eq!(msg[1]["langgraph_node"], "model");
+    let upd = parts.iter().find(|p| p.mode == StreamMode::Updates).unwrap();
+    let (node, update) = upd.update::<TalkUpdate>().unwrap();
+    assert_eq!(node, "model");
+    assert_eq!(update.messages.as_ref().unwrap()[0].text(), "Hello");
+    let task_result = parts.iter().filter(|p| p.mode == StreamMode::Tasks).nth(1).unwrap().data_json().unwrap();
+    assert_eq!(task_result["name"], "model");
+    assert!(task_result["error"].is_null());
+    let cp = parts.last().unwrap().data_json().unwrap();
+    assert!(cp["next"].as_array().unwrap().is_empty());
+    assert!(cp["config"]["configurable"]["checkpoint_id"].is_string());
+}
+
+#[tokio::test]
+async fn debug_mode_wraps_tasks_and_checkpoints() {
+    let (parts, _) = run(&[StreamMode::Debug], vec![Message::human("hi")]).await;
+    let types: Vec<Value> = parts.iter().map(|p| p.data_json().unwrap()["type"].clone()).collect();
+    assert_eq!(types, vec![json!("checkpoint"), json!("task"), json!("task_result"), json!("checkpoint")]);
+}
+
+#[tokio::test]
+async fn a_failing_run_ends_its_stream_with_one_error_event() {
+    let many: Vec<Message> = (0..6).map(|i| Message::human(format!("m{i}"))).collect();
+    let (_, events) = run(&[StreamMode::Values], many).await;
+    let ends: Vec<&RunEvent<Talk>> = events.iter().filter(|e| matches!(e, RunEvent::End(_))).collect();
+    assert_eq!(ends.len(), 1);
+    assert!(matches!(events.last(), Some(RunEvent::End(Err(Error::Node { node, .. }))) if node == "fail"));
+}
+
+#[tokio::test]
+async fn messages_are_not_built_when_nobody_listens() {
+    let g = StateGraph::<Talk>::new()
+        .add_node("probe", |_s, rt: Runtime| async move {
+            Ok(TalkUpdate::new().messages(vec![Message::ai(format!("{}", rt.wants_messages()))]))
+        })
+        .add_edge(START, "probe")
+        .add_edge("probe", END)
+        .compile()
+        .unwrap();
+    let out = g.invoke(TalkUpdate::new(), RunConfig::default()).await.unwrap();
+    assert_eq!(out.values.messages.get(0).unwrap().text(), "false");
+    let _ = Arc::new(0);
+}
