@@ -33,7 +33,10 @@ pub enum BackendErrorKind {
 impl BackendError {
     /// A new error.
     pub fn new(kind: BackendErrorKind, message: impl Into<String>) -> Self {
-        Self { kind, message: message.into() }
+        Self {
+            kind,
+            message: message.into(),
+        }
     }
     /// The class of this error.
     #[must_use]

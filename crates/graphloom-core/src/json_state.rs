@@ -96,8 +96,16 @@ impl JsonStateBuilder {
     }
     /// The empty state of this shape.
     pub fn build(self) -> JsonState {
-        let index = self.fields.iter().enumerate().map(|(i, (n, _))| (n.clone(), i)).collect();
-        let spec = Arc::new(JsonSchemaSpec { fields: self.fields, index });
+        let index = self
+            .fields
+            .iter()
+            .enumerate()
+            .map(|(i, (n, _))| (n.clone(), i))
+            .collect();
+        let spec = Arc::new(JsonSchemaSpec {
+            fields: self.fields,
+            index,
+        });
         JsonState::empty_of(spec)
     }
 }
@@ -180,12 +188,16 @@ impl JsonState {
     }
 
     /// A shape from `(name, reducer name)` pairs; unknown reducer names are an error.
-    pub fn from_reducer_names<'a>(fields: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<Self, StateError> {
+    pub fn from_reducer_names<'a>(
+        fields: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Result<Self, StateError> {
         let mut b = Self::builder();
         for (name, reducer) in fields {
             let r = JsonReducer::by_name(reducer).ok_or_else(|| StateError::Reducer {
                 field: name.to_owned(),
-                message: format!("unknown reducer `{reducer}` (known: last, append, add, merge, add_messages)"),
+                message: format!(
+                    "unknown reducer `{reducer}` (known: last, append, add, merge, add_messages)"
+                ),
             })?;
             b = b.field(name, r);
         }
@@ -222,7 +234,10 @@ impl JsonState {
 
     fn reduce(&mut self, i: usize, upd: Value) -> Result<FieldChange, StateError> {
         let (name, reducer) = &self.spec.fields[i];
-        let err = |message: String| StateError::Reducer { field: name.clone(), message };
+        let err = |message: String| StateError::Reducer {
+            field: name.clone(),
+            message,
+        };
         let slot = &mut self.slots[i];
         match (reducer, slot) {
             (JsonReducer::LastValue, Slot::Value(v)) => {
@@ -279,12 +294,18 @@ impl State for JsonState {
         self.spec.index.get(name).copied()
     }
 
-    fn merge(&mut self, updates: Vec<TaskUpdate<'_, Self::Update>>, changes: &mut Vec<Changed>) -> Result<(), StateError> {
+    fn merge(
+        &mut self,
+        updates: Vec<TaskUpdate<'_, Self::Update>>,
+        changes: &mut Vec<Changed>,
+    ) -> Result<(), StateError> {
         // Conflicts first, so a failed merge changes nothing.
         let mut writers: Vec<Vec<&str>> = vec![Vec::new(); self.spec.fields.len()];
         for u in &updates {
             for k in u.update.keys() {
-                let i = self.field_index(k).ok_or_else(|| StateError::UnknownField(k.clone()))?;
+                let i = self
+                    .field_index(k)
+                    .ok_or_else(|| StateError::UnknownField(k.clone()))?;
                 writers[i].push(u.node);
             }
         }
@@ -304,7 +325,11 @@ impl State for JsonState {
                 acc[i] = Some(acc[i].map_or(c, |p| p.then(c)));
             }
         }
-        changes.extend(acc.into_iter().enumerate().filter_map(|(field, c)| c.map(|change| Changed { field, change })));
+        changes.extend(
+            acc.into_iter()
+                .enumerate()
+                .filter_map(|(field, c)| c.map(|change| Changed { field, change })),
+        );
         Ok(())
     }
 
@@ -322,12 +347,20 @@ impl State for JsonState {
     }
     fn set_field_from_json(&mut self, idx: usize, value: Value) -> Result<(), StateError> {
         let name = self.field_name(idx).to_owned();
-        let slot = self.slots.get_mut(idx).ok_or_else(|| StateError::UnknownField(idx.to_string()))?;
+        let slot = self
+            .slots
+            .get_mut(idx)
+            .ok_or_else(|| StateError::UnknownField(idx.to_string()))?;
         *slot = match slot {
             Slot::Seq(_) => match value {
                 Value::Array(a) => Slot::Seq(a.into()),
                 Value::Null => Slot::Seq(Seq::new()),
-                other => return Err(StateError::Decode { field: name, message: format!("expected a list, got {other}") }),
+                other => {
+                    return Err(StateError::Decode {
+                        field: name,
+                        message: format!("expected a list, got {other}"),
+                    })
+                }
             },
             Slot::Value(_) => Slot::Value(value),
         };
@@ -345,7 +378,10 @@ impl State for JsonState {
                 Ok(m)
             }
             Value::Null => Ok(Map::new()),
-            other => Err(StateError::Decode { field: String::new(), message: format!("input must be a JSON object, got {other}") }),
+            other => Err(StateError::Decode {
+                field: String::new(),
+                message: format!("input must be a JSON object, got {other}"),
+            }),
         }
     }
     fn json_schema(&self) -> Value {
@@ -374,23 +410,71 @@ mod tests {
     use super::*;
 
     fn shape() -> JsonState {
-        JsonState::from_reducer_names([("messages", "add_messages"), ("n", "add"), ("topic", "last"), ("log", "append")]).unwrap()
+        JsonState::from_reducer_names([
+            ("messages", "add_messages"),
+            ("n", "add"),
+            ("topic", "last"),
+            ("log", "append"),
+        ])
+        .unwrap()
     }
 
     #[test]
     fn merges_by_reducer_and_detects_conflicts() {
         let mut s = shape();
         let mut ch = Vec::new();
-        let u1 = json!({"messages": ["hi"], "n": 2, "log": [1]}).as_object().cloned().unwrap();
-        let u2 = json!({"n": 3, "log": 2, "topic": "x"}).as_object().cloned().unwrap();
-        s.merge(vec![TaskUpdate { node: "a", update: u1 }, TaskUpdate { node: "b", update: u2 }], &mut ch).unwrap();
+        let u1 = json!({"messages": ["hi"], "n": 2, "log": [1]})
+            .as_object()
+            .cloned()
+            .unwrap();
+        let u2 = json!({"n": 3, "log": 2, "topic": "x"})
+            .as_object()
+            .cloned()
+            .unwrap();
+        s.merge(
+            vec![
+                TaskUpdate {
+                    node: "a",
+                    update: u1,
+                },
+                TaskUpdate {
+                    node: "b",
+                    update: u2,
+                },
+            ],
+            &mut ch,
+        )
+        .unwrap();
         assert_eq!(s.get("n"), Some(json!(5)));
         assert_eq!(s.get("log"), Some(json!([1, 2])));
         assert_eq!(s.get("messages").unwrap()[0]["type"], "human");
-        assert!(ch.contains(&Changed { field: 3, change: FieldChange::Appended(2) }));
+        assert!(ch.contains(&Changed {
+            field: 3,
+            change: FieldChange::Appended(2)
+        }));
         let c1 = json!({"topic": "a"}).as_object().cloned().unwrap();
-        let err = s.merge(vec![TaskUpdate { node: "x", update: c1.clone() }, TaskUpdate { node: "y", update: c1 }], &mut ch).unwrap_err();
-        assert_eq!(err, StateError::Conflict { field: "topic".into(), nodes: vec!["x".into(), "y".into()] });
+        let err = s
+            .merge(
+                vec![
+                    TaskUpdate {
+                        node: "x",
+                        update: c1.clone(),
+                    },
+                    TaskUpdate {
+                        node: "y",
+                        update: c1,
+                    },
+                ],
+                &mut ch,
+            )
+            .unwrap_err();
+        assert_eq!(
+            err,
+            StateError::Conflict {
+                field: "topic".into(),
+                nodes: vec!["x".into(), "y".into()]
+            }
+        );
         assert!(s.update_from_json(json!({"nope": 1})).is_err());
         assert!(JsonState::from_reducer_names([("a", "bogus")]).is_err());
     }

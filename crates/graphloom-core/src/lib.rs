@@ -59,7 +59,10 @@ pub mod types;
 
 pub use config::{RunConfig, RunInput, StreamOptions, DEFAULT_RECURSION_LIMIT};
 pub use error::{BackendError, BackendErrorKind, Error, Result};
-pub use graph::{CompiledGraph, HistoryQuery, PendingTask, RunEvent, RunOutput, RunStatus, RunStream, StateGraph, StateSnapshot};
+pub use graph::{
+    CompiledGraph, HistoryQuery, PendingTask, RunEvent, RunOutput, RunStatus, RunStream, StateGraph,
+    StateSnapshot,
+};
 pub use graphloom_derive::State;
 pub use json_state::{JsonReducer, JsonState};
 pub use messages::{Message, MessageKind, MessageLike, ToolCall};
@@ -70,8 +73,8 @@ pub use state::{Changed, FieldChange, State, StateError, TaskUpdate};
 pub use store::{InMemoryStore, Store};
 pub use stream::{StreamData, StreamMode, StreamPart};
 pub use types::{
-    CachePolicy, Command, Durability, Interrupt, NodeError, NodeOutput, NodeSet, Packet, Resume, RetryPolicy, Route, Routes, Send,
-    END, START,
+    CachePolicy, Command, Durability, Interrupt, NodeError, NodeOutput, NodeSet, Packet, Resume, RetryPolicy,
+    Route, Routes, Send, END, START,
 };
 
 #[doc(hidden)]

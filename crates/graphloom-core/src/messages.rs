@@ -223,7 +223,10 @@ mod tests {
     #[test]
     fn assigns_ids_replaces_and_removes() {
         let mut msgs: Seq<Message> = Seq::new();
-        let ch = add_messages_into(&mut msgs, vec![Message::human("a"), Message::ai("b").with_id("x")]);
+        let ch = add_messages_into(
+            &mut msgs,
+            vec![Message::human("a"), Message::ai("b").with_id("x")],
+        );
         assert_eq!(ch, Ok(FieldChange::Appended(2)));
         assert!(msgs.get(0).and_then(|m| m.id.clone()).is_some());
         let ch = add_messages_into(&mut msgs, vec![Message::ai("b2").with_id("x")]);
@@ -233,7 +236,11 @@ mod tests {
         assert!(add_messages_into(&mut msgs, vec![Message::remove("x")]).is_ok());
         assert_eq!(msgs.len(), 1);
         assert!(add_messages_into(&mut msgs, vec![Message::remove("nope")]).is_err());
-        assert!(add_messages_into(&mut msgs, vec![Message::remove(REMOVE_ALL_MESSAGES), Message::human("c")]).is_ok());
+        assert!(add_messages_into(
+            &mut msgs,
+            vec![Message::remove(REMOVE_ALL_MESSAGES), Message::human("c")]
+        )
+        .is_ok());
         assert_eq!(msgs.len(), 1);
         assert_eq!(msgs.get(0).map(Message::text).as_deref(), Some("c"));
     }

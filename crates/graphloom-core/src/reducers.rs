@@ -91,9 +91,7 @@ impl<K: Ord, V> MapLike for std::collections::BTreeMap<K, V> {
         self.extend(other);
     }
 }
-impl<K: std::hash::Hash + Eq, V, H: std::hash::BuildHasher> MapLike
-    for std::collections::HashMap<K, V, H>
-{
+impl<K: std::hash::Hash + Eq, V, H: std::hash::BuildHasher> MapLike for std::collections::HashMap<K, V, H> {
     fn merge_from(&mut self, other: Self) {
         self.extend(other);
     }

@@ -65,7 +65,10 @@ impl RunShared {
         }
     }
     pub fn take_resume(&self, id: &str) -> Option<Value> {
-        let guard = self.resume.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let guard = self
+            .resume
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         guard.get(id).cloned()
     }
 }
@@ -149,7 +152,9 @@ impl Runtime {
     pub fn write(&self, value: impl serde::Serialize) {
         if self.ctx.run.wants(StreamMode::Custom, self.ctx.ns.len()) {
             if let Ok(v) = serde_json::to_value(value) {
-                self.ctx.run.emit(&self.ctx.ns, StreamMode::Custom, StreamData::Json(v));
+                self.ctx
+                    .run
+                    .emit(&self.ctx.ns, StreamMode::Custom, StreamData::Json(v));
             }
         }
     }
@@ -164,7 +169,9 @@ impl Runtime {
     pub fn emit_message(&self, chunk: Value) {
         if self.wants_messages() {
             let data = json!([chunk, self.metadata()]);
-            self.ctx.run.emit(&self.ctx.ns, StreamMode::Messages, StreamData::Json(data));
+            self.ctx
+                .run
+                .emit(&self.ctx.ns, StreamMode::Messages, StreamData::Json(data));
         }
     }
 

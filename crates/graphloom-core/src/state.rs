@@ -159,10 +159,7 @@ pub trait State: Clone + Send + Sync + 'static {
 }
 
 /// Helper for derived code: decode a field from JSON with a message naming the field.
-pub fn decode_field<T: serde::de::DeserializeOwned>(
-    field: &str,
-    value: Value,
-) -> Result<T, StateError> {
+pub fn decode_field<T: serde::de::DeserializeOwned>(field: &str, value: Value) -> Result<T, StateError> {
     serde_json::from_value(value).map_err(|e| StateError::Decode {
         field: field.to_owned(),
         message: e.to_string(),

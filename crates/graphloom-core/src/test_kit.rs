@@ -23,9 +23,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use crate::checkpoint::{
-    new_checkpoint_id, ChannelValue, Checkpoint, CheckpointConfig, CheckpointMetadata,
-    CheckpointSource, CheckpointTuple, Checkpointer, ListQuery, PendingSend, PendingWrite, Version,
-    ERROR, INTERRUPT,
+    new_checkpoint_id, ChannelValue, Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointSource,
+    CheckpointTuple, Checkpointer, ListQuery, PendingSend, PendingWrite, Version, ERROR, INTERRUPT,
 };
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
@@ -103,10 +102,7 @@ fn meta_with(source: CheckpointSource, step: i64, extra: Value) -> CheckpointMet
 /// A checkpoint whose channels are at `versions`, carrying `values` (the delta to `put`).
 fn checkpoint(versions: &[(&str, Version)], values: Vec<(&str, ChannelValue)>) -> Checkpoint {
     let mut cp = Checkpoint::empty();
-    cp.channel_versions = versions
-        .iter()
-        .map(|(c, v)| ((*c).to_owned(), *v))
-        .collect();
+    cp.channel_versions = versions.iter().map(|(c, v)| ((*c).to_owned(), *v)).collect();
     cp.channel_values = values.into_iter().map(|(c, v)| (c.to_owned(), v)).collect();
     cp
 }
@@ -147,10 +143,7 @@ fn pw(task_id: &str, channel: &str, value: Value) -> PendingWrite {
 
 /// Writes in the form `put_writes` takes.
 fn writes(pairs: &[(&str, Value)]) -> Vec<(String, Value)> {
-    pairs
-        .iter()
-        .map(|(c, v)| ((*c).to_owned(), v.clone()))
-        .collect()
+    pairs.iter().map(|(c, v)| ((*c).to_owned(), v.clone())).collect()
 }
 
 /// A metadata filter.
@@ -189,39 +182,23 @@ async fn put_w<C: Checkpointer>(
         .put_writes(config, writes(pairs), task_id, task_path)
         .await
         .unwrap_or_else(|e| {
-            panic!(
-                "checkpointer conformance check `{name}` failed: put_writes returned an error: {e}"
-            )
+            panic!("checkpointer conformance check `{name}` failed: put_writes returned an error: {e}")
         });
 }
 
-async fn get<C: Checkpointer>(
-    saver: &C,
-    name: &str,
-    config: &CheckpointConfig,
-) -> Option<CheckpointTuple> {
+async fn get<C: Checkpointer>(saver: &C, name: &str, config: &CheckpointConfig) -> Option<CheckpointTuple> {
     saver.get_tuple(config).await.unwrap_or_else(|e| {
         panic!("checkpointer conformance check `{name}` failed: get_tuple returned an error: {e}")
     })
 }
 
-async fn must_get<C: Checkpointer>(
-    saver: &C,
-    name: &str,
-    config: &CheckpointConfig,
-) -> CheckpointTuple {
+async fn must_get<C: Checkpointer>(saver: &C, name: &str, config: &CheckpointConfig) -> CheckpointTuple {
     get(saver, name, config).await.unwrap_or_else(|| {
-        panic!(
-            "checkpointer conformance check `{name}` failed: get_tuple({config:?}) returned None"
-        )
+        panic!("checkpointer conformance check `{name}` failed: get_tuple({config:?}) returned None")
     })
 }
 
-async fn list_all<C: Checkpointer>(
-    saver: &C,
-    name: &str,
-    query: &ListQuery,
-) -> Vec<CheckpointTuple> {
+async fn list_all<C: Checkpointer>(saver: &C, name: &str, query: &ListQuery) -> Vec<CheckpointTuple> {
     saver.list(query).await.unwrap_or_else(|e| {
         panic!("checkpointer conformance check `{name}` failed: list returned an error: {e}")
     })
@@ -237,9 +214,7 @@ async fn list_ids<C: Checkpointer>(saver: &C, name: &str, query: &ListQuery) -> 
 
 async fn delete<C: Checkpointer>(saver: &C, name: &str, thread_id: &str) {
     saver.delete_thread(thread_id).await.unwrap_or_else(|e| {
-        panic!(
-            "checkpointer conformance check `{name}` failed: delete_thread returned an error: {e}"
-        )
+        panic!("checkpointer conformance check `{name}` failed: delete_thread returned an error: {e}")
     });
 }
 
@@ -332,18 +307,10 @@ pub async fn put_and_get<C: Checkpointer>(saver: &C) {
     check_eq!(
         name,
         t1.checkpoint,
-        resolved(
-            &cp1,
-            &[("a", json!(1)), ("b", json!({"text": "x", "n": [1, 2]}))]
-        )
+        resolved(&cp1, &[("a", json!(1)), ("b", json!({"text": "x", "n": [1, 2]}))])
     );
     check_eq!(name, t1.metadata, m1);
-    check_eq!(
-        name,
-        t1.parent_config,
-        None,
-        "the first checkpoint has no parent"
-    );
+    check_eq!(name, t1.parent_config, None, "the first checkpoint has no parent");
     check!(
         name,
         t1.pending_writes.is_empty(),
@@ -408,10 +375,7 @@ pub async fn put_and_get<C: Checkpointer>(saver: &C) {
     check_eq!(
         name,
         t2.checkpoint,
-        resolved(
-            &cp2,
-            &[("a", json!(2)), ("b", json!({"text": "x", "n": [1, 2]}))]
-        ),
+        resolved(&cp2, &[("a", json!(2)), ("b", json!({"text": "x", "n": [1, 2]}))]),
         "channel values, versions, versions_seen, pending_sends and updated_channels"
     );
     assert_all_full(name, &t2);
@@ -433,12 +397,7 @@ pub async fn put_and_get<C: Checkpointer>(saver: &C) {
         again1.checkpoint.channel_values.get("a"),
         Some(&full(json!(1)))
     );
-    check_eq!(
-        name,
-        again1,
-        t1,
-        "an older checkpoint is unchanged by later puts"
-    );
+    check_eq!(name, again1, t1, "an older checkpoint is unchanged by later puts");
 
     // --- a third checkpoint becomes the latest.
     let name = "put_and_get/latest_moves";
@@ -473,9 +432,7 @@ pub async fn put_and_get<C: Checkpointer>(saver: &C) {
     );
     check!(
         name,
-        get(saver, name, &root.clone().in_ns("nope:1"))
-            .await
-            .is_none(),
+        get(saver, name, &root.clone().in_ns("nope:1")).await.is_none(),
         "unknown namespace"
     );
     check!(
@@ -528,9 +485,7 @@ pub async fn put_and_get<C: Checkpointer>(saver: &C) {
     );
     check!(
         name,
-        get(saver, name, &root.clone().at(&cp_child.id))
-            .await
-            .is_none(),
+        get(saver, name, &root.clone().at(&cp_child.id)).await.is_none(),
         "the child's checkpoint is visible in the root namespace"
     );
 }
@@ -585,7 +540,13 @@ pub async fn deltas<C: Checkpointer>(saver: &C) {
     check_eq!(
         name,
         t2.checkpoint,
-        resolved(&cp2, &[("messages", json!(["m1", "m2", "m3"])), ("other", json!({"k": 1}))]),
+        resolved(
+            &cp2,
+            &[
+                ("messages", json!(["m1", "m2", "m3"])),
+                ("other", json!({"k": 1}))
+            ]
+        ),
         "the append is concatenated to its base and the unchanged channel keeps checkpoint 1's value"
     );
     assert_all_full(name, &t2);
@@ -595,10 +556,7 @@ pub async fn deltas<C: Checkpointer>(saver: &C) {
         t1.checkpoint,
         resolved(
             &cp1,
-            &[
-                ("messages", json!(["m1", "m2"])),
-                ("other", json!({"k": 1}))
-            ]
+            &[("messages", json!(["m1", "m2"])), ("other", json!({"k": 1}))]
         ),
         "the base checkpoint is unchanged"
     );
@@ -646,14 +604,8 @@ pub async fn deltas<C: Checkpointer>(saver: &C) {
 
     // Two forks from checkpoint 2 write "version 3" of `messages` with different salts.
     let name = "deltas/forks_do_not_share_blobs";
-    let fork_a = Version {
-        n: 3,
-        salt: SALT + 1,
-    };
-    let fork_b = Version {
-        n: 3,
-        salt: SALT + 2,
-    };
+    let fork_a = Version { n: 3, salt: SALT + 1 };
+    let fork_b = Version { n: 3, salt: SALT + 2 };
     let cpa = checkpoint(
         &[("messages", fork_a), ("other", ver(1))],
         vec![("messages", append(ver(2), vec![json!("fork-a")]))],
@@ -715,15 +667,7 @@ pub async fn deltas<C: Checkpointer>(saver: &C) {
         &[("messages", ver(4)), ("other", ver(1))],
         vec![("messages", full(json!(["fresh"])))],
     );
-    let c4 = put(
-        saver,
-        name,
-        &c3,
-        cp4,
-        m(3),
-        versions(&[("messages", ver(4))]),
-    )
-    .await;
+    let c4 = put(saver, name, &c3, cp4, m(3), versions(&[("messages", ver(4))])).await;
     check_eq!(
         name,
         must_get(saver, name, &c4)
@@ -803,10 +747,7 @@ pub async fn list<C: Checkpointer>(saver: &C) {
         )
     })
     .await;
-    let ids: Vec<String> = configs
-        .iter()
-        .map(|c| c.checkpoint_id.clone().unwrap())
-        .collect();
+    let ids: Vec<String> = configs.iter().map(|c| c.checkpoint_id.clone().unwrap()).collect();
     let newest_first: Vec<String> = ids.iter().rev().cloned().collect();
     let q = || ListQuery::thread(&tid);
 
@@ -814,9 +755,7 @@ pub async fn list<C: Checkpointer>(saver: &C) {
     let all = list_all(saver, name, &q()).await;
     check_eq!(
         name,
-        all.iter()
-            .map(|t| t.checkpoint.id.clone())
-            .collect::<Vec<_>>(),
+        all.iter().map(|t| t.checkpoint.id.clone()).collect::<Vec<_>>(),
         newest_first
     );
     for (i, t) in all.iter().rev().enumerate() {
@@ -1126,11 +1065,7 @@ pub async fn list<C: Checkpointer>(saver: &C) {
     put_w(saver, name, &by_ns[0], &[("ch", json!("val"))], &task, "").await;
     let got = list_all(saver, name, &ListQuery::thread(&tid)).await;
     check_eq!(name, got.len(), 1);
-    check_eq!(
-        name,
-        got[0].pending_writes,
-        vec![pw(&task, "ch", json!("val"))]
-    );
+    check_eq!(name, got[0].pending_writes, vec![pw(&task, "ch", json!("val"))]);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1235,15 +1170,7 @@ pub async fn put_writes<C: Checkpointer>(saver: &C) {
     );
 
     let name = "put_writes/error_replaces";
-    put_w(
-        saver,
-        name,
-        &c1,
-        &[(ERROR, json!("failed again"))],
-        &tc,
-        "~c",
-    )
-    .await;
+    put_w(saver, name, &c1, &[(ERROR, json!("failed again"))], &tc, "~c").await;
     expected_special[4] = pw(&tc, ERROR, json!("failed again"));
     check_eq!(
         name,
@@ -1348,25 +1275,14 @@ pub async fn delete_thread<C: Checkpointer>(saver: &C) {
         meta(CheckpointSource::Loop, i as i64)
     })
     .await;
-    let gc = chain(saver, name, &gone_child, 1, |_| {
-        meta(CheckpointSource::Loop, 0)
-    })
-    .await;
+    let gc = chain(saver, name, &gone_child, 1, |_| meta(CheckpointSource::Loop, 0)).await;
     let k = chain(saver, name, &kept_root, 2, |i| {
         meta(CheckpointSource::Loop, i as i64)
     })
     .await;
     let task = uuid::Uuid::new_v4().to_string();
     put_w(saver, name, &g[1], &[("w", json!("gone"))], &task, "").await;
-    put_w(
-        saver,
-        name,
-        &gc[0],
-        &[("w", json!("gone child"))],
-        &task,
-        "",
-    )
-    .await;
+    put_w(saver, name, &gc[0], &[("w", json!("gone child"))], &task, "").await;
     put_w(saver, name, &k[1], &[("w", json!("kept"))], &task, "").await;
     let kept_before = list_all(
         saver,
@@ -1515,10 +1431,7 @@ pub async fn copy_thread<C: Checkpointer>(saver: &C) {
         versions(&[("messages", ver(3))]),
     )
     .await;
-    let cc = chain(saver, name, &src_child, 1, |_| {
-        meta(CheckpointSource::Loop, 0)
-    })
-    .await;
+    let cc = chain(saver, name, &src_child, 1, |_| meta(CheckpointSource::Loop, 0)).await;
     let task = uuid::Uuid::new_v4().to_string();
     put_w(
         saver,
@@ -1529,15 +1442,7 @@ pub async fn copy_thread<C: Checkpointer>(saver: &C) {
         "",
     )
     .await;
-    put_w(
-        saver,
-        name,
-        &cc[0],
-        &[("ch", json!("child_write"))],
-        &task,
-        "",
-    )
-    .await;
+    put_w(saver, name, &cc[0], &[("ch", json!("child_write"))], &task, "").await;
     let all_ns = |t: &str| ListQuery {
         checkpoint_ns: None,
         ..ListQuery::thread(t)
@@ -1585,13 +1490,9 @@ pub async fn copy_thread<C: Checkpointer>(saver: &C) {
     );
     check_eq!(
         name,
-        must_get(
-            saver,
-            name,
-            &CheckpointConfig::thread(&dst).in_ns("child:1")
-        )
-        .await
-        .pending_writes,
+        must_get(saver, name, &CheckpointConfig::thread(&dst).in_ns("child:1"))
+            .await
+            .pending_writes,
         vec![pw(&task, "ch", json!("child_write"))]
     );
 
@@ -1690,9 +1591,7 @@ mod tests {
                 }
                 Bug::NoCarryOver => {
                     let updated = t.checkpoint.updated_channels.clone();
-                    t.checkpoint
-                        .channel_values
-                        .retain(|c, _| updated.contains(c));
+                    t.checkpoint.channel_values.retain(|c, _| updated.contains(c));
                 }
                 Bug::NoParent => t.parent_config = None,
                 _ => {}
@@ -1730,9 +1629,7 @@ mod tests {
             metadata: CheckpointMetadata,
             new_versions: BTreeMap<String, Version>,
         ) -> Result<CheckpointConfig> {
-            self.inner
-                .put(config, checkpoint, metadata, new_versions)
-                .await
+            self.inner.put(config, checkpoint, metadata, new_versions).await
         }
 
         async fn put_writes(
@@ -1742,9 +1639,7 @@ mod tests {
             task_id: &str,
             task_path: &str,
         ) -> Result<()> {
-            self.inner
-                .put_writes(config, writes, task_id, task_path)
-                .await
+            self.inner.put_writes(config, writes, task_id, task_path).await
         }
 
         async fn delete_thread(&self, thread_id: &str) -> Result<()> {

@@ -76,7 +76,10 @@ pub struct Send {
 impl Send {
     /// A packet of any serialisable type. Nodes added with `add_node` take a packet of the
     /// graph's state type; nodes added with `add_packet_node::<T>` take a `T`.
-    pub fn new<T: Serialize + std::marker::Send + Sync + 'static>(node: impl Into<String>, packet: T) -> Self {
+    pub fn new<T: Serialize + std::marker::Send + Sync + 'static>(
+        node: impl Into<String>,
+        packet: T,
+    ) -> Self {
         Self {
             node: node.into(),
             packet: Packet::typed(packet),
@@ -321,7 +324,10 @@ impl NodeError {
     /// True for failures the default retry predicate retries.
     #[must_use]
     pub fn is_retryable(&self) -> bool {
-        matches!(self, NodeError::Failed { retryable: true, .. } | NodeError::TimedOut { .. })
+        matches!(
+            self,
+            NodeError::Failed { retryable: true, .. } | NodeError::TimedOut { .. }
+        )
     }
 }
 
@@ -466,7 +472,10 @@ impl<S: State> CachePolicy<S> {
     }
     /// Key by a function of the input.
     #[must_use]
-    pub fn with_key(ttl: Option<Duration>, key: impl Fn(&S) -> String + std::marker::Send + Sync + 'static) -> Self {
+    pub fn with_key(
+        ttl: Option<Duration>,
+        key: impl Fn(&S) -> String + std::marker::Send + Sync + 'static,
+    ) -> Self {
         Self {
             key: Arc::new(key),
             ttl,

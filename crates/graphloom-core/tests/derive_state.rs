@@ -169,25 +169,15 @@ fn multi_writer_reducers_merge_in_the_given_order() {
         ])
         .items(vec![4]);
     merge(&mut s, vec![task("n1", first), task("n2", second)]);
-    assert_eq!(
-        s.log.to_vec(),
-        ["0", "a", "b", "c"].map(String::from).to_vec()
-    );
+    assert_eq!(s.log.to_vec(), ["0", "a", "b", "c"].map(String::from).to_vec());
     assert_eq!(s.count, 7);
     assert_eq!(
         s.seen,
-        BTreeMap::from([
-            ("k".to_owned(), 9),
-            ("old".to_owned(), 7),
-            ("x".to_owned(), 3)
-        ])
+        BTreeMap::from([("k".to_owned(), 9), ("old".to_owned(), 7), ("x".to_owned(), 3)])
     );
     let ids: Vec<_> = s.messages.iter().map(|m| m.id.clone().unwrap()).collect();
     assert_eq!(ids, ["m0", "m1", "m2"]);
-    assert_eq!(
-        s.messages.get(0).map(Message::text).as_deref(),
-        Some("zero")
-    );
+    assert_eq!(s.messages.get(0).map(Message::text).as_deref(), Some("zero"));
     assert_eq!(s.items, vec![1, 2, 3, 4]);
 }
 
@@ -304,10 +294,7 @@ fn reducer_errors_name_the_field() {
 #[test]
 fn update_fields_lists_written_fields_in_order() {
     let s = MyState::default();
-    let u = MyStateUpdate::new()
-        .items(vec![])
-        .question(String::new())
-        .best(1);
+    let u = MyStateUpdate::new().items(vec![]).question(String::new()).best(1);
     assert_eq!(s.update_fields(&u), vec!["question", "best", "items"]);
     assert!(s.update_fields(&MyStateUpdate::new()).is_empty());
 }
@@ -360,9 +347,7 @@ fn update_json_round_trips_and_rejects_unknown_keys() {
         matches!(&err, StateError::Decode { message, .. } if message.contains("bogus")),
         "{err:?}"
     );
-    assert!(s
-        .update_from_json(json!({"count": "not a number"}))
-        .is_err());
+    assert!(s.update_from_json(json!({"count": "not a number"})).is_err());
     assert_eq!(s.update_to_json(&MyStateUpdate::new()).unwrap(), json!({}));
 }
 
@@ -400,21 +385,15 @@ fn state_json_round_trips() {
 fn field_json_errors() {
     let mut s = MyState::default();
     assert_eq!(s.field_to_json(idx("count")).unwrap(), json!(0));
-    assert_eq!(
-        s.field_to_json(42),
-        Err(StateError::UnknownField("42".into()))
-    );
+    assert_eq!(s.field_to_json(42), Err(StateError::UnknownField("42".into())));
     assert_eq!(
         s.set_field_from_json(42, json!(1)),
         Err(StateError::UnknownField("42".into()))
     );
     let err = s.set_field_from_json(idx("count"), json!("x")).unwrap_err();
     assert!(matches!(err, StateError::Decode { ref field, .. } if field == "count"));
-    assert!(
-        matches!(s.state_from_json(json!({"zzz": 1})), Err(StateError::UnknownField(f)) if f == "zzz")
-    );
-    s.set_field_from_json(idx("log"), json!(["a", "b"]))
-        .unwrap();
+    assert!(matches!(s.state_from_json(json!({"zzz": 1})), Err(StateError::UnknownField(f)) if f == "zzz"));
+    s.set_field_from_json(idx("log"), json!(["a", "b"])).unwrap();
     assert_eq!(s.log.len(), 2);
 }
 
@@ -423,10 +402,7 @@ fn json_schema_describes_every_field() {
     let schema = MyState::default().json_schema();
     assert_eq!(schema["type"], json!("object"));
     assert_eq!(schema["title"], json!("MyState"));
-    assert_eq!(
-        schema["description"],
-        json!("A state exercising every reducer.")
-    );
+    assert_eq!(schema["description"], json!("A state exercising every reducer."));
     let props = schema["properties"].as_object().unwrap();
     let keys: Vec<&str> = props.keys().map(String::as_str).collect();
     let mut expected = NAMES.to_vec();
@@ -435,15 +411,9 @@ fn json_schema_describes_every_field() {
     keys_sorted.sort_unstable();
     assert_eq!(keys_sorted, expected);
     assert_eq!(props["question"]["type"], json!("string"));
-    assert_eq!(
-        props["question"]["description"],
-        json!("The question asked.")
-    );
+    assert_eq!(props["question"]["description"], json!("The question asked."));
     assert_eq!(props["log"]["type"], json!("array"));
-    assert_eq!(
-        props["log"]["description"],
-        json!("What happened, in order.")
-    );
+    assert_eq!(props["log"]["description"], json!("What happened, in order."));
     assert!(props["count"].get("description").is_none());
     assert_eq!(props["count"]["type"], json!("integer"));
     // Message is a named schema: referenced from the property, defined in `$defs`.
@@ -470,16 +440,11 @@ fn builder_setters_set_only_their_field() {
 fn crate_attribute_raw_identifiers_and_string_with_path() {
     let mut s = Renamed::default();
     assert_eq!(s.field_name(0), "type");
-    let u = s
-        .update_from_json(json!({"type": "kind", "score": 3}))
-        .unwrap();
+    let u = s.update_from_json(json!({"type": "kind", "score": 3})).unwrap();
     let mut changes = Vec::new();
     s.merge(
         vec![
-            TaskUpdate {
-                node: "a",
-                update: u,
-            },
+            TaskUpdate { node: "a", update: u },
             TaskUpdate {
                 node: "b",
                 update: RenamedUpdate::new().score(1),

@@ -76,8 +76,12 @@ async fn several_interrupts_in_one_node_are_matched_by_order() {
 
 fn parallel(saver: InMemorySaver, done_calls: Arc<AtomicUsize>) -> CompiledGraph<Form> {
     StateGraph::<Form>::new()
-        .add_node("left", |_s, rt: Runtime| async move { Ok(answer(format!("left={}", rt.interrupt("left?")?))) })
-        .add_node("right", |_s, rt: Runtime| async move { Ok(answer(format!("right={}", rt.interrupt("right?")?))) })
+        .add_node("left", |_s, rt: Runtime| async move {
+            Ok(answer(format!("left={}", rt.interrupt("left?")?)))
+        })
+        .add_node("right", |_s, rt: Runtime| async move {
+            Ok(answer(format!("right={}", rt.interrupt("right?")?)))
+        })
         .add_node("plain", move |_s, _rt| {
             done_calls.fetch_add(1, Ordering::SeqCst);
             async { Ok(answer("plain")) }
@@ -101,19 +105,31 @@ async fn parallel_interrupts_have_distinct_ids_and_resume_by_id() {
     let out = g.invoke(FormUpdate::new(), cfg.clone()).await.unwrap();
     assert_eq!(out.interrupts.len(), 2);
     let (left, right) = (&out.interrupts[0], &out.interrupts[1]);
-    assert_eq!((left.value.clone(), right.value.clone()), (json!("left?"), json!("right?")));
+    assert_eq!(
+        (left.value.clone(), right.value.clone()),
+        (json!("left?"), json!("right?"))
+    );
     assert_ne!(left.id, right.id);
 
     // One value for two interrupts is refused, and runs nothing.
     let err = g.resume(Command::resume("x"), cfg.clone()).await.unwrap_err();
-    assert!(matches!(&err, Error::InvalidResume(m) if m.contains("2 interrupts are pending")), "{err}");
+    assert!(
+        matches!(&err, Error::InvalidResume(m) if m.contains("2 interrupts are pending")),
+        "{err}"
+    );
     // An unknown id is refused.
     let bad = BTreeMap::from([("nope".to_string(), json!(1))]);
-    assert!(matches!(g.resume(Command::resume_map(bad), cfg.clone()).await, Err(Error::InvalidResume(_))));
+    assert!(matches!(
+        g.resume(Command::resume_map(bad), cfg.clone()).await,
+        Err(Error::InvalidResume(_))
+    ));
 
     // Resume only the right one: left interrupts again with the same id.
     let only_right = BTreeMap::from([(right.id.clone(), json!("R"))]);
-    let partial = g.resume(Command::resume_map(only_right), cfg.clone()).await.unwrap();
+    let partial = g
+        .resume(Command::resume_map(only_right), cfg.clone())
+        .await
+        .unwrap();
     assert_eq!(partial.status, RunStatus::Interrupted);
     assert_eq!(partial.interrupts.len(), 1);
     assert_eq!(partial.interrupts[0].id, left.id);
@@ -121,11 +137,17 @@ async fn parallel_interrupts_have_distinct_ids_and_resume_by_id() {
     assert_eq!(st.next, vec!["left".to_string()]);
 
     let done = g
-        .resume(Command::resume_map(BTreeMap::from([(left.id.clone(), json!("L"))])), cfg.clone())
+        .resume(
+            Command::resume_map(BTreeMap::from([(left.id.clone(), json!("L"))])),
+            cfg.clone(),
+        )
         .await
         .unwrap();
     assert_eq!(done.status, RunStatus::Done);
-    assert_eq!(done.values.answers.to_vec(), vec!["left=\"L\"", "plain", "right=\"R\""]);
+    assert_eq!(
+        done.values.answers.to_vec(),
+        vec!["left=\"L\"", "plain", "right=\"R\""]
+    );
     // The sibling that finished in the first run never ran again.
     assert_eq!(plain_calls.load(Ordering::SeqCst), 1);
 }
@@ -133,7 +155,10 @@ async fn parallel_interrupts_have_distinct_ids_and_resume_by_id() {
 #[tokio::test]
 async fn resuming_a_thread_without_interrupts_is_refused() {
     let g = parallel(InMemorySaver::new(), Arc::new(AtomicUsize::new(0)));
-    let err = g.resume(Command::resume(1), RunConfig::thread("empty")).await.unwrap_err();
+    let err = g
+        .resume(Command::resume(1), RunConfig::thread("empty"))
+        .await
+        .unwrap_err();
     assert!(matches!(err, Error::InvalidResume(_)), "{err}");
     let no_saver = StateGraph::<Form>::new()
         .add_node("a", |_s, _rt| async { Ok(NodeOutput::None) })
@@ -141,7 +166,10 @@ async fn resuming_a_thread_without_interrupts_is_refused() {
         .add_edge("a", END)
         .compile()
         .unwrap();
-    let err = no_saver.resume(Command::resume(1), RunConfig::default()).await.unwrap_err();
+    let err = no_saver
+        .resume(Command::resume(1), RunConfig::default())
+        .await
+        .unwrap_err();
     assert!(matches!(err, Error::NoCheckpointer(_)));
 }
 
@@ -186,7 +214,10 @@ async fn static_interrupt_set_per_run() {
     assert_eq!(out.status, RunStatus::Interrupted);
     assert!(out.values.answers.is_empty());
     // Without the per-run interrupt, the same thread runs to the end.
-    let out = g.invoke_input(RunInput::Continue, RunConfig::thread("s2")).await.unwrap();
+    let out = g
+        .invoke_input(RunInput::Continue, RunConfig::thread("s2"))
+        .await
+        .unwrap();
     assert_eq!(out.values.answers.to_vec(), vec!["a", "b", "c"]);
 }
 
@@ -194,7 +225,9 @@ async fn static_interrupt_set_per_run() {
 async fn interrupt_appears_in_the_updates_stream() {
     use futures::StreamExt;
     let g = StateGraph::<Form>::new()
-        .add_node("ask", |_s, rt: Runtime| async move { Ok(answer(rt.interrupt("q")?.to_string())) })
+        .add_node("ask", |_s, rt: Runtime| async move {
+            Ok(answer(rt.interrupt("q")?.to_string()))
+        })
         .add_edge(START, "ask")
         .add_edge("ask", END)
         .checkpointer(InMemorySaver::new())

@@ -16,7 +16,11 @@ fn looping(saver: InMemorySaver) -> CompiledGraph<Counter> {
     StateGraph::<Counter>::new()
         .add_node("inc", |_s, _rt| async { Ok(CounterUpdate::new().n(1)) })
         .add_edge(START, "inc")
-        .add_conditional_edges_map("inc", |s: &Counter| if s.n < 1000 { "inc" } else { END }, [("inc", "inc"), (END, END)])
+        .add_conditional_edges_map(
+            "inc",
+            |s: &Counter| if s.n < 1000 { "inc" } else { END },
+            [("inc", "inc"), (END, END)],
+        )
         .checkpointer(saver)
         .compile()
         .unwrap()
@@ -32,14 +36,20 @@ async fn recursion_limit_stops_a_loop_with_a_typed_error_and_a_resumable_checkpo
     assert_eq!(st.values.n, 10);
     assert_eq!(st.next, vec!["inc".to_string()]);
     // Continue with a higher limit: the run picks up where it stopped.
-    let out = g.invoke_input(RunInput::Continue, RunConfig::thread("r").recursion_limit(2000)).await.unwrap();
+    let out = g
+        .invoke_input(RunInput::Continue, RunConfig::thread("r").recursion_limit(2000))
+        .await
+        .unwrap();
     assert_eq!(out.values.n, 1000);
 }
 
 #[tokio::test]
 async fn default_recursion_limit_guards_a_runaway_loop() {
     let g = looping(InMemorySaver::new());
-    let err = g.invoke(CounterUpdate::new(), RunConfig::thread("d")).await.unwrap_err();
+    let err = g
+        .invoke(CounterUpdate::new(), RunConfig::thread("d"))
+        .await
+        .unwrap_err();
     assert!(matches!(err, Error::RecursionLimit { limit } if limit == DEFAULT_RECURSION_LIMIT));
 }
 
@@ -57,7 +67,10 @@ async fn remaining_steps_tell_a_node_it_is_on_the_last_step() {
         .add_edge(START, "inc")
         .compile()
         .unwrap();
-    let out = g.invoke(CounterUpdate::new(), RunConfig::default().recursion_limit(5)).await.unwrap();
+    let out = g
+        .invoke(CounterUpdate::new(), RunConfig::default().recursion_limit(5))
+        .await
+        .unwrap();
     assert_eq!(out.values.n, 4);
 }
 
@@ -77,7 +90,12 @@ fn flaky(fail_times: usize, calls: Arc<AtomicUsize>, fatal: bool) -> CompiledGra
                 }
             }
         })
-        .retry("flaky", RetryPolicy::attempts(3).initial_interval(Duration::from_millis(1)).jitter(false))
+        .retry(
+            "flaky",
+            RetryPolicy::attempts(3)
+                .initial_interval(Duration::from_millis(1))
+                .jitter(false),
+        )
         .add_edge(START, "flaky")
         .add_edge("flaky", END)
         .compile()
@@ -87,7 +105,10 @@ fn flaky(fail_times: usize, calls: Arc<AtomicUsize>, fatal: bool) -> CompiledGra
 #[tokio::test]
 async fn retry_then_success() {
     let calls = Arc::new(AtomicUsize::new(0));
-    let out = flaky(2, Arc::clone(&calls), false).invoke(CounterUpdate::new(), RunConfig::default()).await.unwrap();
+    let out = flaky(2, Arc::clone(&calls), false)
+        .invoke(CounterUpdate::new(), RunConfig::default())
+        .await
+        .unwrap();
     assert_eq!(out.values.n, 1);
     assert_eq!(calls.load(Ordering::SeqCst), 3);
 }
@@ -95,15 +116,23 @@ async fn retry_then_success() {
 #[tokio::test]
 async fn retry_exhausted_reports_the_last_error() {
     let calls = Arc::new(AtomicUsize::new(0));
-    let err = flaky(10, Arc::clone(&calls), false).invoke(CounterUpdate::new(), RunConfig::default()).await.unwrap_err();
-    assert!(matches!(&err, Error::Node { node, message } if node == "flaky" && message == "connection reset"));
+    let err = flaky(10, Arc::clone(&calls), false)
+        .invoke(CounterUpdate::new(), RunConfig::default())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::Node { node, message } if node == "flaky" && message == "connection reset")
+    );
     assert_eq!(calls.load(Ordering::SeqCst), 3);
 }
 
 #[tokio::test]
 async fn errors_the_predicate_rejects_are_not_retried() {
     let calls = Arc::new(AtomicUsize::new(0));
-    let err = flaky(10, Arc::clone(&calls), true).invoke(CounterUpdate::new(), RunConfig::default()).await.unwrap_err();
+    let err = flaky(10, Arc::clone(&calls), true)
+        .invoke(CounterUpdate::new(), RunConfig::default())
+        .await
+        .unwrap_err();
     assert!(matches!(err, Error::Node { .. }));
     assert_eq!(calls.load(Ordering::SeqCst), 1);
 }
@@ -122,7 +151,10 @@ fn backoff_grows_by_the_factor_and_is_capped() {
     let j = p.clone().jitter(true);
     for _ in 0..50 {
         let d = j.delay(1);
-        assert!(d >= Duration::from_millis(100) && d <= Duration::from_millis(500), "{d:?}");
+        assert!(
+            d >= Duration::from_millis(100) && d <= Duration::from_millis(500),
+            "{d:?}"
+        );
     }
 }
 
@@ -138,8 +170,14 @@ async fn a_hanging_node_times_out_with_a_typed_error() {
         .add_edge("hang", END)
         .compile()
         .unwrap();
-    let err = g.invoke(CounterUpdate::new(), RunConfig::default()).await.unwrap_err();
-    assert!(matches!(&err, Error::NodeTimeout { node, after_ms: 50 } if node == "hang"), "{err}");
+    let err = g
+        .invoke(CounterUpdate::new(), RunConfig::default())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::NodeTimeout { node, after_ms: 50 } if node == "hang"),
+        "{err}"
+    );
 }
 
 #[tokio::test]
@@ -174,7 +212,10 @@ async fn run_timeout_ends_the_run_and_keeps_finished_siblings() {
     assert!(matches!(err, Error::RunTimeout { after_ms: 100 }), "{err}");
     assert_eq!(g.get_state(&cfg).await.unwrap().next, vec!["slow".to_string()]);
     slow_ok.store(true, Ordering::SeqCst);
-    let out = g.invoke_input(RunInput::Continue, RunConfig::thread("to")).await.unwrap();
+    let out = g
+        .invoke_input(RunInput::Continue, RunConfig::thread("to"))
+        .await
+        .unwrap();
     assert_eq!(out.values.n, 11);
     assert_eq!(fast_calls.load(Ordering::SeqCst), 1);
 }
@@ -189,14 +230,26 @@ async fn cached_node_is_not_run_again_for_the_same_key() {
             let n = s.n;
             async move { Ok(CounterUpdate::new().n(n * 10)) }
         })
-        .cache("expensive", CachePolicy::with_key(Some(Duration::from_secs(60)), |s: &Counter| s.n.to_string()))
+        .cache(
+            "expensive",
+            CachePolicy::with_key(Some(Duration::from_secs(60)), |s: &Counter| s.n.to_string()),
+        )
         .add_edge(START, "expensive")
         .add_edge("expensive", END)
         .compile()
         .unwrap();
-    let a = g.invoke(CounterUpdate::new().n(2), RunConfig::default()).await.unwrap();
-    let b = g.invoke(CounterUpdate::new().n(2), RunConfig::default()).await.unwrap();
-    let c3 = g.invoke(CounterUpdate::new().n(3), RunConfig::default()).await.unwrap();
+    let a = g
+        .invoke(CounterUpdate::new().n(2), RunConfig::default())
+        .await
+        .unwrap();
+    let b = g
+        .invoke(CounterUpdate::new().n(2), RunConfig::default())
+        .await
+        .unwrap();
+    let c3 = g
+        .invoke(CounterUpdate::new().n(3), RunConfig::default())
+        .await
+        .unwrap();
     assert_eq!((a.values.n, b.values.n, c3.values.n), (22, 22, 33));
     assert_eq!(calls.load(Ordering::SeqCst), 2);
 }

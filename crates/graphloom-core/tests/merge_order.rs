@@ -29,15 +29,27 @@ fn run_with_delays(delays: Vec<u64>) -> Acc {
                     let mut seen = BTreeMap::new();
                     seen.insert("last".to_string(), d);
                     seen.insert(n.clone(), d);
-                    Ok(AccUpdate::new().order(vec![n]).seen(seen).sum(i64::try_from(d).unwrap_or(0)))
+                    Ok(AccUpdate::new()
+                        .order(vec![n])
+                        .seen(seen)
+                        .sum(i64::try_from(d).unwrap_or(0)))
                 }
             })
             .add_edge(START, name.clone())
             .add_edge(name, END);
     }
     let g = g.compile().unwrap();
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    rt.block_on(async { g.invoke(AccUpdate::new(), RunConfig::default()).await.unwrap().values })
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        g.invoke(AccUpdate::new(), RunConfig::default())
+            .await
+            .unwrap()
+            .values
+    })
 }
 
 proptest! {

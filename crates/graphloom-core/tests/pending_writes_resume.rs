@@ -18,7 +18,11 @@ async fn scenario(durability: Durability) {
     let two_calls = Arc::new(AtomicUsize::new(0));
     let two_fixed = Arc::new(AtomicBool::new(false));
     let saver = InMemorySaver::new();
-    let (c1, c2, fixed) = (Arc::clone(&one_calls), Arc::clone(&two_calls), Arc::clone(&two_fixed));
+    let (c1, c2, fixed) = (
+        Arc::clone(&one_calls),
+        Arc::clone(&two_calls),
+        Arc::clone(&two_fixed),
+    );
     let g = StateGraph::<Sum>::new()
         .add_node("one", move |_s, _rt| {
             c1.fetch_add(1, Ordering::SeqCst);
@@ -39,7 +43,12 @@ async fn scenario(durability: Durability) {
                 }
             }
         })
-        .retry("two", RetryPolicy::attempts(2).initial_interval(Duration::from_millis(5)).jitter(false))
+        .retry(
+            "two",
+            RetryPolicy::attempts(2)
+                .initial_interval(Duration::from_millis(5))
+                .jitter(false),
+        )
         .add_edge(START, "one")
         .add_edge(START, "two")
         .add_edge("one", END)
@@ -49,8 +58,14 @@ async fn scenario(durability: Durability) {
         .unwrap();
     let cfg = RunConfig::thread("t1").durability(durability);
 
-    let err = g.invoke(SumUpdate::new().value(1), cfg.clone()).await.unwrap_err();
-    assert!(matches!(&err, Error::Node { node, message } if node == "two" && message.contains("not good")), "{err}");
+    let err = g
+        .invoke(SumUpdate::new().value(1), cfg.clone())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::Node { node, message } if node == "two" && message.contains("not good")),
+        "{err}"
+    );
     assert_eq!(one_calls.load(Ordering::SeqCst), 1);
     assert_eq!(two_calls.load(Ordering::SeqCst), 2);
 
@@ -64,18 +79,29 @@ async fn scenario(durability: Durability) {
 
     // The saved pending writes: one's value and two's error.
     let tuple = saver.get_tuple(&state.config).await.unwrap().unwrap();
-    let chans: Vec<(&str, &str)> =
-        tuple.pending_writes.iter().map(|w| (w.task_id.as_str(), w.channel.as_str())).collect();
+    let chans: Vec<(&str, &str)> = tuple
+        .pending_writes
+        .iter()
+        .map(|w| (w.task_id.as_str(), w.channel.as_str()))
+        .collect();
     assert!(chans.contains(&(one.id.as_str(), "value")), "{chans:?}");
     assert!(chans.contains(&(two.id.as_str(), ERROR)), "{chans:?}");
 
     // A failed resume re-runs only `two` and adds no checkpoint.
-    let before = g.get_state_history(&cfg, HistoryQuery::default()).await.unwrap().len();
+    let before = g
+        .get_state_history(&cfg, HistoryQuery::default())
+        .await
+        .unwrap()
+        .len();
     let err = g.invoke_input(RunInput::Continue, cfg.clone()).await.unwrap_err();
     assert!(matches!(err, Error::Node { .. }));
     assert_eq!(one_calls.load(Ordering::SeqCst), 1);
     assert_eq!(two_calls.load(Ordering::SeqCst), 4);
-    let after = g.get_state_history(&cfg, HistoryQuery::default()).await.unwrap().len();
+    let after = g
+        .get_state_history(&cfg, HistoryQuery::default())
+        .await
+        .unwrap()
+        .len();
     assert_eq!(before, after, "a failed resume must not add a checkpoint");
 
     // Fixed: the resume finishes with one's saved write and two's new one.

@@ -20,10 +20,16 @@ async fn steps_that_do_not_touch_messages_share_them_with_the_previous_step() {
     let g = StateGraph::<Chat>::new()
         .add_node("tick", |_s, _rt| async { Ok(ChatUpdate::new().ticks(1)) })
         .add_edge(START, "tick")
-        .add_conditional_edges_map("tick", |s: &Chat| if s.ticks < 50 { "tick" } else { END }, [("tick", "tick"), (END, END)])
+        .add_conditional_edges_map(
+            "tick",
+            |s: &Chat| if s.ticks < 50 { "tick" } else { END },
+            [("tick", "tick"), (END, END)],
+        )
         .compile()
         .unwrap();
-    let history: Vec<Message> = (0..1000).map(|i| Message::human(format!("message {i}"))).collect();
+    let history: Vec<Message> = (0..1000)
+        .map(|i| Message::human(format!("message {i}")))
+        .collect();
     // Every step's state is kept alive by the stream consumer, so a deep copy would show.
     let states: Vec<Chat> = g
         .stream(
@@ -41,7 +47,10 @@ async fn steps_that_do_not_touch_messages_share_them_with_the_previous_step() {
         .await;
     assert_eq!(states.len(), 51);
     for w in states.windows(2) {
-        assert!(w[0].messages.as_vector().ptr_eq(w[1].messages.as_vector()), "messages were copied");
+        assert!(
+            w[0].messages.as_vector().ptr_eq(w[1].messages.as_vector()),
+            "messages were copied"
+        );
     }
 }
 
@@ -60,12 +69,17 @@ async fn thousand_turn_thread_stores_at_most_five_times_the_message_bytes() {
     for turn in 0..1000 {
         let m = Message::human(body.clone()).with_id(format!("m{turn}"));
         raw += serde_json::to_vec(&m).unwrap().len();
-        g.invoke(ChatUpdate::new().messages(vec![m]), RunConfig::thread("long")).await.unwrap();
+        g.invoke(ChatUpdate::new().messages(vec![m]), RunConfig::thread("long"))
+            .await
+            .unwrap();
     }
     let stored = saver.stored_bytes();
     let ratio = stored as f64 / raw as f64;
     println!("stored {stored} bytes for {raw} raw message bytes ({ratio:.2}x)");
-    assert!(ratio <= 5.0, "stored {stored} bytes for {raw} raw message bytes ({ratio:.2}x)");
+    assert!(
+        ratio <= 5.0,
+        "stored {stored} bytes for {raw} raw message bytes ({ratio:.2}x)"
+    );
     let st = g.get_state(&RunConfig::thread("long")).await.unwrap();
     assert_eq!(st.values.messages.len(), 1000);
     assert_eq!(st.values.ticks, 1000);
@@ -79,13 +93,18 @@ async fn nodes_reach_the_store_across_threads() {
         .add_node("remember", |s: Arc<Chat>, rt: Runtime| async move {
             let store = rt.store().ok_or_else(|| NodeError::fatal("no store"))?;
             let ns = vec!["users".to_string(), "u1".to_string()];
-            let prior = store.get(&ns, "fact").await.map_err(|e| NodeError::fatal(e.to_string()))?;
+            let prior = store
+                .get(&ns, "fact")
+                .await
+                .map_err(|e| NodeError::fatal(e.to_string()))?;
             let text = s.messages.last().map(Message::text).unwrap_or_default();
             store
                 .put(&ns, "fact", json!({"text": text}), PutOptions::default())
                 .await
                 .map_err(|e| NodeError::fatal(e.to_string()))?;
-            let seen = prior.map(|i| i.value["text"].as_str().unwrap_or_default().to_owned()).unwrap_or_default();
+            let seen = prior
+                .map(|i| i.value["text"].as_str().unwrap_or_default().to_owned())
+                .unwrap_or_default();
             Ok(ChatUpdate::new().messages(vec![Message::ai(format!("previously: {seen}"))]))
         })
         .add_edge(START, "remember")
@@ -94,10 +113,28 @@ async fn nodes_reach_the_store_across_threads() {
         .checkpointer(InMemorySaver::new())
         .compile()
         .unwrap();
-    g.invoke(ChatUpdate::new().messages(vec![Message::human("likes tea")]), RunConfig::thread("a")).await.unwrap();
-    let out = g.invoke(ChatUpdate::new().messages(vec![Message::human("hi")]), RunConfig::thread("b")).await.unwrap();
-    assert_eq!(out.values.messages.last().unwrap().text(), "previously: likes tea");
-    let item = store.get(&["users".to_string(), "u1".to_string()], "fact").await.unwrap().unwrap();
+    g.invoke(
+        ChatUpdate::new().messages(vec![Message::human("likes tea")]),
+        RunConfig::thread("a"),
+    )
+    .await
+    .unwrap();
+    let out = g
+        .invoke(
+            ChatUpdate::new().messages(vec![Message::human("hi")]),
+            RunConfig::thread("b"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        out.values.messages.last().unwrap().text(),
+        "previously: likes tea"
+    );
+    let item = store
+        .get(&["users".to_string(), "u1".to_string()], "fact")
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(item.value["text"], "hi");
 }
 
@@ -114,7 +151,10 @@ async fn context_reaches_nodes_and_checkpoints_record_run_metadata() {
         .checkpointer(InMemorySaver::new())
         .compile()
         .unwrap();
-    let cfg = RunConfig::thread("ctx").context(Tenant("acme")).metadata("user", "u7").run_id("run-1");
+    let cfg = RunConfig::thread("ctx")
+        .context(Tenant("acme"))
+        .metadata("user", "u7")
+        .run_id("run-1");
     let out = g.invoke(ChatUpdate::new(), cfg.clone()).await.unwrap();
     assert_eq!(out.values.messages.get(0).unwrap().text(), "acme");
     let st = g.get_state(&RunConfig::thread("ctx")).await.unwrap();

@@ -21,10 +21,15 @@ fn graph() -> CompiledGraph<Talk> {
             }
             Ok(TalkUpdate::new().messages(vec![Message::ai("Hello").with_id("m1")]))
         })
-        .add_node("fail", |_s, _rt| async { Err::<NodeOutput<Talk>, _>(NodeError::fatal("boom")) })
+        .add_node("fail", |_s, _rt| async {
+            Err::<NodeOutput<Talk>, _>(NodeError::fatal("boom"))
+        })
         .add_edge(START, "model")
         .add_edge("fail", END)
-        .add_conditional_edges("model", |s: &Talk| if s.messages.len() > 5 { "fail" } else { END })
+        .add_conditional_edges(
+            "model",
+            |s: &Talk| if s.messages.len() > 5 { "fail" } else { END },
+        )
         .checkpointer(InMemorySaver::new())
         .compile()
         .unwrap()
@@ -65,25 +70,51 @@ async fn values_mode_emits_the_typed_state_after_each_step() {
 #[tokio::test]
 async fn several_modes_at_once_in_order() {
     let (parts, _) = run(
-        &[StreamMode::Updates, StreamMode::Custom, StreamMode::Messages, StreamMode::Tasks, StreamMode::Checkpoints],
+        &[
+            StreamMode::Updates,
+            StreamMode::Custom,
+            StreamMode::Messages,
+            StreamMode::Tasks,
+            StreamMode::Checkpoints,
+        ],
         vec![Message::human("hi")],
     )
     .await;
     let modes: Vec<&str> = parts.iter().map(|p| p.mode.as_str()).collect();
     assert_eq!(
         modes,
-        vec!["checkpoints", "tasks", "custom", "messages", "messages", "tasks", "updates", "checkpoints"]
+        vec![
+            "checkpoints",
+            "tasks",
+            "custom",
+            "messages",
+            "messages",
+            "tasks",
+            "updates",
+            "checkpoints"
+        ]
     );
     let custom = parts.iter().find(|p| p.mode == StreamMode::Custom).unwrap();
     assert_eq!(custom.data_json().unwrap(), json!({"progress": 0.5}));
-    let msg = parts.iter().find(|p| p.mode == StreamMode::Messages).unwrap().data_json().unwrap();
+    let msg = parts
+        .iter()
+        .find(|p| p.mode == StreamMode::Messages)
+        .unwrap()
+        .data_json()
+        .unwrap();
     assert_eq!(msg[0]["content"], "Hel");
     assert_eq!(msg[1]["langgraph_node"], "model");
     let upd = parts.iter().find(|p| p.mode == StreamMode::Updates).unwrap();
     let (node, update) = upd.update::<TalkUpdate>().unwrap();
     assert_eq!(node, "model");
     assert_eq!(update.messages.as_ref().unwrap()[0].text(), "Hello");
-    let task_result = parts.iter().filter(|p| p.mode == StreamMode::Tasks).nth(1).unwrap().data_json().unwrap();
+    let task_result = parts
+        .iter()
+        .filter(|p| p.mode == StreamMode::Tasks)
+        .nth(1)
+        .unwrap()
+        .data_json()
+        .unwrap();
     assert_eq!(task_result["name"], "model");
     assert!(task_result["error"].is_null());
     let cp = parts.last().unwrap().data_json().unwrap();
@@ -94,8 +125,19 @@ async fn several_modes_at_once_in_order() {
 #[tokio::test]
 async fn debug_mode_wraps_tasks_and_checkpoints() {
     let (parts, _) = run(&[StreamMode::Debug], vec![Message::human("hi")]).await;
-    let types: Vec<Value> = parts.iter().map(|p| p.data_json().unwrap()["type"].clone()).collect();
-    assert_eq!(types, vec![json!("checkpoint"), json!("task"), json!("task_result"), json!("checkpoint")]);
+    let types: Vec<Value> = parts
+        .iter()
+        .map(|p| p.data_json().unwrap()["type"].clone())
+        .collect();
+    assert_eq!(
+        types,
+        vec![
+            json!("checkpoint"),
+            json!("task"),
+            json!("task_result"),
+            json!("checkpoint")
+        ]
+    );
 }
 
 #[tokio::test]

@@ -29,7 +29,11 @@ fn child(prep_calls: Arc<AtomicUsize>, ask: bool) -> CompiledGraph<Child> {
             async move { Ok(ChildUpdate::new().steps(vec![format!("prep {}", s.topic)])) }
         })
         .add_node("review", move |_s, rt: Runtime| async move {
-            let verdict = if ask { rt.interrupt("ok?")?.to_string() } else { "auto".to_string() };
+            let verdict = if ask {
+                rt.interrupt("ok?")?.to_string()
+            } else {
+                "auto".to_string()
+            };
             Ok(ChildUpdate::new().steps(vec![format!("review {verdict}")]))
         })
         .add_edge(START, "prep")
@@ -41,14 +45,18 @@ fn child(prep_calls: Arc<AtomicUsize>, ask: bool) -> CompiledGraph<Child> {
 
 fn parent(saver: InMemorySaver, sub: CompiledGraph<Child>) -> CompiledGraph<Parent> {
     StateGraph::<Parent>::new()
-        .add_node("before", |_s, _rt| async { Ok(ParentUpdate::new().log(vec!["before".into()])) })
+        .add_node("before", |_s, _rt| async {
+            Ok(ParentUpdate::new().log(vec!["before".into()]))
+        })
         .add_subgraph(
             "sub",
             sub,
             |p: &Parent| ChildUpdate::new().topic(p.topic.clone()),
             |c: &Child| ParentUpdate::new().log(c.steps.to_vec()),
         )
-        .add_node("after", |_s, _rt| async { Ok(ParentUpdate::new().log(vec!["after".into()])) })
+        .add_node("after", |_s, _rt| async {
+            Ok(ParentUpdate::new().log(vec!["after".into()]))
+        })
         .add_edge(START, "before")
         .add_sequence(["before", "sub", "after"])
         .add_edge("after", END)
@@ -61,15 +69,33 @@ fn parent(saver: InMemorySaver, sub: CompiledGraph<Child>) -> CompiledGraph<Pare
 async fn subgraph_maps_state_in_and_out_and_checkpoints_in_its_own_namespace() {
     let saver = InMemorySaver::new();
     let g = parent(saver.clone(), child(Arc::new(AtomicUsize::new(0)), false));
-    let out = g.invoke(ParentUpdate::new().topic("cats".into()), RunConfig::thread("s")).await.unwrap();
-    assert_eq!(out.values.log.to_vec(), vec!["before", "prep cats", "review auto", "after"]);
-    let all = saver.list(&ListQuery { thread_id: Some("s".into()), ..ListQuery::default() }).await.unwrap();
-    let child_ns: Vec<&str> =
-        all.iter().map(|t| t.config.checkpoint_ns.as_str()).filter(|ns| !ns.is_empty()).collect();
+    let out = g
+        .invoke(ParentUpdate::new().topic("cats".into()), RunConfig::thread("s"))
+        .await
+        .unwrap();
+    assert_eq!(
+        out.values.log.to_vec(),
+        vec!["before", "prep cats", "review auto", "after"]
+    );
+    let all = saver
+        .list(&ListQuery {
+            thread_id: Some("s".into()),
+            ..ListQuery::default()
+        })
+        .await
+        .unwrap();
+    let child_ns: Vec<&str> = all
+        .iter()
+        .map(|t| t.config.checkpoint_ns.as_str())
+        .filter(|ns| !ns.is_empty())
+        .collect();
     assert!(!child_ns.is_empty());
     assert!(child_ns.iter().all(|ns| ns.starts_with("sub:")), "{child_ns:?}");
     // The root history only shows root checkpoints.
-    let root = g.get_state_history(&RunConfig::thread("s"), HistoryQuery::default()).await.unwrap();
+    let root = g
+        .get_state_history(&RunConfig::thread("s"), HistoryQuery::default())
+        .await
+        .unwrap();
     assert!(root.iter().all(|s| s.config.checkpoint_ns.is_empty()));
 }
 
@@ -78,7 +104,10 @@ async fn interrupt_inside_a_subgraph_pauses_the_parent_and_resumes_inside() {
     let prep_calls = Arc::new(AtomicUsize::new(0));
     let g = parent(InMemorySaver::new(), child(Arc::clone(&prep_calls), true));
     let cfg = RunConfig::thread("si");
-    let out = g.invoke(ParentUpdate::new().topic("dogs".into()), cfg.clone()).await.unwrap();
+    let out = g
+        .invoke(ParentUpdate::new().topic("dogs".into()), cfg.clone())
+        .await
+        .unwrap();
     assert_eq!(out.status, RunStatus::Interrupted);
     assert_eq!(out.interrupts.len(), 1);
     assert_eq!(out.interrupts[0].value, json!("ok?"));
@@ -88,7 +117,10 @@ async fn interrupt_inside_a_subgraph_pauses_the_parent_and_resumes_inside() {
 
     let done = g.resume(Command::resume("yes"), cfg.clone()).await.unwrap();
     assert_eq!(done.status, RunStatus::Done);
-    assert_eq!(done.values.log.to_vec(), vec!["before", "prep dogs", "review \"yes\"", "after"]);
+    assert_eq!(
+        done.values.log.to_vec(),
+        vec!["before", "prep dogs", "review \"yes\"", "after"]
+    );
     // The child's finished node did not run again on resume.
     assert_eq!(prep_calls.load(Ordering::SeqCst), 1);
 }
@@ -103,15 +135,19 @@ async fn subgraph_events_stream_with_their_namespace_only_when_asked() {
             if subgraphs {
                 opts = opts.with_subgraphs();
             }
-            g.stream(RunInput::Update(ParentUpdate::new().topic("t".into())), RunConfig::thread(format!("ss{subgraphs}")), opts)
-                .filter_map(|e| async move {
-                    match e {
-                        RunEvent::Part(p) => Some((p.ns.clone(), p.data_json().unwrap())),
-                        RunEvent::End(_) => None,
-                    }
-                })
-                .collect::<Vec<_>>()
-                .await
+            g.stream(
+                RunInput::Update(ParentUpdate::new().topic("t".into())),
+                RunConfig::thread(format!("ss{subgraphs}")),
+                opts,
+            )
+            .filter_map(|e| async move {
+                match e {
+                    RunEvent::Part(p) => Some((p.ns.clone(), p.data_json().unwrap())),
+                    RunEvent::End(_) => None,
+                }
+            })
+            .collect::<Vec<_>>()
+            .await
         }
     };
     let root_only = collect(false).await;
@@ -128,16 +164,28 @@ async fn subgraph_events_stream_with_their_namespace_only_when_asked() {
 async fn command_to_parent_routes_the_parent_graph() {
     let escalate = StateGraph::<Child>::new()
         .add_node("check", |_s, _rt| async {
-            Ok(Command::<Child>::to_parent(Some(json!({"log": ["escalated"]})), "human"))
+            Ok(Command::<Child>::to_parent(
+                Some(json!({"log": ["escalated"]})),
+                "human",
+            ))
         })
         .add_edge(START, "check")
         .add_edge("check", END)
         .compile()
         .unwrap();
     let g = StateGraph::<Parent>::new()
-        .add_subgraph("sub", escalate, |_p: &Parent| ChildUpdate::new(), |_c: &Child| ParentUpdate::new())
-        .add_node("human", |_s, _rt| async { Ok(ParentUpdate::new().log(vec!["human".into()])) })
-        .add_node("bot", |_s, _rt| async { Ok(ParentUpdate::new().log(vec!["bot".into()])) })
+        .add_subgraph(
+            "sub",
+            escalate,
+            |_p: &Parent| ChildUpdate::new(),
+            |_c: &Child| ParentUpdate::new(),
+        )
+        .add_node("human", |_s, _rt| async {
+            Ok(ParentUpdate::new().log(vec!["human".into()]))
+        })
+        .add_node("bot", |_s, _rt| async {
+            Ok(ParentUpdate::new().log(vec!["bot".into()]))
+        })
         .destinations("sub", ["human", "bot"])
         .add_edge(START, "sub")
         .add_edge("human", END)

@@ -27,9 +27,13 @@ async fn parallel_branches_see_the_same_snapshot_and_join_waits_for_all() {
             tokio::time::sleep(Duration::from_millis(20)).await;
             Ok(log(&format!("a saw {}", s.log.len())).total(1))
         })
-        .add_node("b", |s: Arc<Flow>, _rt| async move { Ok(log(&format!("b saw {}", s.log.len())).total(10)) })
+        .add_node("b", |s: Arc<Flow>, _rt| async move {
+            Ok(log(&format!("b saw {}", s.log.len())).total(10))
+        })
         .add_node("b2", |_s, _rt| async move { Ok(log("b2").total(100)) })
-        .add_node("c", |s: Arc<Flow>, _rt| async move { Ok(log(&format!("c total {}", s.total))) })
+        .add_node("c", |s: Arc<Flow>, _rt| async move {
+            Ok(log(&format!("c total {}", s.total)))
+        })
         .add_edge(START, "a")
         .add_edge(START, "b")
         .add_edge("b", "b2")
@@ -40,7 +44,10 @@ async fn parallel_branches_see_the_same_snapshot_and_join_waits_for_all() {
     let out = g.invoke(log("in"), RunConfig::default()).await.unwrap();
     // a and b in step 1 (merge order by node name, not finish order), b2 in step 2,
     // c only once both a and b2 have run.
-    assert_eq!(out.values.log.to_vec(), vec!["in", "a saw 1", "b saw 1", "b2", "c total 111"]);
+    assert_eq!(
+        out.values.log.to_vec(),
+        vec!["in", "a saw 1", "b saw 1", "b2", "c total 111"]
+    );
     assert_eq!(out.values.total, 111);
     assert_eq!(out.status, RunStatus::Done);
 }
@@ -56,9 +63,15 @@ async fn two_writes_to_a_last_value_field_in_one_step_is_an_error_naming_both() 
         .add_edge("y", END)
         .compile()
         .unwrap();
-    let err = g.invoke(FlowUpdate::new(), RunConfig::default()).await.unwrap_err();
+    let err = g
+        .invoke(FlowUpdate::new(), RunConfig::default())
+        .await
+        .unwrap_err();
     match err {
-        Error::State { source: StateError::Conflict { field, nodes }, .. } => {
+        Error::State {
+            source: StateError::Conflict { field, nodes },
+            ..
+        } => {
             assert_eq!(field, "last");
             assert_eq!(nodes, vec!["x".to_string(), "y".to_string()]);
         }
@@ -100,14 +113,23 @@ async fn send_runs_a_node_once_per_packet_and_reduces() {
         })
         .add_node("sum", |_s, _rt| async { Ok(NodeOutput::None) })
         .add_conditional_edges(START, |s: &MapReduce| {
-            s.subjects.iter().map(|&n| Send::new("square", n)).collect::<Routes>()
+            s.subjects
+                .iter()
+                .map(|&n| Send::new("square", n))
+                .collect::<Routes>()
         })
         .add_edge("square", "sum")
         .add_edge("sum", END)
         .compile()
         .unwrap();
     let input: Vec<u32> = (1..=100).collect();
-    let out = g.invoke(MapReduceUpdate::new().subjects(input.clone()), RunConfig::default()).await.unwrap();
+    let out = g
+        .invoke(
+            MapReduceUpdate::new().subjects(input.clone()),
+            RunConfig::default(),
+        )
+        .await
+        .unwrap();
     assert_eq!(calls.load(Ordering::SeqCst), 100);
     // Results come in packet order, whatever order the tasks finished in.
     let expected: Vec<u32> = input.iter().map(|n| n * n).collect();
@@ -129,9 +151,15 @@ async fn command_goto_routes_without_static_edges_and_applies_its_update() {
         .add_edge("neg", END)
         .compile()
         .unwrap();
-    let out = g.invoke(FlowUpdate::new().total(5), RunConfig::default()).await.unwrap();
+    let out = g
+        .invoke(FlowUpdate::new().total(5), RunConfig::default())
+        .await
+        .unwrap();
     assert_eq!(out.values.log.to_vec(), vec!["routed", "pos"]);
-    let out = g.invoke(FlowUpdate::new().total(-5), RunConfig::default()).await.unwrap();
+    let out = g
+        .invoke(FlowUpdate::new().total(-5), RunConfig::default())
+        .await
+        .unwrap();
     assert_eq!(out.values.log.to_vec(), vec!["routed", "neg"]);
 }
 
@@ -159,7 +187,10 @@ async fn a_router_naming_an_unknown_node_fails_the_run_clearly() {
         .add_conditional_edges("a", |_s: &Flow| "nowhere")
         .compile()
         .unwrap();
-    let err = g.invoke(FlowUpdate::new(), RunConfig::default()).await.unwrap_err();
+    let err = g
+        .invoke(FlowUpdate::new(), RunConfig::default())
+        .await
+        .unwrap_err();
     assert!(matches!(&err, Error::UnknownNode(n) if n == "nowhere"), "{err}");
 }
 

@@ -42,7 +42,11 @@ fn graph(saver: InMemorySaver, counts: Arc<Counts>) -> CompiledGraph<Doc> {
 }
 
 fn counts() -> Arc<Counts> {
-    Arc::new(Counts { a: AtomicUsize::new(0), b: AtomicUsize::new(0), c: AtomicUsize::new(0) })
+    Arc::new(Counts {
+        a: AtomicUsize::new(0),
+        b: AtomicUsize::new(0),
+        c: AtomicUsize::new(0),
+    })
 }
 
 #[tokio::test]
@@ -54,23 +58,59 @@ async fn history_lists_every_checkpoint_newest_first_with_next_nodes() {
     let steps: Vec<i64> = hist.iter().map(|s| s.metadata.as_ref().unwrap().step).collect();
     assert_eq!(steps, vec![3, 2, 1, 0, -1]);
     let next: Vec<Vec<String>> = hist.iter().map(|s| s.next.clone()).collect();
-    assert_eq!(next, vec![vec![], vec!["c".to_string()], vec!["b".to_string()], vec!["a".to_string()], vec!["__start__".to_string()]]);
+    assert_eq!(
+        next,
+        vec![
+            vec![],
+            vec!["c".to_string()],
+            vec!["b".to_string()],
+            vec!["a".to_string()],
+            vec!["__start__".to_string()]
+        ]
+    );
     assert_eq!(hist[4].metadata.as_ref().unwrap().source, CheckpointSource::Input);
     assert_eq!(hist[0].metadata.as_ref().unwrap().source, CheckpointSource::Loop);
     // Each checkpoint's parent is the one before it.
     for w in hist.windows(2) {
-        assert_eq!(w[0].parent_config.as_ref().unwrap().checkpoint_id, w[1].config.checkpoint_id);
+        assert_eq!(
+            w[0].parent_config.as_ref().unwrap().checkpoint_id,
+            w[1].config.checkpoint_id
+        );
     }
     assert_eq!(hist[2].values.trail.to_vec(), vec!["a"]);
     // Filters and limits.
-    let limited = g.get_state_history(&cfg, HistoryQuery { limit: Some(2), ..HistoryQuery::default() }).await.unwrap();
+    let limited = g
+        .get_state_history(
+            &cfg,
+            HistoryQuery {
+                limit: Some(2),
+                ..HistoryQuery::default()
+            },
+        )
+        .await
+        .unwrap();
     assert_eq!(limited.len(), 2);
     let mut filter = serde_json::Map::new();
     filter.insert("source".into(), "input".into());
-    let inputs = g.get_state_history(&cfg, HistoryQuery { filter, ..HistoryQuery::default() }).await.unwrap();
+    let inputs = g
+        .get_state_history(
+            &cfg,
+            HistoryQuery {
+                filter,
+                ..HistoryQuery::default()
+            },
+        )
+        .await
+        .unwrap();
     assert_eq!(inputs.len(), 1);
     let before = g
-        .get_state_history(&cfg, HistoryQuery { before: hist[1].config.checkpoint_id.clone(), ..HistoryQuery::default() })
+        .get_state_history(
+            &cfg,
+            HistoryQuery {
+                before: hist[1].config.checkpoint_id.clone(),
+                ..HistoryQuery::default()
+            },
+        )
         .await
         .unwrap();
     assert_eq!(before.len(), 3);
@@ -84,19 +124,43 @@ async fn update_state_as_a_node_then_continue() {
     g.invoke(DocUpdate::new(), cfg.clone()).await.unwrap();
     assert_eq!(g.get_state(&cfg).await.unwrap().next, vec!["c".to_string()]);
     // Edit as if `b` had written the note: `b`'s edges fire again, so `c` is next.
-    let new_cfg = g.update_state(&RunConfig::thread("u"), Some(DocUpdate::new().note("edited".into())), Some("b")).await.unwrap();
+    let new_cfg = g
+        .update_state(
+            &RunConfig::thread("u"),
+            Some(DocUpdate::new().note("edited".into())),
+            Some("b"),
+        )
+        .await
+        .unwrap();
     let st = g.get_state(&RunConfig::thread("u")).await.unwrap();
     assert_eq!(st.config.checkpoint_id, new_cfg.checkpoint_id);
     assert_eq!(st.next, vec!["c".to_string()]);
     assert_eq!(st.metadata.as_ref().unwrap().source, CheckpointSource::Update);
-    let out = g.invoke_input(RunInput::Continue, RunConfig::thread("u")).await.unwrap();
+    let out = g
+        .invoke_input(RunInput::Continue, RunConfig::thread("u"))
+        .await
+        .unwrap();
     assert_eq!(out.values.trail.to_vec(), vec!["a", "b", "c(note=edited)"]);
     assert_eq!(c.b.load(Ordering::SeqCst), 1);
     // Without as_node, the node that ran last is used (`c`, which leads to END).
-    g.update_state(&RunConfig::thread("u"), Some(DocUpdate::new().note("late".into())), None).await.unwrap();
-    assert!(g.get_state(&RunConfig::thread("u")).await.unwrap().next.is_empty());
+    g.update_state(
+        &RunConfig::thread("u"),
+        Some(DocUpdate::new().note("late".into())),
+        None,
+    )
+    .await
+    .unwrap();
+    assert!(g
+        .get_state(&RunConfig::thread("u"))
+        .await
+        .unwrap()
+        .next
+        .is_empty());
     // Unknown node is refused.
-    let err = g.update_state(&RunConfig::thread("u"), None, Some("zzz")).await.unwrap_err();
+    let err = g
+        .update_state(&RunConfig::thread("u"), None, Some("zzz"))
+        .await
+        .unwrap_err();
     assert!(matches!(err, Error::UnknownNode(_)));
 }
 
@@ -110,46 +174,82 @@ async fn running_from_an_older_checkpoint_forks_and_reruns_later_nodes() {
     let after_a = hist.iter().find(|s| s.next == vec!["b".to_string()]).unwrap();
     let fork_id = after_a.config.checkpoint_id.clone().unwrap();
 
-    let out = g.invoke_input(RunInput::Continue, RunConfig::thread("f").checkpoint_id(&fork_id)).await.unwrap();
+    let out = g
+        .invoke_input(RunInput::Continue, RunConfig::thread("f").checkpoint_id(&fork_id))
+        .await
+        .unwrap();
     assert_eq!(out.values.trail.to_vec(), vec!["a", "b", "c(note=)"]);
-    assert_eq!((c.a.load(Ordering::SeqCst), c.b.load(Ordering::SeqCst), c.c.load(Ordering::SeqCst)), (1, 2, 2));
+    assert_eq!(
+        (
+            c.a.load(Ordering::SeqCst),
+            c.b.load(Ordering::SeqCst),
+            c.c.load(Ordering::SeqCst)
+        ),
+        (1, 2, 2)
+    );
     let hist2 = g.get_state_history(&cfg, HistoryQuery::default()).await.unwrap();
     assert_eq!(hist2.len(), hist.len() + 2);
     // The new branch hangs off the fork point.
     let first_new = &hist2[1];
-    assert_eq!(first_new.parent_config.as_ref().unwrap().checkpoint_id.as_deref(), Some(fork_id.as_str()));
+    assert_eq!(
+        first_new.parent_config.as_ref().unwrap().checkpoint_id.as_deref(),
+        Some(fork_id.as_str())
+    );
 
     // Editing an older checkpoint forks from it too.
     let edited = g
-        .update_state(&RunConfig::thread("f").checkpoint_id(&fork_id), Some(DocUpdate::new().note("fork".into())), Some("a"))
+        .update_state(
+            &RunConfig::thread("f").checkpoint_id(&fork_id),
+            Some(DocUpdate::new().note("fork".into())),
+            Some("a"),
+        )
         .await
         .unwrap();
     let st = g.get_state(&RunConfig::thread("f")).await.unwrap();
     assert_eq!(st.config.checkpoint_id, edited.checkpoint_id);
-    assert_eq!(st.parent_config.unwrap().checkpoint_id.as_deref(), Some(fork_id.as_str()));
+    assert_eq!(
+        st.parent_config.unwrap().checkpoint_id.as_deref(),
+        Some(fork_id.as_str())
+    );
     assert_eq!(st.next, vec!["b".to_string()]);
-    let out = g.invoke_input(RunInput::Continue, RunConfig::thread("f")).await.unwrap();
+    let out = g
+        .invoke_input(RunInput::Continue, RunConfig::thread("f"))
+        .await
+        .unwrap();
     assert_eq!(out.values.trail.to_vec(), vec!["a", "b", "c(note=fork)"]);
 
-    let missing = g.invoke_input(RunInput::Continue, RunConfig::thread("f").checkpoint_id("nope")).await;
+    let missing = g
+        .invoke_input(RunInput::Continue, RunConfig::thread("f").checkpoint_id("nope"))
+        .await;
     assert!(matches!(missing, Err(Error::NotFound(_))));
 }
 
 #[tokio::test]
 async fn update_state_on_an_empty_thread_acts_as_input() {
     let g = graph(InMemorySaver::new(), counts());
-    g.update_state(&RunConfig::thread("e"), Some(DocUpdate::new().note("seed".into())), None).await.unwrap();
+    g.update_state(
+        &RunConfig::thread("e"),
+        Some(DocUpdate::new().note("seed".into())),
+        None,
+    )
+    .await
+    .unwrap();
     let st = g.get_state(&RunConfig::thread("e")).await.unwrap();
     assert_eq!(st.values.note, "seed");
     assert_eq!(st.next, vec!["a".to_string()]);
-    let out = g.invoke_input(RunInput::Continue, RunConfig::thread("e")).await.unwrap();
+    let out = g
+        .invoke_input(RunInput::Continue, RunConfig::thread("e"))
+        .await
+        .unwrap();
     assert_eq!(out.values.trail.to_vec(), vec!["a", "b", "c(note=seed)"]);
 }
 
 #[tokio::test]
 async fn delete_and_copy_threads() {
     let g = graph(InMemorySaver::new(), counts());
-    g.invoke(DocUpdate::new().note("x".into()), RunConfig::thread("src")).await.unwrap();
+    g.invoke(DocUpdate::new().note("x".into()), RunConfig::thread("src"))
+        .await
+        .unwrap();
     g.copy_thread("src", "dst").await.unwrap();
     let copy = g.get_state(&RunConfig::thread("dst")).await.unwrap();
     assert_eq!(copy.values.note, "x");
@@ -158,5 +258,13 @@ async fn delete_and_copy_threads() {
     let gone = g.get_state(&RunConfig::thread("src")).await.unwrap();
     assert!(gone.metadata.is_none());
     assert!(gone.values.trail.is_empty());
-    assert_eq!(g.get_state(&RunConfig::thread("dst")).await.unwrap().values.trail.len(), 3);
+    assert_eq!(
+        g.get_state(&RunConfig::thread("dst"))
+            .await
+            .unwrap()
+            .values
+            .trail
+            .len(),
+        3
+    );
 }

@@ -6,8 +6,8 @@ use quote::ToTokens;
 use syn::ext::IdentExt;
 use syn::spanned::Spanned;
 use syn::{
-    Attribute, Data, DeriveInput, Error, Expr, ExprLit, Fields, Ident, Lit, LitStr, Meta, Path,
-    Type, Visibility,
+    Attribute, Data, DeriveInput, Error, Expr, ExprLit, Fields, Ident, Lit, LitStr, Meta, Path, Type,
+    Visibility,
 };
 
 /// Appended to every reducer error so the user sees what is accepted.
@@ -57,28 +57,29 @@ pub(crate) struct StateSpec {
 /// Validate the input and collect what code generation needs. Reports every field error
 /// at once.
 pub(crate) fn parse(input: &DeriveInput) -> syn::Result<StateSpec> {
-    let named =
-        match &input.data {
-            Data::Struct(s) => match &s.fields {
-                Fields::Named(named) => named,
-                Fields::Unnamed(_) | Fields::Unit => return Err(Error::new(
+    let named = match &input.data {
+        Data::Struct(s) => match &s.fields {
+            Fields::Named(named) => named,
+            Fields::Unnamed(_) | Fields::Unit => {
+                return Err(Error::new(
                     input.ident.span(),
                     "#[derive(State)] needs a struct with named fields, like `struct S { a: i64 }`",
-                )),
-            },
-            Data::Enum(e) => {
-                return Err(Error::new(
-                    e.enum_token.span,
-                    "#[derive(State)] works on structs with named fields, not enums",
                 ))
             }
-            Data::Union(u) => {
-                return Err(Error::new(
-                    u.union_token.span,
-                    "#[derive(State)] works on structs with named fields, not unions",
-                ))
-            }
-        };
+        },
+        Data::Enum(e) => {
+            return Err(Error::new(
+                e.enum_token.span,
+                "#[derive(State)] works on structs with named fields, not enums",
+            ))
+        }
+        Data::Union(u) => {
+            return Err(Error::new(
+                u.union_token.span,
+                "#[derive(State)] works on structs with named fields, not unions",
+            ))
+        }
+    };
     if !input.generics.params.is_empty() || input.generics.where_clause.is_some() {
         return Err(Error::new_spanned(
             &input.generics,
@@ -221,10 +222,7 @@ pub(crate) fn doc_of(attrs: &[Attribute]) -> Option<String> {
     let mut lines: Vec<String> = Vec::new();
     for attr in attrs.iter().filter(|a| a.path().is_ident("doc")) {
         if let Meta::NameValue(nv) = &attr.meta {
-            if let Expr::Lit(ExprLit {
-                lit: Lit::Str(s), ..
-            }) = &nv.value
-            {
+            if let Expr::Lit(ExprLit { lit: Lit::Str(s), .. }) = &nv.value {
                 let value = s.value();
                 lines.extend(
                     value

@@ -172,9 +172,7 @@ fn merge_body(spec: &StateSpec) -> TokenStream {
         .map(|i| format_ident!("__gl_value_{}", i))
         .collect();
     let idents: Vec<_> = spec.fields.iter().map(|f| &f.ident).collect();
-    let indices: Vec<Literal> = (0..spec.fields.len())
-        .map(Literal::usize_unsuffixed)
-        .collect();
+    let indices: Vec<Literal> = (0..spec.fields.len()).map(Literal::usize_unsuffixed).collect();
 
     let folds = spec.fields.iter().enumerate().map(|(i, f)| {
         let ident = &f.ident;

@@ -49,10 +49,7 @@ fn reducer_label(f: &FieldSpec) -> String {
         ReducerKind::Builtin("AddMessages") => "merges the written messages by id".into(),
         ReducerKind::Builtin(other) => format!("reducer `{other}`"),
         ReducerKind::Custom(path) => {
-            format!(
-                "folded with `{}`",
-                quote!(#path).to_string().replace(' ', "")
-            )
+            format!("folded with `{}`", quote!(#path).to_string().replace(' ', ""))
         }
     }
 }
@@ -63,10 +60,7 @@ pub(crate) fn generate(spec: &StateSpec) -> TokenStream {
     let vis = &spec.vis;
     let state = &spec.ident;
     let update = update_ident(spec);
-    let serde_crate = LitStr::new(
-        &quote!(#krate::__private::serde).to_string(),
-        Span::call_site(),
-    );
+    let serde_crate = LitStr::new(&quote!(#krate::__private::serde).to_string(), Span::call_site());
     let struct_doc = format!(
         "A partial update of `{state}`: every field optional, in the form its reducer \
          accepts. Build one with `{update}::new()` and the setters, or from JSON."

@@ -1,6 +1,8 @@
 //! Object-safe form of [`Checkpointer`], so graphs can hold any saver behind an `Arc`.
 
-use super::{Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointTuple, Checkpointer, ListQuery, Version};
+use super::{
+    Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointTuple, Checkpointer, ListQuery, Version,
+};
 use crate::error::Result;
 use futures::future::BoxFuture;
 use serde_json::Value;
@@ -9,7 +11,10 @@ use std::collections::BTreeMap;
 /// [`Checkpointer`] with boxed futures. Every `Checkpointer` implements it.
 pub trait DynCheckpointer: Send + Sync + 'static {
     /// See [`Checkpointer::get_tuple`].
-    fn get_tuple<'a>(&'a self, config: &'a CheckpointConfig) -> BoxFuture<'a, Result<Option<CheckpointTuple>>>;
+    fn get_tuple<'a>(
+        &'a self,
+        config: &'a CheckpointConfig,
+    ) -> BoxFuture<'a, Result<Option<CheckpointTuple>>>;
     /// See [`Checkpointer::list`].
     fn list<'a>(&'a self, query: &'a ListQuery) -> BoxFuture<'a, Result<Vec<CheckpointTuple>>>;
     /// See [`Checkpointer::put`].
@@ -35,7 +40,10 @@ pub trait DynCheckpointer: Send + Sync + 'static {
 }
 
 impl<T: Checkpointer> DynCheckpointer for T {
-    fn get_tuple<'a>(&'a self, config: &'a CheckpointConfig) -> BoxFuture<'a, Result<Option<CheckpointTuple>>> {
+    fn get_tuple<'a>(
+        &'a self,
+        config: &'a CheckpointConfig,
+    ) -> BoxFuture<'a, Result<Option<CheckpointTuple>>> {
         Box::pin(Checkpointer::get_tuple(self, config))
     }
     fn list<'a>(&'a self, query: &'a ListQuery) -> BoxFuture<'a, Result<Vec<CheckpointTuple>>> {
@@ -48,7 +56,13 @@ impl<T: Checkpointer> DynCheckpointer for T {
         metadata: CheckpointMetadata,
         new_versions: BTreeMap<String, Version>,
     ) -> BoxFuture<'a, Result<CheckpointConfig>> {
-        Box::pin(Checkpointer::put(self, config, checkpoint, metadata, new_versions))
+        Box::pin(Checkpointer::put(
+            self,
+            config,
+            checkpoint,
+            metadata,
+            new_versions,
+        ))
     }
     fn put_writes<'a>(
         &'a self,

@@ -114,9 +114,7 @@ impl InMemorySaver {
             None => ns.checkpoints.last_key_value(),
         };
         found
-            .map(|(id, stored)| {
-                build_tuple(&config.thread_id, &config.checkpoint_ns, ns, id, stored)
-            })
+            .map(|(id, stored)| build_tuple(&config.thread_id, &config.checkpoint_ns, ns, id, stored))
             .transpose()
     }
 
@@ -126,10 +124,7 @@ impl InMemorySaver {
             Some(t) => inner.threads.get_key_value(t).into_iter().collect(),
             None => inner.threads.iter().collect(),
         };
-        let upper = query
-            .before
-            .as_deref()
-            .map_or(Bound::Unbounded, Bound::Excluded);
+        let upper = query.before.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
         let mut found: Vec<(&str, &str, &NsData, &str, &StoredCheckpoint)> = Vec::new();
         for (thread_id, namespaces) in threads {
             let namespaces: Vec<(&String, &NsData)> = match &query.checkpoint_ns {
@@ -145,19 +140,13 @@ impl InMemorySaver {
             }
         }
         // Newest first; ties (copied threads share ids) in a stable thread/ns order.
-        found.sort_by(|a, b| {
-            b.3.cmp(a.3)
-                .then_with(|| a.0.cmp(b.0))
-                .then_with(|| a.1.cmp(b.1))
-        });
+        found.sort_by(|a, b| b.3.cmp(a.3).then_with(|| a.0.cmp(b.0)).then_with(|| a.1.cmp(b.1)));
         if let Some(limit) = query.limit {
             found.truncate(limit);
         }
         found
             .into_iter()
-            .map(|(thread_id, ns_name, ns, id, stored)| {
-                build_tuple(thread_id, ns_name, ns, id, stored)
-            })
+            .map(|(thread_id, ns_name, ns, id, stored)| build_tuple(thread_id, ns_name, ns, id, stored))
             .collect()
     }
 
@@ -299,21 +288,16 @@ fn build_tuple(
     let mut values = BTreeMap::new();
     for (channel, version) in &checkpoint.channel_versions {
         // No blob at the current version: the channel is empty.
-        let Some(chain) = ns
-            .blobs
-            .get(channel)
-            .filter(|chain| chain.contains_key(version))
-        else {
+        let Some(chain) = ns.blobs.get(channel).filter(|chain| chain.contains_key(version)) else {
             continue;
         };
-        let value =
-            resolve_channel(channel, version, |v| chain.get(v).cloned()).map_err(|message| {
-                Error::CorruptCheckpoint {
-                    thread_id: thread_id.to_owned(),
-                    checkpoint_id: checkpoint_id.to_owned(),
-                    message,
-                }
-            })?;
+        let value = resolve_channel(channel, version, |v| chain.get(v).cloned()).map_err(|message| {
+            Error::CorruptCheckpoint {
+                thread_id: thread_id.to_owned(),
+                checkpoint_id: checkpoint_id.to_owned(),
+                message,
+            }
+        })?;
         values.insert(channel.clone(), ChannelValue::Full(value));
     }
     checkpoint.channel_values = values;

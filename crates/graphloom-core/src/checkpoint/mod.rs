@@ -383,7 +383,10 @@ mod tests {
     #[test]
     fn rfc3339_formats_known_instant() {
         assert_eq!(format_rfc3339(0, 0), "1970-01-01T00:00:00.000000+00:00");
-        assert_eq!(format_rfc3339(1_795_000_000, 5), "2026-11-18T11:06:40.000005+00:00");
+        assert_eq!(
+            format_rfc3339(1_795_000_000, 5),
+            "2026-11-18T11:06:40.000005+00:00"
+        );
     }
 
     #[test]

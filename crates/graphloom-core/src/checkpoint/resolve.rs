@@ -19,13 +19,15 @@ pub fn resolve_channel(
     let mut at = *version;
     let mut hops = 0usize;
     let base = loop {
-        let blob = lookup(&at)
-            .ok_or_else(|| format!("channel `{channel}`: no stored value for version {at}"))?;
+        let blob =
+            lookup(&at).ok_or_else(|| format!("channel `{channel}`: no stored value for version {at}"))?;
         match blob {
             ChannelValue::Full(v) => break v,
             ChannelValue::Append { base, items } => {
                 if base >= at {
-                    return Err(format!("channel `{channel}`: version {at} links forward to {base}"));
+                    return Err(format!(
+                        "channel `{channel}`: version {at} links forward to {base}"
+                    ));
                 }
                 tails.push(items);
                 at = base;
@@ -40,7 +42,9 @@ pub fn resolve_channel(
         return Ok(base);
     }
     let Value::Array(mut items) = base else {
-        return Err(format!("channel `{channel}`: appended to a value that is not a list"));
+        return Err(format!(
+            "channel `{channel}`: appended to a value that is not a list"
+        ));
     };
     for tail in tails.into_iter().rev() {
         items.extend(tail);
@@ -62,8 +66,20 @@ mod tests {
     fn follows_append_chain() {
         let mut blobs = HashMap::new();
         blobs.insert(v(1), ChannelValue::Full(json!([1])));
-        blobs.insert(v(2), ChannelValue::Append { base: v(1), items: vec![json!(2)] });
-        blobs.insert(v(3), ChannelValue::Append { base: v(2), items: vec![json!(3), json!(4)] });
+        blobs.insert(
+            v(2),
+            ChannelValue::Append {
+                base: v(1),
+                items: vec![json!(2)],
+            },
+        );
+        blobs.insert(
+            v(3),
+            ChannelValue::Append {
+                base: v(2),
+                items: vec![json!(3), json!(4)],
+            },
+        );
         let got = resolve_channel("c", &v(3), |ver| blobs.get(ver).cloned());
         assert_eq!(got, Ok(json!([1, 2, 3, 4])));
     }
@@ -71,11 +87,23 @@ mod tests {
     #[test]
     fn missing_or_bad_links_are_errors() {
         let mut blobs = HashMap::new();
-        blobs.insert(v(2), ChannelValue::Append { base: v(1), items: vec![] });
+        blobs.insert(
+            v(2),
+            ChannelValue::Append {
+                base: v(1),
+                items: vec![],
+            },
+        );
         assert!(resolve_channel("c", &v(2), |ver| blobs.get(ver).cloned()).is_err());
         blobs.insert(v(1), ChannelValue::Full(json!("s")));
         assert!(resolve_channel("c", &v(2), |ver| blobs.get(ver).cloned()).is_err());
-        blobs.insert(v(3), ChannelValue::Append { base: v(3), items: vec![] });
+        blobs.insert(
+            v(3),
+            ChannelValue::Append {
+                base: v(3),
+                items: vec![],
+            },
+        );
         assert!(resolve_channel("c", &v(3), |ver| blobs.get(ver).cloned()).is_err());
     }
 }

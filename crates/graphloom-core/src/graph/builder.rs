@@ -82,9 +82,9 @@ where
             let fut = f(s, rt);
             Box::pin(async move { fut.await.map(Into::into) })
         }
-        NodeInput::Packet(_) => Box::pin(async {
-            Err(NodeError::fatal("state node received a packet it cannot read"))
-        }),
+        NodeInput::Packet(_) => {
+            Box::pin(async { Err(NodeError::fatal("state node received a packet it cannot read")) })
+        }
     })
 }
 
@@ -144,13 +144,17 @@ impl<S: State> StateGraph<S> {
 
     fn insert_node(mut self, name: String, spec: NodeSpec<S>) -> Self {
         if is_reserved(&name) {
-            self.problems.push(format!(
-                "node name `{name}` is reserved or contains `|` or `:`"
-            ));
-        } else if self.nodes.contains_key(&name) {
-            self.problems.push(format!("node `{name}` is added twice"));
+            self.problems
+                .push(format!("node name `{name}` is reserved or contains `|` or `:`"));
         } else {
-            self.nodes.insert(name, spec);
+            match self.nodes.entry(name) {
+                std::collections::btree_map::Entry::Occupied(e) => {
+                    self.problems.push(format!("node `{}` is added twice", e.key()));
+                }
+                std::collections::btree_map::Entry::Vacant(e) => {
+                    e.insert(spec);
+                }
+            }
         }
         self
     }
@@ -277,7 +281,11 @@ impl<S: State> StateGraph<S> {
         self
     }
     /// `to` runs once every node of `from` has run (a join).
-    pub fn add_join<I: IntoIterator<Item = T>, T: Into<String>>(mut self, from: I, to: impl Into<String>) -> Self {
+    pub fn add_join<I: IntoIterator<Item = T>, T: Into<String>>(
+        mut self,
+        from: I,
+        to: impl Into<String>,
+    ) -> Self {
         let mut from: Vec<String> = from.into_iter().map(Into::into).collect();
         from.sort();
         from.dedup();
@@ -286,7 +294,11 @@ impl<S: State> StateGraph<S> {
     }
     /// After `from`, call `router` on the new state; it returns node names, `END`, or
     /// `Send` packets.
-    pub fn add_conditional_edges<R>(mut self, from: impl Into<String>, router: impl Fn(&S) -> R + Send + Sync + 'static) -> Self
+    pub fn add_conditional_edges<R>(
+        mut self,
+        from: impl Into<String>,
+        router: impl Fn(&S) -> R + Send + Sync + 'static,
+    ) -> Self
     where
         R: Into<Routes>,
     {
@@ -403,7 +415,9 @@ impl<S: State> StateGraph<S> {
             }
             for target in b.path_map.iter().flat_map(|m| m.values()) {
                 if !known(target) {
-                    problems.push(format!("conditional edge from `{from}` maps to unknown node `{target}`"));
+                    problems.push(format!(
+                        "conditional edge from `{from}` maps to unknown node `{target}`"
+                    ));
                 }
             }
         }
@@ -421,7 +435,8 @@ impl<S: State> StateGraph<S> {
                 }
             }
         }
-        let has_start = self.edges.iter().any(|(a, _)| a == START) || self.branches.iter().any(|(a, _)| a == START);
+        let has_start =
+            self.edges.iter().any(|(a, _)| a == START) || self.branches.iter().any(|(a, _)| a == START);
         if !has_start {
             problems.push("no edge from START: add `add_edge(START, <first node>)`".into());
         }

@@ -66,15 +66,20 @@ impl<S: State> GraphInner<S> {
         declared_edges: Vec<(String, String)>,
     ) -> Self {
         let node_names: Vec<String> = nodes.keys().cloned().collect();
-        let branch_channels: HashMap<String, String> =
-            node_names.iter().map(|n| (n.clone(), format!("branch:to:{n}"))).collect();
+        let branch_channels: HashMap<String, String> = node_names
+            .iter()
+            .map(|n| (n.clone(), format!("branch:to:{n}")))
+            .collect();
         let mut node_triggers: HashMap<String, Vec<String>> = node_names
             .iter()
             .map(|n| (n.clone(), vec![format!("branch:to:{n}")]))
             .collect();
         let mut joins_by_source: HashMap<String, Vec<usize>> = HashMap::new();
         for (i, j) in joins.iter().enumerate() {
-            node_triggers.entry(j.target.clone()).or_default().push(j.channel.clone());
+            node_triggers
+                .entry(j.target.clone())
+                .or_default()
+                .push(j.channel.clone());
             for s in &j.sources {
                 joins_by_source.entry(s.clone()).or_default().push(i);
             }
@@ -114,7 +119,10 @@ impl<S: State> GraphInner<S> {
     }
 
     pub fn cache_get(&self, node: &str, key: &str) -> Option<NodeOutput<S>> {
-        let mut cache = self.cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut cache = self
+            .cache
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let k = (node.to_owned(), key.to_owned());
         match cache.get(&k) {
             Some((_, Some(exp))) if *exp <= Instant::now() => {
@@ -127,7 +135,10 @@ impl<S: State> GraphInner<S> {
     }
 
     pub fn cache_put(&self, node: &str, key: &str, out: NodeOutput<S>, expires: Option<Instant>) {
-        let mut cache = self.cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut cache = self
+            .cache
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         cache.insert((node.to_owned(), key.to_owned()), (out, expires));
     }
 }
@@ -161,13 +172,17 @@ pub struct CompiledGraph<S: State> {
 
 impl<S: State> Clone for CompiledGraph<S> {
     fn clone(&self) -> Self {
-        Self { inner: Arc::clone(&self.inner) }
+        Self {
+            inner: Arc::clone(&self.inner),
+        }
     }
 }
 
 impl<S: State> CompiledGraph<S> {
     pub(crate) fn from_inner(inner: GraphInner<S>) -> Self {
-        Self { inner: Arc::new(inner) }
+        Self {
+            inner: Arc::new(inner),
+        }
     }
 
     /// The graph's name.
@@ -202,7 +217,10 @@ impl<S: State> CompiledGraph<S> {
 
     fn shared(&self, config: &RunConfig, sink: Option<StreamSink>) -> Arc<RunShared> {
         Arc::new(RunShared {
-            run_id: config.run_id.clone().unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
+            run_id: config
+                .run_id
+                .clone()
+                .unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
             thread_id: config.thread_id.clone(),
             store: self.inner.store.clone(),
             checkpointer: self.inner.checkpointer.clone(),
@@ -239,7 +257,10 @@ impl<S: State> CompiledGraph<S> {
             let out = execute(inner, input, config, run).await;
             let _ = done_tx.send(out);
         });
-        RunStream { rx: Some(rx), done: Some(done_rx) }
+        RunStream {
+            rx: Some(rx),
+            done: Some(done_rx),
+        }
     }
 
     /// Run this graph as a subgraph of the task behind `rt`: its checkpoints go to the
@@ -249,13 +270,28 @@ impl<S: State> CompiledGraph<S> {
         let mut ns: Vec<String> = parent_ns.iter().cloned().collect();
         ns.push(format!("{}:{}", rt.node(), rt.task_id()));
         let run = Arc::clone(rt.run());
-        let resuming = !run.resume.lock().unwrap_or_else(std::sync::PoisonError::into_inner).is_empty();
+        let resuming = !run
+            .resume
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .is_empty();
         let cfg = RunConfig {
-            recursion_limit: rt.remaining_steps().max(1).saturating_add(crate::config::DEFAULT_RECURSION_LIMIT),
+            recursion_limit: rt
+                .remaining_steps()
+                .max(1)
+                .saturating_add(crate::config::DEFAULT_RECURSION_LIMIT),
             thread_id: run.thread_id.clone(),
             ..RunConfig::default()
         };
-        let res = run_loop(Arc::clone(&self.inner), RunInput::Update(input), &cfg, run, ns.into(), resuming).await;
+        let res = run_loop(
+            Arc::clone(&self.inner),
+            RunInput::Update(input),
+            &cfg,
+            run,
+            ns.into(),
+            resuming,
+        )
+        .await;
         match res {
             Ok(r) => match r.end {
                 LoopEnd::Done => Ok(Arc::unwrap_or_clone(r.state)),
@@ -279,13 +315,16 @@ async fn execute<S: State>(
     config: RunConfig,
     run: Arc<RunShared>,
 ) -> Result<RunOutput<S>> {
-    let resuming = matches!(&input, RunInput::Continue) || matches!(&input, RunInput::Command(c) if c.resume.is_some());
+    let resuming =
+        matches!(&input, RunInput::Continue) || matches!(&input, RunInput::Command(c) if c.resume.is_some());
     let r = run_loop(inner, input, &config, run, Arc::from(Vec::new()), resuming).await?;
     let (status, interrupts) = match r.end {
         LoopEnd::Done => (RunStatus::Done, Vec::new()),
         LoopEnd::Interrupted(i) => (RunStatus::Interrupted, i),
         LoopEnd::Parent(..) => {
-            return Err(Error::InvalidGraph("a node sent a Command to the parent graph, but this graph has no parent".into()))
+            return Err(Error::InvalidGraph(
+                "a node sent a Command to the parent graph, but this graph has no parent".into(),
+            ))
         }
     };
     Ok(RunOutput {

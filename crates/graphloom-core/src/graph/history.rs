@@ -70,11 +70,23 @@ fn snapshot<S: State>(g: &GraphInner<S>, t: &CheckpointTuple, latest: bool) -> R
     let mut interrupts = Vec::new();
     for task in planned {
         let mine = t.pending_writes.iter().filter(|w| w.task_id == task.id);
-        let mut pt = PendingTask { id: task.id.clone(), name: task.node.clone(), error: None, interrupts: Vec::new(), finished: false };
+        let mut pt = PendingTask {
+            id: task.id.clone(),
+            name: task.node.clone(),
+            error: None,
+            interrupts: Vec::new(),
+            finished: false,
+        };
         for w in mine {
             match w.channel.as_str() {
                 checkpoint::ERROR => {
-                    pt.error = Some(w.value.get("message").and_then(Value::as_str).unwrap_or("error").to_owned());
+                    pt.error = Some(
+                        w.value
+                            .get("message")
+                            .and_then(Value::as_str)
+                            .unwrap_or("error")
+                            .to_owned(),
+                    );
                 }
                 checkpoint::INTERRUPT => {
                     pt.interrupts = serde_json::from_value(w.value.clone()).unwrap_or_default();
@@ -92,7 +104,11 @@ fn snapshot<S: State>(g: &GraphInner<S>, t: &CheckpointTuple, latest: bool) -> R
     }
     Ok(StateSnapshot {
         values: (*ls.state).clone(),
-        next: tasks.iter().filter(|t| !(latest && t.finished)).map(|t| t.name.clone()).collect(),
+        next: tasks
+            .iter()
+            .filter(|t| !(latest && t.finished))
+            .map(|t| t.name.clone())
+            .collect(),
         tasks,
         interrupts,
         config: t.config.clone(),
@@ -104,12 +120,22 @@ fn snapshot<S: State>(g: &GraphInner<S>, t: &CheckpointTuple, latest: bool) -> R
 
 impl<S: State> CompiledGraph<S> {
     fn saver(&self) -> Result<&Arc<dyn DynCheckpointer>> {
-        self.inner.checkpointer.as_ref().ok_or(Error::NoCheckpointer("reading or editing thread state"))
+        self.inner
+            .checkpointer
+            .as_ref()
+            .ok_or(Error::NoCheckpointer("reading or editing thread state"))
     }
 
     fn thread_cfg(config: &RunConfig) -> Result<CheckpointConfig> {
-        let thread = config.thread_id.clone().ok_or_else(|| Error::NotFound("no thread_id in the run config".into()))?;
-        Ok(CheckpointConfig { thread_id: thread, checkpoint_ns: String::new(), checkpoint_id: config.checkpoint_id.clone() })
+        let thread = config
+            .thread_id
+            .clone()
+            .ok_or_else(|| Error::NotFound("no thread_id in the run config".into()))?;
+        Ok(CheckpointConfig {
+            thread_id: thread,
+            checkpoint_ns: String::new(),
+            checkpoint_id: config.checkpoint_id.clone(),
+        })
     }
 
     /// The thread's state at its latest checkpoint (or `config.checkpoint_id`). A thread
@@ -118,7 +144,10 @@ impl<S: State> CompiledGraph<S> {
         let cfg = Self::thread_cfg(config)?;
         match self.saver()?.get_tuple(&cfg).await? {
             Some(t) => snapshot(&self.inner, &t, true),
-            None if cfg.checkpoint_id.is_some() => Err(Error::NotFound(format!("checkpoint of thread `{}`", cfg.thread_id))),
+            None if cfg.checkpoint_id.is_some() => Err(Error::NotFound(format!(
+                "checkpoint of thread `{}`",
+                cfg.thread_id
+            ))),
             None => Ok(StateSnapshot {
                 values: self.inner.shape.empty_like(),
                 next: Vec::new(),
@@ -133,7 +162,11 @@ impl<S: State> CompiledGraph<S> {
     }
 
     /// The thread's checkpoints, newest first.
-    pub async fn get_state_history(&self, config: &RunConfig, query: HistoryQuery) -> Result<Vec<StateSnapshot<S>>> {
+    pub async fn get_state_history(
+        &self,
+        config: &RunConfig,
+        query: HistoryQuery,
+    ) -> Result<Vec<StateSnapshot<S>>> {
         let cfg = Self::thread_cfg(config)?;
         let before_none = query.before.is_none() && cfg.checkpoint_id.is_none();
         let list = self
@@ -146,18 +179,29 @@ impl<S: State> CompiledGraph<S> {
                 limit: query.limit,
             })
             .await?;
-        list.iter().enumerate().map(|(i, t)| snapshot(&self.inner, t, i == 0 && before_none)).collect()
+        list.iter()
+            .enumerate()
+            .map(|(i, t)| snapshot(&self.inner, t, i == 0 && before_none))
+            .collect()
     }
 
     /// Apply `update` as if node `as_node` had written it (`None`: the node that ran last,
     /// or START on an empty thread), follow that node's edges, and save a new checkpoint.
     /// Editing an older checkpoint forks the thread from it.
-    pub async fn update_state(&self, config: &RunConfig, update: Option<S::Update>, as_node: Option<&str>) -> Result<CheckpointConfig> {
+    pub async fn update_state(
+        &self,
+        config: &RunConfig,
+        update: Option<S::Update>,
+        as_node: Option<&str>,
+    ) -> Result<CheckpointConfig> {
         let saver = Arc::clone(self.saver()?);
         let cfg = Self::thread_cfg(config)?;
         let tuple = saver.get_tuple(&cfg).await?;
         if cfg.checkpoint_id.is_some() && tuple.is_none() {
-            return Err(Error::NotFound(format!("checkpoint of thread `{}`", cfg.thread_id)));
+            return Err(Error::NotFound(format!(
+                "checkpoint of thread `{}`",
+                cfg.thread_id
+            )));
         }
         let g = &self.inner;
         let mut ls = match &tuple {
@@ -179,7 +223,13 @@ impl<S: State> CompiledGraph<S> {
         let mut changes = Vec::new();
         if let Some(u) = update {
             Arc::make_mut(&mut ls.state)
-                .merge(vec![TaskUpdate { node: node.as_str(), update: u }], &mut changes)
+                .merge(
+                    vec![TaskUpdate {
+                        node: node.as_str(),
+                        update: u,
+                    }],
+                    &mut changes,
+                )
                 .map_err(|source| Error::State { step, source })?;
         }
         for c in &changes {
@@ -189,12 +239,23 @@ impl<S: State> CompiledGraph<S> {
         }
         let mut candidates = BTreeSet::new();
         let mut sends = std::mem::take(&mut ls.sends);
-        fire_edges(g, &mut ls, &node, is_start, Vec::new(), &mut candidates, &mut sends)?;
+        fire_edges(
+            g,
+            &mut ls,
+            &node,
+            is_start,
+            Vec::new(),
+            &mut candidates,
+            &mut sends,
+        )?;
         ls.sends = sends;
         ls.step = step;
         ls.checkpoint_id = checkpoint::new_checkpoint_id();
         let (cp, nv) = ls.build_checkpoint(g)?;
-        let parent = CheckpointConfig { checkpoint_id: ls.saved_id.clone(), ..cfg.clone() };
+        let parent = CheckpointConfig {
+            checkpoint_id: ls.saved_id.clone(),
+            ..cfg.clone()
+        };
         let meta = CheckpointMetadata {
             source: CheckpointSource::Update,
             step,

@@ -8,10 +8,10 @@ pub(crate) mod task;
 
 use self::persist::Saver;
 use self::state::{LoopState, StartInput, START_CHANNEL};
-use self::task::{decode_writes, encode_writes, plan, saved_resumes, task_input, Outcome, Task, TaskKind, TaskRun};
-use crate::checkpoint::{
-    self, CheckpointConfig, CheckpointMetadata, CheckpointSource, DynCheckpointer,
+use self::task::{
+    decode_writes, encode_writes, plan, saved_resumes, task_input, Outcome, Task, TaskKind, TaskRun,
 };
+use crate::checkpoint::{self, CheckpointConfig, CheckpointMetadata, CheckpointSource, DynCheckpointer};
 use crate::config::{RunConfig, RunInput};
 use crate::error::{Error, Result};
 use crate::graph::compiled::GraphInner;
@@ -91,7 +91,8 @@ pub(crate) async fn run_loop<S: State>(
     resuming: bool,
 ) -> Result<LoopResult<S>> {
     let is_root = ns.is_empty();
-    let checkpointer: Option<Arc<dyn DynCheckpointer>> = g.checkpointer.clone().or_else(|| run.checkpointer.clone());
+    let checkpointer: Option<Arc<dyn DynCheckpointer>> =
+        g.checkpointer.clone().or_else(|| run.checkpointer.clone());
     let persist = checkpointer.is_some() && run.thread_id.is_some();
     let ns_str = ns.join("|");
     let cfg = CheckpointConfig {
@@ -99,7 +100,8 @@ pub(crate) async fn run_loop<S: State>(
         checkpoint_ns: ns_str.clone(),
         checkpoint_id: None,
     };
-    let needs_saved = matches!(&input, RunInput::Continue) || matches!(&input, RunInput::Command(c) if c.resume.is_some());
+    let needs_saved =
+        matches!(&input, RunInput::Continue) || matches!(&input, RunInput::Command(c) if c.resume.is_some());
     if needs_saved && !persist && is_root {
         return Err(Error::NoCheckpointer("resuming a run"));
     }
@@ -114,7 +116,10 @@ pub(crate) async fn run_loop<S: State>(
         tuple = saver.get_tuple(&want).await?;
         if let Some(id) = &want.checkpoint_id {
             let Some(t) = &tuple else {
-                return Err(Error::NotFound(format!("checkpoint `{id}` of thread `{}`", cfg.thread_id)));
+                return Err(Error::NotFound(format!(
+                    "checkpoint `{id}` of thread `{}`",
+                    cfg.thread_id
+                )));
             };
             let latest = saver.get_tuple(&cfg).await?;
             fork = latest.is_some_and(|l| l.checkpoint.id != t.checkpoint.id);
@@ -140,7 +145,9 @@ pub(crate) async fn run_loop<S: State>(
         interrupt_before: merge_sets(&rc.interrupt_before, is_root),
         interrupt_after: merge_sets(&rc.interrupt_after, is_root),
         deadline,
-        timeout_ms: rc.timeout.map_or(0, |t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
+        timeout_ms: rc
+            .timeout
+            .map_or(0, |t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
         metadata: rc.metadata.clone(),
     };
     let graph_before = lp.g.interrupt_before.clone();
@@ -150,30 +157,53 @@ pub(crate) async fn run_loop<S: State>(
 
     // A nested graph re-run by a resumed parent task continues where it stopped.
     let has_pending = tuple.is_some() && !plan(&lp.g, &lp.ls, &lp.ns_str).is_empty();
-    let input = if !is_root && resuming && has_pending { RunInput::Continue } else { input };
+    let input = if !is_root && resuming && has_pending {
+        RunInput::Continue
+    } else {
+        input
+    };
     let mut skip_before = false;
     match input {
-        RunInput::Update(u) => lp.new_input(StartInput { update: Some(u), goto: None }).await?,
+        RunInput::Update(u) => {
+            lp.new_input(StartInput {
+                update: Some(u),
+                goto: None,
+            })
+            .await?
+        }
         RunInput::Json(v) => {
             let u = lp.g.shape.update_from_json(v).map_err(Error::Decode)?;
-            lp.new_input(StartInput { update: Some(u), goto: None }).await?;
+            lp.new_input(StartInput {
+                update: Some(u),
+                goto: None,
+            })
+            .await?;
         }
         RunInput::Command(c) => {
             if let Some(r) = c.resume {
                 if tuple.is_none() {
-                    return Err(Error::InvalidResume("the thread has no checkpoint to resume".into()));
+                    return Err(Error::InvalidResume(
+                        "the thread has no checkpoint to resume".into(),
+                    ));
                 }
                 lp.apply_resume(r)?;
                 skip_before = true;
             }
             if c.update.is_some() || !c.goto.is_empty() {
                 let goto = if c.goto.is_empty() { None } else { Some(c.goto) };
-                lp.new_input(StartInput { update: c.update, goto }).await?;
+                lp.new_input(StartInput {
+                    update: c.update,
+                    goto,
+                })
+                .await?;
             }
         }
         RunInput::Continue => {
             if tuple.is_none() && is_root {
-                return Err(Error::NotFound(format!("thread `{}` has no checkpoint to continue from", lp.cfg.thread_id)));
+                return Err(Error::NotFound(format!(
+                    "thread `{}` has no checkpoint to continue from",
+                    lp.cfg.thread_id
+                )));
             }
             skip_before = true;
         }
@@ -182,7 +212,11 @@ pub(crate) async fn run_loop<S: State>(
 }
 
 fn merge_sets(run: &NodeSet, is_root: bool) -> NodeSet {
-    if is_root { run.clone() } else { NodeSet::None }
+    if is_root {
+        run.clone()
+    } else {
+        NodeSet::None
+    }
 }
 
 fn union(a: NodeSet, b: NodeSet) -> NodeSet {
@@ -240,7 +274,8 @@ impl<S: State> Loop<S> {
         self.ls.sends.clear();
         self.ls.pending_writes.clear();
         self.ls.bump(START_CHANNEL);
-        self.ls.mark_dirty(START_CHANNEL, crate::state::FieldChange::Replaced);
+        self.ls
+            .mark_dirty(START_CHANNEL, crate::state::FieldChange::Replaced);
         self.ls.start = Some(start);
         self.ls.candidates = Some(BTreeSet::new());
         self.ls.step += 1;
@@ -258,7 +293,12 @@ impl<S: State> Loop<S> {
             .ls
             .pending_writes
             .iter()
-            .filter(|w| !matches!(w.channel.as_str(), checkpoint::ERROR | checkpoint::INTERRUPT | checkpoint::RESUME))
+            .filter(|w| {
+                !matches!(
+                    w.channel.as_str(),
+                    checkpoint::ERROR | checkpoint::INTERRUPT | checkpoint::RESUME
+                )
+            })
             .map(|w| w.task_id.as_str())
             .collect();
         self.ls
@@ -278,7 +318,11 @@ impl<S: State> Loop<S> {
         let pending = self.pending_interrupts();
         let map: BTreeMap<String, Value> = match resume {
             Resume::Value(v) => match pending.as_slice() {
-                [] => return Err(Error::InvalidResume("no interrupt is pending on this thread".into())),
+                [] => {
+                    return Err(Error::InvalidResume(
+                        "no interrupt is pending on this thread".into(),
+                    ))
+                }
                 [(_, only)] => BTreeMap::from([(only.id.clone(), v)]),
                 many => {
                     let ids: Vec<&str> = many.iter().map(|(_, i)| i.id.as_str()).collect();
@@ -295,13 +339,19 @@ impl<S: State> Loop<S> {
                 }
                 for id in m.keys() {
                     if !pending.iter().any(|(_, i)| &i.id == id) {
-                        return Err(Error::InvalidResume(format!("no pending interrupt has id `{id}`")));
+                        return Err(Error::InvalidResume(format!(
+                            "no pending interrupt has id `{id}`"
+                        )));
                     }
                 }
                 m
             }
         };
-        let mut guard = self.run.resume.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut guard = self
+            .run
+            .resume
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         guard.extend(map);
         Ok(())
     }
@@ -313,8 +363,14 @@ impl<S: State> Loop<S> {
     }
 
     async fn finish(mut self, end: LoopEnd) -> Result<LoopResult<S>> {
-        if matches!(self.saver, Saver::Exit(..)) && self.ls.saved_id.as_deref() != Some(self.ls.checkpoint_id.as_str()) {
-            let source = if self.ls.step < 0 { CheckpointSource::Input } else { CheckpointSource::Loop };
+        if matches!(self.saver, Saver::Exit(..))
+            && self.ls.saved_id.as_deref() != Some(self.ls.checkpoint_id.as_str())
+        {
+            let source = if self.ls.step < 0 {
+                CheckpointSource::Input
+            } else {
+                CheckpointSource::Loop
+            };
             self.save(source).await?;
         }
         let cfg = self.current_cfg();
@@ -385,14 +441,17 @@ impl<S: State> Loop<S> {
             }
             self.saver.step_done();
             if self.saver.per_step() {
-                if let Err(e) = self.save(CheckpointSource::Loop).await {
-                    return Err(e);
-                }
+                self.save(CheckpointSource::Loop).await?;
             }
             let st = Arc::clone(&self.ls.state);
-            self.emit(StreamMode::Values, || StreamData::Values(Arc::new(StateValue(st))));
+            self.emit(StreamMode::Values, || {
+                StreamData::Values(Arc::new(StateValue(st)))
+            });
             self.emit_checkpoint_event();
-            if tasks.iter().any(|t| !matches!(t.kind, TaskKind::Start) && self.interrupt_after.contains(&t.node)) {
+            if tasks
+                .iter()
+                .any(|t| !matches!(t.kind, TaskKind::Start) && self.interrupt_after.contains(&t.node))
+            {
                 let next = plan(&self.g, &self.ls, &self.ns_str);
                 if !next.is_empty() {
                     return self.finish(LoopEnd::Interrupted(Vec::new())).await;
@@ -407,7 +466,10 @@ impl<S: State> Loop<S> {
         if !wants_cp && !wants_dbg {
             return;
         }
-        let next: Vec<String> = plan(&self.g, &self.ls, &self.ns_str).into_iter().map(|t| t.node).collect();
+        let next: Vec<String> = plan(&self.g, &self.ls, &self.ns_str)
+            .into_iter()
+            .map(|t| t.node)
+            .collect();
         let payload = json!({
             "config": {"configurable": {"thread_id": self.cfg.thread_id, "checkpoint_ns": self.ns_str, "checkpoint_id": self.ls.checkpoint_id}},
             "parent_config": self.ls.saved_id.as_ref().map(|id| json!({"configurable": {"thread_id": self.cfg.thread_id, "checkpoint_ns": self.ns_str, "checkpoint_id": id}})),
@@ -420,7 +482,8 @@ impl<S: State> Loop<S> {
             self.run.emit(&self.ns, StreamMode::Debug, StreamData::Json(json!({"step": self.ls.step, "timestamp": checkpoint::now_rfc3339(), "type": "checkpoint", "payload": p})));
         }
         if wants_cp {
-            self.run.emit(&self.ns, StreamMode::Checkpoints, StreamData::Json(payload));
+            self.run
+                .emit(&self.ns, StreamMode::Checkpoints, StreamData::Json(payload));
         }
     }
 
@@ -431,15 +494,20 @@ impl<S: State> Loop<S> {
             return;
         }
         let payload = match result {
-            None => json!({"id": task.id, "name": task.node, "path": task.path(), "triggers": task.triggers(), "input": match &task.kind {
-                TaskKind::Push(_, p) => p.to_json().unwrap_or(Value::Null),
-                _ => self.ls.state.to_json().unwrap_or(Value::Null),
-            }}),
+            None => {
+                json!({"id": task.id, "name": task.node, "path": task.path(), "triggers": task.triggers(), "input": match &task.kind {
+                    TaskKind::Push(_, p) => p.to_json().unwrap_or(Value::Null),
+                    _ => self.ls.state.to_json().unwrap_or(Value::Null),
+                }})
+            }
             Some(o) => {
                 let (error, result, interrupts) = match o {
                     Outcome::Done { update, .. } => (
                         Value::Null,
-                        update.as_ref().and_then(|u| self.ls.state.update_to_json(u).ok()).unwrap_or(Value::Null),
+                        update
+                            .as_ref()
+                            .and_then(|u| self.ls.state.update_to_json(u).ok())
+                            .unwrap_or(Value::Null),
                         json!([]),
                     ),
                     Outcome::Interrupted(i, _) => (Value::Null, Value::Null, json!(i)),
@@ -453,7 +521,8 @@ impl<S: State> Loop<S> {
             self.run.emit(&self.ns, StreamMode::Debug, StreamData::Json(json!({"step": self.ls.step + 1, "timestamp": checkpoint::now_rfc3339(), "type": ty, "payload": payload.clone()})));
         }
         if wants_t {
-            self.run.emit(&self.ns, StreamMode::Tasks, StreamData::Json(payload));
+            self.run
+                .emit(&self.ns, StreamMode::Tasks, StreamData::Json(payload));
         }
     }
 
@@ -483,7 +552,10 @@ impl<S: State> Loop<S> {
             let input = match task_input(&self.g, &self.ls, t) {
                 Ok(i) => i,
                 Err(message) => {
-                    outcomes[i] = Some(Outcome::Failed(Error::Node { node: t.node.clone(), message }));
+                    outcomes[i] = Some(Outcome::Failed(Error::Node {
+                        node: t.node.clone(),
+                        message,
+                    }));
                     continue;
                 }
             };
@@ -509,11 +581,17 @@ impl<S: State> Loop<S> {
         }
         let cfg = self.current_cfg();
         if to_run.len() == 1 {
-            let Some((i, run)) = to_run.pop() else { return Err(Error::Cancelled) };
+            let Some((i, run)) = to_run.pop() else {
+                return Err(Error::Cancelled);
+            };
             let out = match self.deadline {
-                Some(d) => tokio::time::timeout_at(d, run.execute())
-                    .await
-                    .map_err(|_| Error::RunTimeout { after_ms: self.timeout_ms })?,
+                Some(d) => {
+                    tokio::time::timeout_at(d, run.execute())
+                        .await
+                        .map_err(|_| Error::RunTimeout {
+                            after_ms: self.timeout_ms,
+                        })?
+                }
                 None => run.execute().await,
             };
             self.record(&cfg, &tasks[i], &out).await?;
@@ -529,18 +607,26 @@ impl<S: State> Loop<S> {
                         Ok(n) => n,
                         Err(_) => {
                             set.abort_all();
-                            return Err(Error::RunTimeout { after_ms: self.timeout_ms });
+                            return Err(Error::RunTimeout {
+                                after_ms: self.timeout_ms,
+                            });
                         }
                     },
                     None => set.join_next().await,
                 };
                 let Some(joined) = next else { break };
-                let (i, out) = joined.map_err(|e| Error::Node { node: "?".into(), message: format!("task panicked or was cancelled: {e}") })?;
+                let (i, out) = joined.map_err(|e| Error::Node {
+                    node: "?".into(),
+                    message: format!("task panicked or was cancelled: {e}"),
+                })?;
                 self.record(&cfg, &tasks[i], &out).await?;
                 outcomes[i] = Some(out);
             }
         }
-        Ok(outcomes.into_iter().map(|o| o.unwrap_or(Outcome::Failed(Error::Cancelled))).collect())
+        Ok(outcomes
+            .into_iter()
+            .map(|o| o.unwrap_or(Outcome::Failed(Error::Cancelled)))
+            .collect())
     }
 
     /// Save one finished task's writes and emit its result event.
@@ -552,7 +638,10 @@ impl<S: State> Loop<S> {
         let writes = match out {
             Outcome::Done { parent: Some(_), .. } => return Ok(()),
             Outcome::Done { update, goto, .. } => encode_writes(&*self.ls.state, update.as_ref(), goto)
-                .map_err(|message| Error::Node { node: task.node.clone(), message })?,
+                .map_err(|message| Error::Node {
+                    node: task.node.clone(),
+                    message,
+                })?,
             Outcome::Interrupted(ints, consumed) => {
                 let mut w = vec![(checkpoint::INTERRUPT.to_owned(), json!(ints))];
                 if !consumed.is_empty() {
@@ -588,15 +677,24 @@ impl<S: State> Loop<S> {
             if let Outcome::Done { update, goto, .. } = o {
                 if wants_updates {
                     let data = match &update {
-                        Some(u) => StreamData::Update { node: t.node.clone(), update: Arc::new(UpdateValue(Arc::clone(&before), u.clone())) },
-                        None => StreamData::Update { node: t.node.clone(), update: Arc::new(Value::Null) },
+                        Some(u) => StreamData::Update {
+                            node: t.node.clone(),
+                            update: Arc::new(UpdateValue(Arc::clone(&before), u.clone())),
+                        },
+                        None => StreamData::Update {
+                            node: t.node.clone(),
+                            update: Arc::new(Value::Null),
+                        },
                     };
                     if !matches!(t.kind, TaskKind::Start) {
                         self.run.emit(&self.ns, StreamMode::Updates, data);
                     }
                 }
                 if let Some(u) = update {
-                    updates.push(TaskUpdate { node: t.node.as_str(), update: u });
+                    updates.push(TaskUpdate {
+                        node: t.node.as_str(),
+                        update: u,
+                    });
                 }
                 gotos.push((i, goto));
             }
@@ -605,7 +703,8 @@ impl<S: State> Loop<S> {
         let mut changes = Vec::new();
         {
             let st = Arc::make_mut(&mut self.ls.state);
-            st.merge(updates, &mut changes).map_err(|source| Error::State { step, source })?;
+            st.merge(updates, &mut changes)
+                .map_err(|source| Error::State { step, source })?;
         }
         let mut updated = Vec::with_capacity(changes.len());
         for c in &changes {
@@ -631,7 +730,15 @@ impl<S: State> Loop<S> {
         for (i, goto) in gotos {
             let t = &tasks[i];
             let is_start = matches!(t.kind, TaskKind::Start);
-            fire_edges(&self.g, &mut self.ls, &t.node, is_start, goto, &mut candidates, &mut sends)?;
+            fire_edges(
+                &self.g,
+                &mut self.ls,
+                &t.node,
+                is_start,
+                goto,
+                &mut candidates,
+                &mut sends,
+            )?;
         }
         if matches!(tasks.first().map(|t| &t.kind), Some(TaskKind::Start)) {
             self.ls.start = None;
@@ -662,7 +769,7 @@ pub(crate) fn fire_edges<S: State>(
 ) -> Result<()> {
     let source = if is_start { START } else { node };
     let mut routes: Vec<Route> = Vec::new();
-    if !(is_start && !goto.is_empty()) {
+    if !is_start || goto.is_empty() {
         for target in g.edges_out.get(source).into_iter().flatten() {
             routes.push(Route::To(target.clone()));
         }
@@ -671,7 +778,11 @@ pub(crate) fn fire_edges<S: State>(
                 routes.push(match (&b.path_map, r) {
                     (Some(map), Route::To(key)) => match map.get(&key) {
                         Some(n) => Route::from(n.clone()),
-                        None => return Err(Error::UnknownNode(format!("{key} (not in the path map of `{source}`)"))),
+                        None => {
+                            return Err(Error::UnknownNode(format!(
+                                "{key} (not in the path map of `{source}`)"
+                            )))
+                        }
                     },
                     (_, r) => r,
                 });
@@ -682,7 +793,10 @@ pub(crate) fn fire_edges<S: State>(
     if !is_start {
         for &j in g.joins_by_source.get(source).into_iter().flatten() {
             let join = &g.joins[j];
-            ls.barriers.entry(join.channel.clone()).or_default().insert(source.to_owned());
+            ls.barriers
+                .entry(join.channel.clone())
+                .or_default()
+                .insert(source.to_owned());
             ls.bump(&join.channel);
             ls.mark_dirty(&join.channel, crate::state::FieldChange::Replaced);
             candidates.insert(join.target.clone());
@@ -693,7 +807,10 @@ pub(crate) fn fire_edges<S: State>(
             Route::End => {}
             Route::To(n) if n == END => {}
             Route::To(n) => {
-                let ch = g.branch_channel(&n).ok_or_else(|| Error::UnknownNode(n.clone()))?.to_owned();
+                let ch = g
+                    .branch_channel(&n)
+                    .ok_or_else(|| Error::UnknownNode(n.clone()))?
+                    .to_owned();
                 ls.bump(&ch);
                 candidates.insert(n);
             }
@@ -711,13 +828,22 @@ pub(crate) fn fire_edges<S: State>(
 /// Errors are not `Clone`; rebuild the ones a task can produce.
 fn clone_err(e: &Error) -> Error {
     match e {
-        Error::Node { node, message } => Error::Node { node: node.clone(), message: message.clone() },
-        Error::NodeTimeout { node, after_ms } => Error::NodeTimeout { node: node.clone(), after_ms: *after_ms },
+        Error::Node { node, message } => Error::Node {
+            node: node.clone(),
+            message: message.clone(),
+        },
+        Error::NodeTimeout { node, after_ms } => Error::NodeTimeout {
+            node: node.clone(),
+            after_ms: *after_ms,
+        },
         Error::UnknownNode(n) => Error::UnknownNode(n.clone()),
         Error::RecursionLimit { limit } => Error::RecursionLimit { limit: *limit },
         Error::RunTimeout { after_ms } => Error::RunTimeout { after_ms: *after_ms },
         Error::InvalidResume(m) => Error::InvalidResume(m.clone()),
-        other => Error::Node { node: String::new(), message: other.to_string() },
+        other => Error::Node {
+            node: String::new(),
+            message: other.to_string(),
+        },
     }
 }
 

@@ -11,7 +11,14 @@ use tokio::task::JoinHandle;
 
 pub(crate) enum SaveOp {
     Writes(CheckpointConfig, Vec<(String, Value)>, String),
-    Checkpoint(CheckpointConfig, Checkpoint, CheckpointMetadata, BTreeMap<String, Version>),
+    Checkpoint(
+        Box<(
+            CheckpointConfig,
+            Checkpoint,
+            CheckpointMetadata,
+            BTreeMap<String, Version>,
+        )>,
+    ),
 }
 
 /// Where a run's checkpoints and writes go.
@@ -41,7 +48,10 @@ impl Saver {
                     while let Some(op) = rx.recv().await {
                         let r = match op {
                             SaveOp::Writes(cfg, w, task) => s.put_writes(&cfg, w, &task, "").await,
-                            SaveOp::Checkpoint(cfg, cp, meta, nv) => s.put(&cfg, cp, meta, nv).await.map(|_| ()),
+                            SaveOp::Checkpoint(b) => {
+                                let (cfg, cp, meta, nv) = *b;
+                                s.put(&cfg, cp, meta, nv).await.map(|_| ())
+                            }
                         };
                         if first.is_ok() {
                             first = r;
@@ -63,13 +73,23 @@ impl Saver {
         matches!(self, Saver::Sync(_) | Saver::Async(..))
     }
 
-    pub async fn put_writes(&mut self, cfg: &CheckpointConfig, writes: Vec<(String, Value)>, task_id: &str) -> Result<()> {
+    pub async fn put_writes(
+        &mut self,
+        cfg: &CheckpointConfig,
+        writes: Vec<(String, Value)>,
+        task_id: &str,
+    ) -> Result<()> {
         match self {
             Saver::None => Ok(()),
             Saver::Sync(s) => s.put_writes(cfg, writes, task_id, "").await,
             Saver::Async(tx, _) => tx
                 .send(SaveOp::Writes(cfg.clone(), writes, task_id.to_owned()))
-                .map_err(|_| Error::Backend(crate::error::BackendError::new(crate::error::BackendErrorKind::Other, "background writer stopped"))),
+                .map_err(|_| {
+                    Error::Backend(crate::error::BackendError::new(
+                        crate::error::BackendErrorKind::Other,
+                        "background writer stopped",
+                    ))
+                }),
             Saver::Exit(_, buf) => {
                 buf.retain(|(t, _)| t != task_id);
                 buf.push((task_id.to_owned(), writes));
@@ -96,8 +116,13 @@ impl Saver {
             Saver::None => Ok(()),
             Saver::Sync(s) | Saver::Exit(s, _) => s.put(cfg, cp, meta, nv).await.map(|_| ()),
             Saver::Async(tx, _) => tx
-                .send(SaveOp::Checkpoint(cfg.clone(), cp, meta, nv))
-                .map_err(|_| Error::Backend(crate::error::BackendError::new(crate::error::BackendErrorKind::Other, "background writer stopped"))),
+                .send(SaveOp::Checkpoint(Box::new((cfg.clone(), cp, meta, nv))))
+                .map_err(|_| {
+                    Error::Backend(crate::error::BackendError::new(
+                        crate::error::BackendErrorKind::Other,
+                        "background writer stopped",
+                    ))
+                }),
         }
     }
 
@@ -115,7 +140,10 @@ impl Saver {
             Saver::Async(tx, handle) => {
                 drop(tx);
                 handle.await.map_err(|e| {
-                    Error::Backend(crate::error::BackendError::new(crate::error::BackendErrorKind::Other, format!("background writer: {e}")))
+                    Error::Backend(crate::error::BackendError::new(
+                        crate::error::BackendErrorKind::Other,
+                        format!("background writer: {e}"),
+                    ))
                 })?
             }
         }

@@ -90,7 +90,10 @@ impl<S: State> LoopState<S> {
             message,
         };
         if cp.v > CHECKPOINT_FORMAT {
-            return Err(corrupt(format!("format {} is newer than this build reads ({CHECKPOINT_FORMAT})", cp.v)));
+            return Err(corrupt(format!(
+                "format {} is newer than this build reads ({CHECKPOINT_FORMAT})",
+                cp.v
+            )));
         }
         let mut state = g.shape.empty_like();
         let mut barriers = BTreeMap::new();
@@ -153,7 +156,10 @@ impl<S: State> LoopState<S> {
     /// Bump channel `ch` and return the new version.
     pub fn bump(&mut self, ch: &str) -> Version {
         self.clock += 1;
-        let next = Version { n: self.clock, salt: self.salt };
+        let next = Version {
+            n: self.clock,
+            salt: self.salt,
+        };
         self.versions.insert(ch.to_owned(), next);
         next
     }
@@ -161,7 +167,10 @@ impl<S: State> LoopState<S> {
     /// Record that `node` has seen the current version of `ch`.
     pub fn mark_seen(&mut self, node: &str, ch: &str) {
         if let Some(v) = self.versions.get(ch).copied() {
-            self.seen.entry(node.to_owned()).or_default().insert(ch.to_owned(), v);
+            self.seen
+                .entry(node.to_owned())
+                .or_default()
+                .insert(ch.to_owned(), v);
         }
     }
 
@@ -179,14 +188,18 @@ impl<S: State> LoopState<S> {
         let mut new_versions = BTreeMap::new();
         let dirty = std::mem::take(&mut self.dirty);
         for (ch, change) in dirty {
-            let Some(version) = self.versions.get(&ch).copied() else { continue };
+            let Some(version) = self.versions.get(&ch).copied() else {
+                continue;
+            };
             let value = if let Some(idx) = self.state.field_index(&ch) {
                 Some(self.encode_field(&ch, idx, change)?)
             } else if let Some(set) = self.barriers.get(&ch) {
                 Some(ChannelValue::Full(json!(set)))
             } else if ch == START_CHANNEL {
                 match &self.start {
-                    Some(start) => Some(ChannelValue::Full(encode_start(&*self.state, start).map_err(Error::Decode)?)),
+                    Some(start) => Some(ChannelValue::Full(
+                        encode_start(&*self.state, start).map_err(Error::Decode)?,
+                    )),
                     None => None,
                 }
             } else {
@@ -203,7 +216,10 @@ impl<S: State> LoopState<S> {
                 node: s.node.clone(),
                 message: format!("Send packet cannot be saved: {m}"),
             })?;
-            pending_sends.push(PendingSend { node: s.node.clone(), packet });
+            pending_sends.push(PendingSend {
+                node: s.node.clone(),
+                packet,
+            });
         }
         let _ = g;
         let cp = Checkpoint {
@@ -217,7 +233,8 @@ impl<S: State> LoopState<S> {
             updated_channels: self.updated.clone(),
             delta_meta: self.delta_meta.clone(),
         };
-        self.saved_versions.extend(new_versions.iter().map(|(k, v)| (k.clone(), *v)));
+        self.saved_versions
+            .extend(new_versions.iter().map(|(k, v)| (k.clone(), *v)));
         Ok((cp, new_versions))
     }
 
@@ -229,14 +246,26 @@ impl<S: State> LoopState<S> {
             if since < meta.full_len.max(MIN_FULL_EVERY) {
                 if let Some(tail) = self.state.field_tail_to_json(idx, n) {
                     let items = tail.map_err(Error::Decode)?;
-                    self.delta_meta.insert(ch.to_owned(), DeltaMeta { full_len: meta.full_len, since_full: since });
+                    self.delta_meta.insert(
+                        ch.to_owned(),
+                        DeltaMeta {
+                            full_len: meta.full_len,
+                            since_full: since,
+                        },
+                    );
                     return Ok(ChannelValue::Append { base, items });
                 }
             }
         }
         let full = self.state.field_to_json(idx).map_err(Error::Decode)?;
         if let (FieldChange::Appended(_), Value::Array(a)) = (change, &full) {
-            self.delta_meta.insert(ch.to_owned(), DeltaMeta { full_len: a.len(), since_full: 0 });
+            self.delta_meta.insert(
+                ch.to_owned(),
+                DeltaMeta {
+                    full_len: a.len(),
+                    since_full: 0,
+                },
+            );
         } else {
             self.delta_meta.remove(ch);
         }
@@ -255,7 +284,11 @@ fn encode_start<S: State>(state: &S, start: &StartInput<S>) -> Result<Value, cra
             .filter_map(|r| match r {
                 Route::To(n) => Some(json!({"to": n})),
                 Route::End => Some(json!({"to": crate::types::END})),
-                Route::Send(s) => s.packet.to_json().ok().map(|p| json!({"send": s.node, "packet": p})),
+                Route::Send(s) => s
+                    .packet
+                    .to_json()
+                    .ok()
+                    .map(|p| json!({"send": s.node, "packet": p})),
             })
             .collect()
     });
@@ -276,7 +309,10 @@ fn decode_start<S: State>(state: &S, v: Value) -> Result<StartInput<S>, String> 
                     if let Some(n) = it.get("to").and_then(Value::as_str) {
                         Ok(Route::from(n))
                     } else if let Some(n) = it.get("send").and_then(Value::as_str) {
-                        Ok(Route::Send(Send::json(n, it.get("packet").cloned().unwrap_or(Value::Null))))
+                        Ok(Route::Send(Send::json(
+                            n,
+                            it.get("packet").cloned().unwrap_or(Value::Null),
+                        )))
                     } else {
                         Err(format!("bad goto entry {it}"))
                     }

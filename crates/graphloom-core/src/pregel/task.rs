@@ -58,7 +58,14 @@ pub(crate) fn task_id(checkpoint_id: &str, ns: &str, step: i64, node: &str, tag:
     }
     let x = h.digest128();
     let s = format!("{x:032x}");
-    format!("{}-{}-{}-{}-{}", &s[0..8], &s[8..12], &s[12..16], &s[16..20], &s[20..32])
+    format!(
+        "{}-{}-{}-{}-{}",
+        &s[0..8],
+        &s[8..12],
+        &s[12..16],
+        &s[16..20],
+        &s[20..32]
+    )
 }
 
 /// The tasks of the next superstep, in deterministic order: start, pull tasks by node
@@ -74,7 +81,9 @@ pub(crate) fn plan<S: State>(g: &GraphInner<S>, ls: &LoopState<S>, ns: &str) -> 
         });
     }
     let consider = |node: &str, tasks: &mut Vec<Task>| {
-        let Some(triggers) = g.node_triggers.get(node) else { return };
+        let Some(triggers) = g.node_triggers.get(node) else {
+            return;
+        };
         let fired: Vec<String> = triggers
             .iter()
             .filter(|ch| {
@@ -122,10 +131,22 @@ pub(crate) enum Outcome<S: State> {
 impl<S: State> Outcome<S> {
     pub fn from_output(out: NodeOutput<S>) -> Self {
         match out {
-            NodeOutput::None => Outcome::Done { update: None, goto: Vec::new(), parent: None },
-            NodeOutput::Update(u) => Outcome::Done { update: Some(u), goto: Vec::new(), parent: None },
+            NodeOutput::None => Outcome::Done {
+                update: None,
+                goto: Vec::new(),
+                parent: None,
+            },
+            NodeOutput::Update(u) => Outcome::Done {
+                update: Some(u),
+                goto: Vec::new(),
+                parent: None,
+            },
             NodeOutput::Command(c) => match c.graph {
-                crate::types::CommandGraph::Current => Outcome::Done { update: c.update, goto: c.goto, parent: None },
+                crate::types::CommandGraph::Current => Outcome::Done {
+                    update: c.update,
+                    goto: c.goto,
+                    parent: None,
+                },
                 crate::types::CommandGraph::Parent => Outcome::Done {
                     update: None,
                     goto: Vec::new(),
@@ -167,10 +188,17 @@ pub(crate) fn encode_writes<S: State>(
 
 /// Rebuild a task's outcome from writes saved before (so it is not run again). `None` if
 /// the task has no successful writes.
-pub(crate) fn decode_writes<S: State>(state: &S, task_id: &str, writes: &[PendingWrite]) -> Option<Result<Outcome<S>, String>> {
+pub(crate) fn decode_writes<S: State>(
+    state: &S,
+    task_id: &str,
+    writes: &[PendingWrite],
+) -> Option<Result<Outcome<S>, String>> {
     let mine: Vec<&PendingWrite> = writes.iter().filter(|w| w.task_id == task_id).collect();
     let success = mine.iter().any(|w| {
-        !matches!(w.channel.as_str(), checkpoint::ERROR | checkpoint::INTERRUPT | checkpoint::RESUME)
+        !matches!(
+            w.channel.as_str(),
+            checkpoint::ERROR | checkpoint::INTERRUPT | checkpoint::RESUME
+        )
     });
     if !success {
         return None;
@@ -182,7 +210,10 @@ pub(crate) fn decode_writes<S: State>(state: &S, task_id: &str, writes: &[Pendin
             checkpoint::NO_WRITES | checkpoint::ERROR | checkpoint::INTERRUPT | checkpoint::RESUME => {}
             checkpoint::TASKS => {
                 let node = w.value.get("node").and_then(Value::as_str).unwrap_or_default();
-                goto.push(Route::Send(Send::json(node, w.value.get("packet").cloned().unwrap_or(Value::Null))));
+                goto.push(Route::Send(Send::json(
+                    node,
+                    w.value.get("packet").cloned().unwrap_or(Value::Null),
+                )));
             }
             ch if ch.starts_with("branch:to:") => goto.push(Route::To(ch["branch:to:".len()..].to_owned())),
             ch => {
@@ -198,7 +229,11 @@ pub(crate) fn decode_writes<S: State>(state: &S, task_id: &str, writes: &[Pendin
             Err(e) => return Some(Err(e.to_string())),
         }
     };
-    Some(Ok(Outcome::Done { update, goto, parent: None }))
+    Some(Ok(Outcome::Done {
+        update,
+        goto,
+        parent: None,
+    }))
 }
 
 /// Resume values a task already received (from its saved `__resume__` write).
@@ -288,16 +323,24 @@ impl<S: State> TaskRun<S> {
                             Err(e) => {
                                 return Outcome::Failed(crate::error::Error::Node {
                                     node: self.task.node.clone(),
-                                    message: format!("Command for the parent graph has an invalid update: {e}"),
+                                    message: format!(
+                                        "Command for the parent graph has an invalid update: {e}"
+                                    ),
                                 })
                             }
                         },
                         None => None,
                     };
-                    return Outcome::Done { update, goto, parent: None };
+                    return Outcome::Done {
+                        update,
+                        goto,
+                        parent: None,
+                    };
                 }
                 Err(e) => {
-                    let retry = policy.as_ref().is_some_and(|p| attempt < max_attempts && (p.retry_on)(&e));
+                    let retry = policy
+                        .as_ref()
+                        .is_some_and(|p| attempt < max_attempts && (p.retry_on)(&e));
                     if retry {
                         if let Some(p) = &policy {
                             tokio::time::sleep(p.delay(attempt)).await;
@@ -309,7 +352,10 @@ impl<S: State> TaskRun<S> {
                             node: self.task.node.clone(),
                             after_ms,
                         },
-                        other => crate::error::Error::Node { node: self.task.node.clone(), message: other.to_string() },
+                        other => crate::error::Error::Node {
+                            node: self.task.node.clone(),
+                            message: other.to_string(),
+                        },
                     };
                     return Outcome::Failed(err);
                 }

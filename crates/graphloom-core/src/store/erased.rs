@@ -10,11 +10,7 @@ use std::sync::Arc;
 /// `Store` again.
 pub trait DynStore: Send + Sync + 'static {
     /// See [`Store::get`].
-    fn get<'a>(
-        &'a self,
-        namespace: &'a [String],
-        key: &'a str,
-    ) -> BoxFuture<'a, Result<Option<Item>>>;
+    fn get<'a>(&'a self, namespace: &'a [String], key: &'a str) -> BoxFuture<'a, Result<Option<Item>>>;
     /// See [`Store::put`].
     fn put<'a>(
         &'a self,
@@ -38,11 +34,7 @@ pub trait DynStore: Send + Sync + 'static {
 }
 
 impl<T: Store> DynStore for T {
-    fn get<'a>(
-        &'a self,
-        namespace: &'a [String],
-        key: &'a str,
-    ) -> BoxFuture<'a, Result<Option<Item>>> {
+    fn get<'a>(&'a self, namespace: &'a [String], key: &'a str) -> BoxFuture<'a, Result<Option<Item>>> {
         Box::pin(Store::get(self, namespace, key))
     }
     fn put<'a>(
@@ -76,23 +68,13 @@ impl Store for Arc<dyn DynStore> {
     async fn get(&self, namespace: &[String], key: &str) -> Result<Option<Item>> {
         DynStore::get(&**self, namespace, key).await
     }
-    async fn put(
-        &self,
-        namespace: &[String],
-        key: &str,
-        value: Value,
-        opts: PutOptions,
-    ) -> Result<()> {
+    async fn put(&self, namespace: &[String], key: &str, value: Value, opts: PutOptions) -> Result<()> {
         DynStore::put(&**self, namespace, key, value, opts).await
     }
     async fn delete(&self, namespace: &[String], key: &str) -> Result<()> {
         DynStore::delete(&**self, namespace, key).await
     }
-    async fn search(
-        &self,
-        namespace_prefix: &[String],
-        query: SearchQuery,
-    ) -> Result<Vec<SearchItem>> {
+    async fn search(&self, namespace_prefix: &[String], query: SearchQuery) -> Result<Vec<SearchItem>> {
         DynStore::search(&**self, namespace_prefix, query).await
     }
     async fn list_namespaces(&self, opts: ListNamespaces) -> Result<Vec<Vec<String>>> {

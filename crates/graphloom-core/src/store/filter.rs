@@ -179,12 +179,11 @@ pub fn value_at_path<'v>(value: &'v Value, path: &str) -> Option<&'v Value> {
     if !path.contains('.') {
         return None;
     }
-    path.split('.')
-        .try_fold(value, |current, segment| match current {
-            Value::Object(map) => map.get(segment),
-            Value::Array(items) => segment.parse::<usize>().ok().and_then(|i| items.get(i)),
-            _ => None,
-        })
+    path.split('.').try_fold(value, |current, segment| match current {
+        Value::Object(map) => map.get(segment),
+        Value::Array(items) => segment.parse::<usize>().ok().and_then(|i| items.get(i)),
+        _ => None,
+    })
 }
 
 /// JSON equality, comparing numbers by value.
@@ -203,9 +202,7 @@ fn json_eq(a: &Value, b: &Value) -> bool {
             x.len() == y.len() && x.iter().zip(y).all(|(a, b)| json_eq(a, b))
         }
         (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len()
-                && x.iter()
-                    .all(|(k, a)| y.get(k).is_some_and(|b| json_eq(a, b)))
+            x.len() == y.len() && x.iter().all(|(k, a)| y.get(k).is_some_and(|b| json_eq(a, b)))
         }
         _ => a == b,
     }
@@ -269,10 +266,7 @@ mod tests {
         );
         assert!(!check(&v, json!({"author": {"name": "bob"}})));
         assert!(check(&v, json!({"tags.1": "b"})));
-        assert!(
-            check(&v, json!({"dotted.key": 1})),
-            "literal dotted key wins"
-        );
+        assert!(check(&v, json!({"dotted.key": 1})), "literal dotted key wins");
         assert!(!check(&v, json!({"missing": null})), "missing never equals");
         assert!(!check(&v, json!({"kind.x": "note"})));
     }

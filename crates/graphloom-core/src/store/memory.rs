@@ -2,8 +2,8 @@
 
 use super::namespace::has_prefix;
 use super::{
-    texts_at_path, timestamp_after, validate_namespace, validate_value, Filter, IndexConfig,
-    IndexFields, Item, ListNamespaces, PutOptions, SearchItem, SearchQuery, Store, TtlConfig,
+    texts_at_path, timestamp_after, validate_namespace, validate_value, Filter, IndexConfig, IndexFields,
+    Item, ListNamespaces, PutOptions, SearchItem, SearchQuery, Store, TtlConfig,
 };
 use crate::error::{BackendError, BackendErrorKind, Error, Result};
 use serde_json::Value;
@@ -141,10 +141,7 @@ impl InMemoryStore {
             IndexFields::Default => &index.fields,
             IndexFields::Fields(fields) => fields,
         };
-        let texts: Vec<String> = fields
-            .iter()
-            .flat_map(|f| texts_at_path(value, f))
-            .collect();
+        let texts: Vec<String> = fields.iter().flat_map(|f| texts_at_path(value, f)).collect();
         if texts.is_empty() {
             return Ok(Vec::new());
         }
@@ -172,13 +169,7 @@ impl Store for InMemoryStore {
         Ok(Some(entry.item.clone()))
     }
 
-    async fn put(
-        &self,
-        namespace: &[String],
-        key: &str,
-        value: Value,
-        opts: PutOptions,
-    ) -> Result<()> {
+    async fn put(&self, namespace: &[String], key: &str, value: Value, opts: PutOptions) -> Result<()> {
         validate_namespace(namespace)?;
         validate_value(&value)?;
         let vectors = self.embed_value(&value, &opts.index).await?;
@@ -224,11 +215,7 @@ impl Store for InMemoryStore {
         Ok(())
     }
 
-    async fn search(
-        &self,
-        namespace_prefix: &[String],
-        query: SearchQuery,
-    ) -> Result<Vec<SearchItem>> {
+    async fn search(&self, namespace_prefix: &[String], query: SearchQuery) -> Result<Vec<SearchItem>> {
         let filter = Filter::parse(&query.filter)?;
         let query_vector = match (&query.query, &self.index) {
             (Some(text), Some(index)) => self.embed(index, vec![text.clone()]).await?.pop(),
@@ -375,10 +362,7 @@ mod tests {
         );
         // Search refreshes too, unless told not to.
         tokio::time::advance(Duration::from_secs(7)).await;
-        assert_eq!(
-            store.search(&ns, SearchQuery::new()).await.unwrap().len(),
-            1
-        );
+        assert_eq!(store.search(&ns, SearchQuery::new()).await.unwrap().len(), 1);
         tokio::time::advance(Duration::from_secs(7)).await;
         let found = store
             .search(&ns, SearchQuery::new().refresh_ttl(false))
@@ -510,10 +494,7 @@ mod tests {
             .put(&ns, "b", json!({"t": "y"}), PutOptions::new())
             .await
             .unwrap();
-        let found = store
-            .search(&ns, SearchQuery::new().query("x"))
-            .await
-            .unwrap();
+        let found = store.search(&ns, SearchQuery::new().query("x")).await.unwrap();
         let keys: Vec<&str> = found.iter().map(|f| f.item.key.as_str()).collect();
         assert_eq!(keys, ["b", "a"], "newest first");
         assert!(found.iter().all(|f| f.score.is_none()));
@@ -521,10 +502,7 @@ mod tests {
 
     struct BadEmbedder;
     impl super::super::Embedder for BadEmbedder {
-        fn embed(
-            &self,
-            texts: Vec<String>,
-        ) -> futures::future::BoxFuture<'_, Result<Vec<Vec<f32>>>> {
+        fn embed(&self, texts: Vec<String>) -> futures::future::BoxFuture<'_, Result<Vec<Vec<f32>>>> {
             Box::pin(async move { Ok(texts.iter().map(|_| vec![1.0; 3]).collect()) })
         }
     }
@@ -542,10 +520,7 @@ mod tests {
             store.get(&ns, "a").await.unwrap().is_none(),
             "failed put stores nothing"
         );
-        assert!(store
-            .search(&ns, SearchQuery::new().query("x"))
-            .await
-            .is_err());
+        assert!(store.search(&ns, SearchQuery::new().query("x")).await.is_err());
     }
 
     #[tokio::test]
@@ -565,10 +540,7 @@ mod tests {
         assert_eq!(v["score"], 0.5);
         let back: SearchItem = serde_json::from_value(v).unwrap();
         assert_eq!(back, item);
-        let unscored = SearchItem {
-            score: None,
-            ..item
-        };
+        let unscored = SearchItem { score: None, ..item };
         let v = serde_json::to_value(&unscored).unwrap();
         assert!(v.get("score").is_none());
         assert_eq!(serde_json::from_value::<SearchItem>(v).unwrap(), unscored);

@@ -288,11 +288,7 @@ impl Default for TtlConfig {
 /// - Expired items are never returned, even before [`Store::sweep_expired`] removes them.
 pub trait Store: Send + Sync + 'static {
     /// The item at `namespace` / `key`, if it exists and has not expired.
-    fn get(
-        &self,
-        namespace: &[String],
-        key: &str,
-    ) -> impl Future<Output = Result<Option<Item>>> + Send;
+    fn get(&self, namespace: &[String], key: &str) -> impl Future<Output = Result<Option<Item>>> + Send;
 
     /// Create or replace the item at `namespace` / `key`. `value` must be a JSON object.
     fn put(
@@ -314,21 +310,14 @@ pub trait Store: Send + Sync + 'static {
     ) -> impl Future<Output = Result<Vec<SearchItem>>> + Send;
 
     /// Namespaces holding items, filtered and cut as `opts` says, sorted.
-    fn list_namespaces(
-        &self,
-        opts: ListNamespaces,
-    ) -> impl Future<Output = Result<Vec<Vec<String>>>> + Send;
+    fn list_namespaces(&self, opts: ListNamespaces) -> impl Future<Output = Result<Vec<Vec<String>>>> + Send;
 
     /// Delete every expired item; returns how many were deleted.
     fn sweep_expired(&self) -> impl Future<Output = Result<usize>> + Send;
 }
 
 impl<T: Store> Store for Arc<T> {
-    fn get(
-        &self,
-        namespace: &[String],
-        key: &str,
-    ) -> impl Future<Output = Result<Option<Item>>> + Send {
+    fn get(&self, namespace: &[String], key: &str) -> impl Future<Output = Result<Option<Item>>> + Send {
         (**self).get(namespace, key)
     }
     fn put(
@@ -350,10 +339,7 @@ impl<T: Store> Store for Arc<T> {
     ) -> impl Future<Output = Result<Vec<SearchItem>>> + Send {
         (**self).search(namespace_prefix, query)
     }
-    fn list_namespaces(
-        &self,
-        opts: ListNamespaces,
-    ) -> impl Future<Output = Result<Vec<Vec<String>>>> + Send {
+    fn list_namespaces(&self, opts: ListNamespaces) -> impl Future<Output = Result<Vec<Vec<String>>>> + Send {
         (**self).list_namespaces(opts)
     }
     fn sweep_expired(&self) -> impl Future<Output = Result<usize>> + Send {

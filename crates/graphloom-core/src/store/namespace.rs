@@ -69,9 +69,7 @@ impl ListNamespaces {
     /// [`crate::BackendErrorKind::InvalidInput`] if `max_depth` is 0.
     pub fn validate(&self) -> Result<()> {
         if self.max_depth == Some(0) {
-            return Err(invalid_input(
-                "list_namespaces: max_depth must be at least 1",
-            ));
+            return Err(invalid_input("list_namespaces: max_depth must be at least 1"));
         }
         Ok(())
     }
@@ -85,8 +83,7 @@ impl ListNamespaces {
             }
         }
         if let Some(suffix) = &self.suffix {
-            if namespace.len() < suffix.len()
-                || !pattern_matches(namespace.iter().rev(), suffix.iter().rev())
+            if namespace.len() < suffix.len() || !pattern_matches(namespace.iter().rev(), suffix.iter().rev())
             {
                 return false;
             }
@@ -126,12 +123,7 @@ mod tests {
     #[test]
     fn validation_rules() {
         assert!(validate_namespace(&ns(&["users", "42"])).is_ok());
-        for bad in [
-            ns(&[]),
-            ns(&["a", ""]),
-            ns(&["a.b"]),
-            ns(&["langgraph", "x"]),
-        ] {
+        for bad in [ns(&[]), ns(&["a", ""]), ns(&["a.b"]), ns(&["langgraph", "x"])] {
             let err = validate_namespace(&bad).unwrap_err();
             assert!(
                 matches!(err, crate::Error::Backend(ref e) if e.kind() == crate::BackendErrorKind::InvalidInput),
@@ -150,9 +142,7 @@ mod tests {
             ns(&["a", "b", "d"]),
             ns(&["z"]),
         ];
-        let got = ListNamespaces::new()
-            .prefix(["a", "*", "c"])
-            .apply(all.clone());
+        let got = ListNamespaces::new().prefix(["a", "*", "c"]).apply(all.clone());
         assert_eq!(got, vec![ns(&["a", "b", "c"]), ns(&["a", "x", "c"])]);
         let got = ListNamespaces::new().suffix(["d"]).apply(all.clone());
         assert_eq!(got, vec![ns(&["a", "b", "d"])]);
@@ -164,9 +154,7 @@ mod tests {
             .limit(1)
             .apply(all.clone());
         assert_eq!(got, vec![ns(&["a", "x"])]);
-        let got = ListNamespaces::new()
-            .prefix(["a", "b", "c", "d"])
-            .apply(all);
+        let got = ListNamespaces::new().prefix(["a", "b", "c", "d"]).apply(all);
         assert!(got.is_empty());
         assert!(ListNamespaces::new().max_depth(0).validate().is_err());
     }

@@ -40,11 +40,7 @@ pub async fn store_vector_conformance<S: Store>(store: &S) {
     let docs = [
         ("rust", "rust async runtime with tokio tasks", "code"),
         ("bread", "baking sourdough bread with wild yeast", "food"),
-        (
-            "garden",
-            "growing tomatoes in a sunny summer garden",
-            "garden",
-        ),
+        ("garden", "growing tomatoes in a sunny summer garden", "garden"),
     ];
     for (key, text, topic) in docs {
         put(
@@ -70,13 +66,7 @@ pub async fn store_vector_conformance<S: Store>(store: &S) {
     );
     let query = "tokio async runtime for rust";
 
-    let found = search(
-        store,
-        &ns,
-        SearchQuery::new().query(query),
-        "vector/ranking",
-    )
-    .await;
+    let found = search(store, &ns, SearchQuery::new().query(query), "vector/ranking").await;
     assert_eq!(
         keys(&found),
         keys_of(&found, &["rust"], 3),
@@ -151,10 +141,7 @@ pub async fn store_vector_conformance<S: Store>(store: &S) {
         !keys(&found).contains(&"rust"),
         "store conformance [vector/delete]: a deleted item must leave the vector index"
     );
-    assert_eq!(
-        found[0].item.key, "bread",
-        "store conformance [vector/delete]"
-    );
+    assert_eq!(found[0].item.key, "bread", "store conformance [vector/delete]");
 
     // Without a query: every item, unscored, newest first.
     let all = search(store, &ns, SearchQuery::new(), "vector/no-query").await;
@@ -182,15 +169,13 @@ async fn check_put_get_delete<S: Store>(store: &S) {
         "store conformance [{CHECK}]: a missing item must be None"
     );
 
-    let value = json!({"text": "hello", "n": 1.5, "nested": {"list": [1, "two", null, true]}, "unicode": "ü∑"});
+    let value =
+        json!({"text": "hello", "n": 1.5, "nested": {"list": [1, "two", null, true]}, "unicode": "ü∑"});
     put(store, &ns_a, "k", value.clone(), CHECK).await;
     let first = get(store, &ns_a, "k", CHECK)
         .await
         .unwrap_or_else(|| panic!("store conformance [{CHECK}]: put item not found"));
-    assert_eq!(
-        first.namespace, ns_a,
-        "store conformance [{CHECK}]: namespace"
-    );
+    assert_eq!(first.namespace, ns_a, "store conformance [{CHECK}]: namespace");
     assert_eq!(first.key, "k", "store conformance [{CHECK}]: key");
     assert_eq!(
         first.value, value,
@@ -284,9 +269,7 @@ async fn check_validation<S: Store>(store: &S) {
         ),
     ];
     for (bad, why) in &bad_namespaces {
-        let res = store
-            .put(bad, "k", json!({"a": 1}), PutOptions::new())
-            .await;
+        let res = store.put(bad, "k", json!({"a": 1}), PutOptions::new()).await;
         assert_invalid(&res, &format!("{CHECK}: put into a namespace with {why}"));
     }
     assert!(
@@ -295,13 +278,7 @@ async fn check_validation<S: Store>(store: &S) {
     );
 
     let good = ns(&root, &["ok"]);
-    for bad in [
-        json!(null),
-        json!(1),
-        json!("text"),
-        json!([1, 2]),
-        json!(true),
-    ] {
+    for bad in [json!(null), json!(1), json!("text"), json!([1, 2]), json!(true)] {
         let res = store.put(&good, "k", bad.clone(), PutOptions::new()).await;
         assert_invalid(&res, &format!("{CHECK}: put of the non-object value {bad}"));
     }
@@ -436,13 +413,7 @@ async fn check_search<S: Store>(store: &S) {
     const PAGE: &str = "search/limit-offset";
     let mut paged = Vec::new();
     for offset in [0, 2, 4] {
-        let page = search(
-            store,
-            &root_ns,
-            SearchQuery::new().offset(offset).limit(2),
-            PAGE,
-        )
-        .await;
+        let page = search(store, &root_ns, SearchQuery::new().offset(offset).limit(2), PAGE).await;
         assert!(
             page.len() <= 2,
             "store conformance [{PAGE}]: limit 2 returned {}",
@@ -496,13 +467,7 @@ async fn check_search<S: Store>(store: &S) {
         found[0].item.updated_at, a.item.updated_at,
         "store conformance [{FRESH}]: the item written last must sort first"
     );
-    let found = search(
-        store,
-        &docs,
-        SearchQuery::new().filter("kind", "todo"),
-        FRESH,
-    )
-    .await;
+    let found = search(store, &docs, SearchQuery::new().filter("kind", "todo"), FRESH).await;
     assert_eq!(
         sorted_keys(&found),
         ["a", "c"],
@@ -556,16 +521,8 @@ async fn check_list_namespaces<S: Store>(store: &S) {
         [spaces[0].clone(), spaces[2].clone()],
         "store conformance [{CHECK}/suffix]"
     );
-    let got = list(
-        ListNamespaces::new().prefix([r]).suffix(["y", "z"]),
-        "suffix",
-    )
-    .await;
-    assert_eq!(
-        got,
-        [spaces[3].clone()],
-        "store conformance [{CHECK}/suffix]"
-    );
+    let got = list(ListNamespaces::new().prefix([r]).suffix(["y", "z"]), "suffix").await;
+    assert_eq!(got, [spaces[3].clone()], "store conformance [{CHECK}/suffix]");
     let got = list(ListNamespaces::new().prefix([r, "*", "x"]), "wildcard").await;
     assert_eq!(
         got,
@@ -589,25 +546,13 @@ async fn check_list_namespaces<S: Store>(store: &S) {
         "store conformance [{CHECK}/max_depth]: cut, deduplicated, sorted"
     );
     let got = list(ListNamespaces::new().prefix([r]).max_depth(1), "max_depth").await;
-    assert_eq!(
-        got,
-        [vec![root.clone()]],
-        "store conformance [{CHECK}/max_depth]"
-    );
+    assert_eq!(got, [vec![root.clone()]], "store conformance [{CHECK}/max_depth]");
     let got = list(ListNamespaces::new().prefix([r]).limit(2), "limit").await;
     assert_eq!(got, spaces[..2], "store conformance [{CHECK}/limit]");
-    let got = list(
-        ListNamespaces::new().prefix([r]).offset(2).limit(2),
-        "offset",
-    )
-    .await;
+    let got = list(ListNamespaces::new().prefix([r]).offset(2).limit(2), "offset").await;
     assert_eq!(got, spaces[2..4], "store conformance [{CHECK}/offset]");
     let got = list(
-        ListNamespaces::new()
-            .prefix([r])
-            .max_depth(2)
-            .offset(1)
-            .limit(1),
+        ListNamespaces::new().prefix([r]).max_depth(2).offset(1).limit(1),
         "offset",
     )
     .await;
@@ -729,13 +674,7 @@ async fn check_ttl<S: Store>(store: &S) {
         "store conformance [{SWEEP}]: live items must survive a sweep"
     );
     let again = ok(store.sweep_expired().await, SWEEP);
-    let found = search(
-        store,
-        std::slice::from_ref(&root),
-        SearchQuery::new(),
-        SWEEP,
-    )
-    .await;
+    let found = search(store, std::slice::from_ref(&root), SearchQuery::new(), SWEEP).await;
     assert_eq!(
         keys(&found),
         ["long"],
@@ -796,18 +735,10 @@ async fn put_opts<S: Store>(
 }
 
 async fn get<S: Store>(store: &S, ns: &[String], key: &str, check: &str) -> Option<super::Item> {
-    ok(
-        store.get(ns, key).await,
-        &format!("{check}: get {ns:?}/{key}"),
-    )
+    ok(store.get(ns, key).await, &format!("{check}: get {ns:?}/{key}"))
 }
 
-async fn search<S: Store>(
-    store: &S,
-    prefix: &[String],
-    query: SearchQuery,
-    check: &str,
-) -> Vec<SearchItem> {
+async fn search<S: Store>(store: &S, prefix: &[String], query: SearchQuery, check: &str) -> Vec<SearchItem> {
     ok(
         store.search(prefix, query).await,
         &format!("{check}: search {prefix:?}"),
