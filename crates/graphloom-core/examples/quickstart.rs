@@ -26,7 +26,8 @@ fn graph() -> Result<CompiledGraph<Refund>> {
     StateGraph::<Refund>::new()
         .add_node("fraud_check", |s: Arc<Refund>, _rt| async move {
             let risky = s.request.contains("urgent");
-            Ok(RefundUpdate::new().findings(vec![format!("fraud: {}", if risky { "review" } else { "clear" })]))
+            Ok(RefundUpdate::new()
+                .findings(vec![format!("fraud: {}", if risky { "review" } else { "clear" })]))
         })
         .add_node("policy_check", |s: Arc<Refund>, _rt| async move {
             Ok(RefundUpdate::new().findings(vec![format!("policy: {} cents within limit", s.amount)]))
@@ -53,8 +54,14 @@ async fn main() -> Result<()> {
     let g = graph()?;
     println!("{}", g.draw_mermaid());
     let cfg = RunConfig::thread("refund-42");
-    let input = RefundUpdate::new().request("urgent: broken kettle".into()).amount(25_000);
-    let mut events = g.stream(RunInput::Update(input), cfg.clone(), StreamOptions::modes([StreamMode::Updates]));
+    let input = RefundUpdate::new()
+        .request("urgent: broken kettle".into())
+        .amount(25_000);
+    let mut events = g.stream(
+        RunInput::Update(input),
+        cfg.clone(),
+        StreamOptions::modes([StreamMode::Updates]),
+    );
     while let Some(ev) = events.next().await {
         match ev {
             RunEvent::Part(p) => println!("update  {}", p.data_json().unwrap_or_default()),
@@ -65,7 +72,11 @@ async fn main() -> Result<()> {
         }
     }
     let done = g.resume(Command::resume("approved by Dana"), cfg.clone()).await?;
-    println!("done    decision={:?} findings={:?}", done.values.decision, done.values.findings.to_vec());
+    println!(
+        "done    decision={:?} findings={:?}",
+        done.values.decision,
+        done.values.findings.to_vec()
+    );
     for snap in g.get_state_history(&cfg, HistoryQuery::default()).await? {
         let meta = snap.metadata.as_ref().map(|m| m.step).unwrap_or_default();
         println!("history step {meta:>2} next={:?}", snap.next);
