@@ -9,6 +9,7 @@
 //! | feature | what it adds |
 //! |---|---|
 //! | `test-kit` | the checkpointer and store conformance kits (`test_kit`, `store::test_kit`) |
+//! | `encryption` | AES-256-GCM sealing of stored blobs ([`checkpoint::BlobCodec::encrypted`]) |
 //!
 //! ```
 //! use graphloom_core::{checkpoint::InMemorySaver, Command, RunConfig, RunStatus, State, StateGraph, END, START};

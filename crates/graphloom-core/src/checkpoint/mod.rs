@@ -9,11 +9,13 @@
 //! [`Checkpointer::get_tuple`] or [`Checkpointer::list`] has every channel resolved to
 //! [`ChannelValue::Full`].
 
+pub mod codec;
 mod erased;
 pub mod memory;
 mod resolve;
 mod version;
 
+pub use codec::BlobCodec;
 pub use erased::DynCheckpointer;
 pub use memory::InMemorySaver;
 pub use resolve::{resolve_channel, StoredBlob};
