@@ -44,6 +44,9 @@ pub(crate) struct RunShared {
     pub sink: Option<StreamSink>,
     /// Resume values of this run, by interrupt id.
     pub resume: Mutex<HashMap<String, Value>>,
+    /// Step limit and durability of the run, inherited by subgraphs.
+    pub recursion_limit: usize,
+    pub durability: crate::types::Durability,
 }
 
 impl RunShared {

@@ -195,3 +195,67 @@ async fn command_to_parent_routes_the_parent_graph() {
     let out = g.invoke(ParentUpdate::new(), RunConfig::default()).await.unwrap();
     assert_eq!(out.values.log.to_vec(), vec!["escalated", "human"]);
 }
+
+#[derive(State, Clone, Default, Debug)]
+struct Shared {
+    #[reducer(append)]
+    log: Seq<String>,
+    topic: String,
+}
+
+#[tokio::test]
+async fn shared_key_subgraph_hands_back_only_its_changes() {
+    let inner = StateGraph::<Shared>::new()
+        .add_node("c1", |s: Arc<Shared>, _rt| async move {
+            Ok(SharedUpdate::new().log(vec![format!("c1 saw {} entries on {}", s.log.len(), s.topic)]))
+        })
+        .add_node("c2", |_s, _rt| async {
+            Ok(SharedUpdate::new().log(vec!["c2".into()]).topic("changed".into()))
+        })
+        .add_edge(START, "c1")
+        .add_edge("c1", "c2")
+        .add_edge("c2", END)
+        .compile()
+        .unwrap();
+    let g = StateGraph::<Shared>::new()
+        .add_node("p", |_s, _rt| async {
+            Ok(SharedUpdate::new().log(vec!["p".into()]))
+        })
+        .add_subgraph_shared("sub", inner)
+        .add_edge(START, "p")
+        .add_edge("p", "sub")
+        .add_edge("sub", END)
+        .compile()
+        .unwrap();
+    let out = g
+        .invoke(SharedUpdate::new().topic("t".into()), RunConfig::default())
+        .await
+        .unwrap();
+    // The child saw the parent's list, and the parent got the child's two entries once.
+    assert_eq!(out.values.log.to_vec(), vec!["p", "c1 saw 1 entries on t", "c2"]);
+    assert_eq!(out.values.topic, "changed");
+}
+
+#[tokio::test]
+async fn subgraphs_inherit_the_run_durability() {
+    for (durability, expect_child_checkpoints) in [(Durability::Exit, 1usize), (Durability::Sync, 4)] {
+        let saver = InMemorySaver::new();
+        let g = parent(saver.clone(), child(Arc::new(AtomicUsize::new(0)), false));
+        let thread = format!("dur-{durability:?}");
+        g.invoke(
+            ParentUpdate::new(),
+            RunConfig::thread(thread.clone()).durability(durability),
+        )
+        .await
+        .unwrap();
+        let all = saver
+            .list(&ListQuery {
+                thread_id: Some(thread),
+                ..ListQuery::default()
+            })
+            .await
+            .unwrap();
+        let child_count = all.iter().filter(|t| !t.config.checkpoint_ns.is_empty()).count();
+        assert_eq!(child_count, expect_child_checkpoints, "{durability:?}");
+    }
+}

@@ -27,7 +27,9 @@ pub struct BlobCodec {
 
 impl fmt::Debug for BlobCodec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("BlobCodec").field("encrypted", &self.is_encrypted()).finish()
+        f.debug_struct("BlobCodec")
+            .field("encrypted", &self.is_encrypted())
+            .finish()
     }
 }
 
@@ -62,7 +64,11 @@ impl BlobCodec {
     }
 
     /// Encode `value`; returns the tag to store with the bytes.
-    pub fn encode<T: Serialize + ?Sized>(&self, value: &T, aad: &[u8]) -> Result<(&'static str, Vec<u8>), String> {
+    pub fn encode<T: Serialize + ?Sized>(
+        &self,
+        value: &T,
+        aad: &[u8],
+    ) -> Result<(&'static str, Vec<u8>), String> {
         let json = serde_json::to_vec(value).map_err(|e| format!("cannot encode: {e}"))?;
         #[cfg(feature = "encryption")]
         if let Some(cipher) = &self.cipher {
@@ -140,8 +146,13 @@ mod tests {
         assert_eq!(tag, TAG_SEALED);
         assert!(!bytes.windows(5).any(|w| w == b"[1,2]"));
         assert_eq!(c.decode::<Value>(tag, &bytes, b"row-1").unwrap(), json!([1, 2]));
-        assert!(c.decode::<Value>(tag, &bytes, b"row-2").is_err(), "moved row must not decode");
-        assert!(BlobCodec::encrypted(&[8u8; 32]).decode::<Value>(tag, &bytes, b"row-1").is_err());
+        assert!(
+            c.decode::<Value>(tag, &bytes, b"row-2").is_err(),
+            "moved row must not decode"
+        );
+        assert!(BlobCodec::encrypted(&[8u8; 32])
+            .decode::<Value>(tag, &bytes, b"row-1")
+            .is_err());
         let (ptag, pbytes) = BlobCodec::plain().encode(&json!(1), b"").unwrap();
         let err = c.decode::<Value>(ptag, &pbytes, b"").unwrap_err();
         assert!(err.contains("plaintext row refused"));

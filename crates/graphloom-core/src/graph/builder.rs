@@ -220,6 +220,32 @@ impl<S: State> StateGraph<S> {
         self.insert_node(name.into(), spec)
     }
 
+    /// Add a compiled graph that shares keys with this one as a node: the child starts from
+    /// this graph's values of the fields it also declares, and only what the child's nodes
+    /// changed comes back, through this graph's reducers (appended items once, not the whole
+    /// list again). Fields the child has and this graph lacks stay in the child.
+    pub fn add_subgraph_shared<C: State>(self, name: impl Into<String>, child: CompiledGraph<C>) -> Self {
+        let drawing = child.draw_mermaid();
+        let func = state_node_fn(move |s: Arc<S>, rt: Runtime| {
+            let child = child.clone();
+            async move {
+                let values = s.to_json().map_err(|e| NodeError::fatal(e.to_string()))?;
+                let back = child.run_nested_shared(values, &rt).await?;
+                let serde_json::Value::Object(mut back) = back else {
+                    return Ok(NodeOutput::None);
+                };
+                back.retain(|k, _| s.field_index(k).is_some());
+                let update = s.update_from_json(serde_json::Value::Object(back)).map_err(|e| {
+                    NodeError::fatal(format!("subgraph output does not fit the parent state: {e}"))
+                })?;
+                Ok(NodeOutput::Update(update))
+            }
+        });
+        let mut spec = Self::spec(func, InputKind::State);
+        spec.subgraph = Some(drawing);
+        self.insert_node(name.into(), spec)
+    }
+
     /// Add a compiled graph as a node that runs once per `Send` packet of type `T`.
     pub fn add_packet_subgraph<T, C>(
         self,

@@ -227,6 +227,8 @@ impl<S: State> CompiledGraph<S> {
             context: config.context.clone(),
             sink,
             resume: Mutex::new(HashMap::new()),
+            recursion_limit: config.recursion_limit,
+            durability: config.durability,
         })
     }
 
@@ -266,6 +268,51 @@ impl<S: State> CompiledGraph<S> {
     /// Run this graph as a subgraph of the task behind `rt`: its checkpoints go to the
     /// task's namespace, its events carry that namespace, its interrupts pause the parent.
     pub async fn run_nested(&self, input: S::Update, rt: &Runtime) -> Result<S, NodeError> {
+        self.run_nested_input(RunInput::Update(input), rt)
+            .await
+            .map(|(s, _)| s)
+    }
+
+    /// Run as a subgraph sharing keys with the parent: the child starts from the parent's
+    /// values of the fields it also has, and hands back only what its nodes changed (for
+    /// sequence fields, just the appended items, so the parent's reducer does not add the
+    /// whole list again).
+    pub(crate) async fn run_nested_shared(
+        &self,
+        parent_values: serde_json::Value,
+        rt: &Runtime,
+    ) -> Result<serde_json::Value, NodeError> {
+        let serde_json::Value::Object(all) = parent_values else {
+            return Err(NodeError::fatal("parent state is not an object"));
+        };
+        let shape = &self.inner.shape;
+        let input: serde_json::Map<String, serde_json::Value> = all
+            .into_iter()
+            .filter(|(k, _)| shape.field_index(k).is_some())
+            .collect();
+        let (out, changes) = self
+            .run_nested_input(RunInput::Json(serde_json::Value::Object(input)), rt)
+            .await?;
+        let mut back = serde_json::Map::new();
+        for (idx, change) in changes {
+            let value = match change {
+                crate::state::FieldChange::Appended(n) => match out.field_tail_to_json(idx, n) {
+                    Some(tail) => tail.map(serde_json::Value::Array),
+                    None => out.field_to_json(idx),
+                },
+                crate::state::FieldChange::Replaced => out.field_to_json(idx),
+            }
+            .map_err(|e| NodeError::fatal(e.to_string()))?;
+            back.insert(out.field_name(idx).to_owned(), value);
+        }
+        Ok(serde_json::Value::Object(back))
+    }
+
+    async fn run_nested_input(
+        &self,
+        input: RunInput<S>,
+        rt: &Runtime,
+    ) -> Result<(S, std::collections::BTreeMap<usize, crate::state::FieldChange>), NodeError> {
         let parent_ns = rt.ns();
         let mut ns: Vec<String> = parent_ns.iter().cloned().collect();
         ns.push(format!("{}:{}", rt.node(), rt.task_id()));
@@ -276,25 +323,15 @@ impl<S: State> CompiledGraph<S> {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .is_empty();
         let cfg = RunConfig {
-            recursion_limit: rt
-                .remaining_steps()
-                .max(1)
-                .saturating_add(crate::config::DEFAULT_RECURSION_LIMIT),
+            recursion_limit: run.recursion_limit,
+            durability: run.durability,
             thread_id: run.thread_id.clone(),
             ..RunConfig::default()
         };
-        let res = run_loop(
-            Arc::clone(&self.inner),
-            RunInput::Update(input),
-            &cfg,
-            run,
-            ns.into(),
-            resuming,
-        )
-        .await;
+        let res = run_loop(Arc::clone(&self.inner), input, &cfg, run, ns.into(), resuming).await;
         match res {
             Ok(r) => match r.end {
-                LoopEnd::Done => Ok(Arc::unwrap_or_clone(r.state)),
+                LoopEnd::Done => Ok((Arc::unwrap_or_clone(r.state), r.changes)),
                 LoopEnd::Interrupted(i) => Err(NodeError::Interrupted(i)),
                 LoopEnd::Parent(update, goto) => Err(NodeError::ParentCommand { update, goto }),
             },

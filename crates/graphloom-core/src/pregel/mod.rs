@@ -39,6 +39,8 @@ pub(crate) enum LoopEnd {
 /// What a finished loop hands back.
 pub(crate) struct LoopResult<S> {
     pub state: Arc<S>,
+    /// Fields changed by nodes during the run, by index.
+    pub changes: BTreeMap<usize, crate::state::FieldChange>,
     pub end: LoopEnd,
     pub config: Option<CheckpointConfig>,
 }
@@ -377,6 +379,7 @@ impl<S: State> Loop<S> {
         let persisted = !self.saver.is_none();
         self.saver.finish(&cfg).await?;
         Ok(LoopResult {
+            changes: self.ls.run_changes,
             state: self.ls.state,
             end,
             config: persisted.then_some(cfg),
@@ -707,7 +710,14 @@ impl<S: State> Loop<S> {
                 .map_err(|source| Error::State { step, source })?;
         }
         let mut updated = Vec::with_capacity(changes.len());
+        let input_step = matches!(tasks.first().map(|t| &t.kind), Some(TaskKind::Start));
         for c in &changes {
+            if !input_step {
+                let prev = self.ls.run_changes.get(&c.field).copied();
+                self.ls
+                    .run_changes
+                    .insert(c.field, prev.map_or(c.change, |p| p.then(c.change)));
+            }
             let name = self.ls.state.field_name(c.field).to_owned();
             self.ls.bump(&name);
             self.ls.mark_dirty(&name, c.change);

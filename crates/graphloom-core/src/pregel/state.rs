@@ -53,6 +53,9 @@ pub(crate) struct LoopState<S: State> {
     pub salt: u64,
     /// Channels updated by the last step.
     pub updated: Vec<String>,
+    /// State fields changed by node tasks during this run (not by the input), for shared-key
+    /// subgraphs that hand only their changes back to the parent.
+    pub run_changes: BTreeMap<usize, FieldChange>,
     /// Highest version counter of any channel: versions are ordered across channels, so
     /// "which node ran last" has an answer.
     pub clock: u64,
@@ -78,6 +81,7 @@ impl<S: State> LoopState<S> {
             salt: rand::random(),
             updated: Vec::new(),
             clock: 0,
+            run_changes: BTreeMap::new(),
         }
     }
 
