@@ -86,6 +86,17 @@ pub enum Error {
         /// The limit in force.
         limit: usize,
     },
+    /// A run budget was exhausted before a model call. Raise the budget and continue the
+    /// run (`RunInput::Continue`): finished tasks are not run again.
+    #[error("{budget} budget exceeded in node `{node}`: {message}")]
+    BudgetExceeded {
+        /// The node that hit it.
+        node: String,
+        /// Which budget.
+        budget: String,
+        /// Limit and usage.
+        message: String,
+    },
     /// The whole run took longer than its timeout. The run can be resumed.
     #[error("run timed out after {after_ms} ms")]
     RunTimeout {

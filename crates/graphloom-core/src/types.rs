@@ -295,6 +295,13 @@ pub enum NodeError {
         /// The timeout.
         after_ms: u64,
     },
+    /// A run budget (model calls, tokens, cost, time) would be exceeded; never retried.
+    BudgetExceeded {
+        /// Which budget.
+        budget: String,
+        /// Details (limit and usage).
+        message: String,
+    },
     /// It called `interrupt()` with no resume value waiting (or a subgraph did).
     Interrupted(Vec<Interrupt>),
     /// A subgraph node returned a `Command` for its parent graph.
@@ -336,6 +343,7 @@ impl fmt::Display for NodeError {
         match self {
             NodeError::Failed { message, .. } => f.write_str(message),
             NodeError::TimedOut { after_ms } => write!(f, "timed out after {after_ms} ms"),
+            NodeError::BudgetExceeded { budget, message } => write!(f, "{budget} budget exceeded: {message}"),
             NodeError::Interrupted(i) => write!(f, "interrupted ({} pending)", i.len()),
             NodeError::ParentCommand { .. } => f.write_str("command for the parent graph"),
         }

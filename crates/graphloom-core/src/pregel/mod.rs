@@ -849,6 +849,15 @@ fn clone_err(e: &Error) -> Error {
         Error::UnknownNode(n) => Error::UnknownNode(n.clone()),
         Error::RecursionLimit { limit } => Error::RecursionLimit { limit: *limit },
         Error::RunTimeout { after_ms } => Error::RunTimeout { after_ms: *after_ms },
+        Error::BudgetExceeded {
+            node,
+            budget,
+            message,
+        } => Error::BudgetExceeded {
+            node: node.clone(),
+            budget: budget.clone(),
+            message: message.clone(),
+        },
         Error::InvalidResume(m) => Error::InvalidResume(m.clone()),
         other => Error::Node {
             node: String::new(),

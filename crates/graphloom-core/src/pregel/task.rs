@@ -348,6 +348,13 @@ impl<S: State> TaskRun<S> {
                         continue;
                     }
                     let err = match e {
+                        NodeError::BudgetExceeded { budget, message } => {
+                            crate::error::Error::BudgetExceeded {
+                                node: self.task.node.clone(),
+                                budget,
+                                message,
+                            }
+                        }
                         NodeError::TimedOut { after_ms } => crate::error::Error::NodeTimeout {
                             node: self.task.node.clone(),
                             after_ms,
