@@ -14,7 +14,7 @@ use crate::messages::{add_messages_into, MessageLike};
 use crate::seq::{Seq, SeqLike};
 use crate::state::{Changed, FieldChange, State, StateError, TaskUpdate};
 use serde_json::{json, Map, Value};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::Arc;
 
@@ -113,7 +113,83 @@ impl JsonStateBuilder {
 #[derive(Clone, Debug, PartialEq)]
 enum Slot {
     Value(Value),
-    Seq(Seq<Value>),
+    /// List channels hold shared items: writing a list a node read copies pointers only.
+    Seq(Seq<Arc<Value>>),
+}
+
+/// One channel's write in a [`JsonUpdate`].
+#[derive(Clone, Debug, PartialEq)]
+pub enum JsonWrite {
+    /// A JSON value (for list channels: a list of items, or one item).
+    Value(Value),
+    /// Shared items for a list channel (no copy of the items).
+    Items(Vec<Arc<Value>>),
+}
+
+impl JsonWrite {
+    fn into_value(self) -> Value {
+        match self {
+            JsonWrite::Value(v) => v,
+            JsonWrite::Items(items) => Value::Array(items.iter().map(|v| (**v).clone()).collect()),
+        }
+    }
+    fn to_value(&self) -> Value {
+        self.clone().into_value()
+    }
+    fn into_items(self, coerce: fn(Value) -> Value) -> Vec<Arc<Value>> {
+        match self {
+            JsonWrite::Items(items) => items,
+            JsonWrite::Value(Value::Array(a)) => a.into_iter().map(|v| Arc::new(coerce(v))).collect(),
+            JsonWrite::Value(one) => vec![Arc::new(coerce(one))],
+        }
+    }
+}
+
+/// A partial update of a [`JsonState`]: channel name to write.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct JsonUpdate(BTreeMap<String, JsonWrite>);
+
+impl JsonUpdate {
+    /// An empty update.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Write a JSON value to `channel`.
+    #[must_use]
+    pub fn set(mut self, channel: impl Into<String>, value: impl Into<Value>) -> Self {
+        self.0.insert(channel.into(), JsonWrite::Value(value.into()));
+        self
+    }
+    /// Append shared items to list channel `channel` (items read from another list are not
+    /// copied).
+    #[must_use]
+    pub fn extend(mut self, channel: impl Into<String>, items: impl IntoIterator<Item = Arc<Value>>) -> Self {
+        self.0
+            .insert(channel.into(), JsonWrite::Items(items.into_iter().collect()));
+        self
+    }
+    /// The channels written.
+    pub fn keys(&self) -> impl Iterator<Item = &String> {
+        self.0.keys()
+    }
+    /// Whether nothing is written.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl From<Map<String, Value>> for JsonUpdate {
+    fn from(m: Map<String, Value>) -> Self {
+        Self(m.into_iter().map(|(k, v)| (k, JsonWrite::Value(v))).collect())
+    }
+}
+
+impl From<JsonUpdate> for crate::types::NodeOutput<JsonState> {
+    fn from(u: JsonUpdate) -> Self {
+        crate::types::NodeOutput::Update(u)
+    }
 }
 
 /// A state of JSON channels. Cloning is cheap for list channels (persistent sequences).
@@ -129,6 +205,20 @@ impl fmt::Debug for JsonState {
             Ok(v) => write!(f, "JsonState({v})"),
             Err(_) => f.write_str("JsonState(..)"),
         }
+    }
+}
+
+impl MessageLike for Arc<Value> {
+    fn message_id(&self) -> Option<&str> {
+        self.get("id").and_then(Value::as_str)
+    }
+    fn set_message_id(&mut self, id: String) {
+        if let Value::Object(m) = Arc::make_mut(self) {
+            m.insert("id".into(), Value::String(id));
+        }
+    }
+    fn is_removal(&self) -> bool {
+        self.get("type").and_then(Value::as_str) == Some("remove")
     }
 }
 
@@ -217,22 +307,41 @@ impl JsonState {
         Self { spec, slots }
     }
 
-    /// A channel's value.
+    /// A channel's value (a copy; see [`JsonState::items`] and [`JsonState::value`] to
+    /// borrow).
     #[must_use]
     pub fn get(&self, name: &str) -> Option<Value> {
         let i = *self.spec.index.get(name)?;
         self.slot_json(i).ok()
     }
 
+    /// The shared items of a list channel.
+    #[must_use]
+    pub fn items(&self, name: &str) -> Option<&Seq<Arc<Value>>> {
+        match self.slots.get(*self.spec.index.get(name)?)? {
+            Slot::Seq(s) => Some(s),
+            Slot::Value(_) => None,
+        }
+    }
+
+    /// The value of a channel that is not a list channel.
+    #[must_use]
+    pub fn value(&self, name: &str) -> Option<&Value> {
+        match self.slots.get(*self.spec.index.get(name)?)? {
+            Slot::Value(v) => Some(v),
+            Slot::Seq(_) => None,
+        }
+    }
+
     fn slot_json(&self, i: usize) -> Result<Value, StateError> {
         match self.slots.get(i) {
             Some(Slot::Value(v)) => Ok(v.clone()),
-            Some(Slot::Seq(s)) => Ok(Value::Array(s.to_vec())),
+            Some(Slot::Seq(s)) => Ok(Value::Array(s.iter().map(|v| (**v).clone()).collect())),
             None => Err(StateError::UnknownField(i.to_string())),
         }
     }
 
-    fn reduce(&mut self, i: usize, upd: Value) -> Result<FieldChange, StateError> {
+    fn reduce(&mut self, i: usize, upd: JsonWrite) -> Result<FieldChange, StateError> {
         let (name, reducer) = &self.spec.fields[i];
         let err = |message: String| StateError::Reducer {
             field: name.clone(),
@@ -241,31 +350,24 @@ impl JsonState {
         let slot = &mut self.slots[i];
         match (reducer, slot) {
             (JsonReducer::LastValue, Slot::Value(v)) => {
-                *v = upd;
+                *v = upd.into_value();
                 Ok(FieldChange::Replaced)
             }
             (JsonReducer::Append, Slot::Seq(s)) => {
-                let items = match upd {
-                    Value::Array(a) => a,
-                    one => vec![one],
-                };
+                let items = upd.into_items(std::convert::identity);
                 let n = items.len();
                 s.extend_items(items);
                 Ok(FieldChange::Appended(n))
             }
             (JsonReducer::AddMessages, Slot::Seq(s)) => {
-                let items: Vec<Value> = match upd {
-                    Value::Array(a) => a.into_iter().map(coerce_message).collect(),
-                    one => vec![coerce_message(one)],
-                };
-                add_messages_into(s, items).map_err(err)
+                add_messages_into(s, upd.into_items(coerce_message)).map_err(err)
             }
             (JsonReducer::Add, Slot::Value(v)) => {
-                *v = add_json(v, upd).map_err(err)?;
+                *v = add_json(v, upd.into_value()).map_err(err)?;
                 Ok(FieldChange::Replaced)
             }
             (JsonReducer::Merge, Slot::Value(v)) => {
-                match (v, upd) {
+                match (v, upd.into_value()) {
                     (Value::Object(cur), Value::Object(u)) => cur.extend(u),
                     (v, u) if v.is_null() => *v = u,
                     (_, u) => return Err(err(format!("cannot merge {u} into an object"))),
@@ -273,7 +375,7 @@ impl JsonState {
                 Ok(FieldChange::Replaced)
             }
             (JsonReducer::Custom(f), Slot::Value(v)) => {
-                *v = f(v, upd).map_err(err)?;
+                *v = f(v, upd.into_value()).map_err(err)?;
                 Ok(FieldChange::Replaced)
             }
             _ => Err(err("internal: slot kind does not match reducer".into())),
@@ -282,7 +384,7 @@ impl JsonState {
 }
 
 impl State for JsonState {
-    type Update = Map<String, Value>;
+    type Update = JsonUpdate;
 
     fn field_count(&self) -> usize {
         self.spec.fields.len()
@@ -319,7 +421,7 @@ impl State for JsonState {
         }
         let mut acc: Vec<Option<FieldChange>> = vec![None; self.spec.fields.len()];
         for u in updates {
-            for (k, v) in u.update {
+            for (k, v) in u.update.0 {
                 let i = self.field_index(&k).ok_or(StateError::UnknownField(k))?;
                 let c = self.reduce(i, v)?;
                 acc[i] = Some(acc[i].map_or(c, |p| p.then(c)));
@@ -341,7 +443,7 @@ impl State for JsonState {
     }
     fn field_tail_to_json(&self, idx: usize, n: usize) -> Option<Result<Vec<Value>, StateError>> {
         match self.slots.get(idx)? {
-            Slot::Seq(s) => Some(Ok(s.tail(n).cloned().collect())),
+            Slot::Seq(s) => Some(Ok(s.tail(n).map(|v| (**v).clone()).collect())),
             Slot::Value(_) => None,
         }
     }
@@ -353,7 +455,7 @@ impl State for JsonState {
             .ok_or_else(|| StateError::UnknownField(idx.to_string()))?;
         *slot = match slot {
             Slot::Seq(_) => match value {
-                Value::Array(a) => Slot::Seq(a.into()),
+                Value::Array(a) => Slot::Seq(a.into_iter().map(Arc::new).collect()),
                 Value::Null => Slot::Seq(Seq::new()),
                 other => {
                     return Err(StateError::Decode {
@@ -367,7 +469,9 @@ impl State for JsonState {
         Ok(())
     }
     fn update_to_json(&self, update: &Self::Update) -> Result<Value, StateError> {
-        Ok(Value::Object(update.clone()))
+        Ok(Value::Object(
+            update.0.iter().map(|(k, w)| (k.clone(), w.to_value())).collect(),
+        ))
     }
     fn update_from_json(&self, value: Value) -> Result<Self::Update, StateError> {
         match value {
@@ -375,9 +479,9 @@ impl State for JsonState {
                 if let Some(k) = m.keys().find(|k| self.field_index(k).is_none()) {
                     return Err(StateError::UnknownField(k.clone()));
                 }
-                Ok(m)
+                Ok(m.into())
             }
-            Value::Null => Ok(Map::new()),
+            Value::Null => Ok(JsonUpdate::new()),
             other => Err(StateError::Decode {
                 field: String::new(),
                 message: format!("input must be a JSON object, got {other}"),
@@ -423,14 +527,15 @@ mod tests {
     fn merges_by_reducer_and_detects_conflicts() {
         let mut s = shape();
         let mut ch = Vec::new();
-        let u1 = json!({"messages": ["hi"], "n": 2, "log": [1]})
+        let u1: JsonUpdate = json!({"messages": ["hi"], "n": 2, "log": [1]})
             .as_object()
             .cloned()
-            .unwrap();
-        let u2 = json!({"n": 3, "log": 2, "topic": "x"})
-            .as_object()
-            .cloned()
-            .unwrap();
+            .unwrap()
+            .into();
+        let u2 = JsonUpdate::new()
+            .set("n", 3)
+            .extend("log", [Arc::new(json!(2))])
+            .set("topic", "x");
         s.merge(
             vec![
                 TaskUpdate {
@@ -452,7 +557,7 @@ mod tests {
             field: 3,
             change: FieldChange::Appended(2)
         }));
-        let c1 = json!({"topic": "a"}).as_object().cloned().unwrap();
+        let c1 = JsonUpdate::new().set("topic", "a");
         let err = s
             .merge(
                 vec![

@@ -124,8 +124,13 @@ impl<T: Clone> SeqLike for Seq<T> {
         self.0.len()
     }
     fn extend_items(&mut self, items: Vec<T>) {
-        for it in items {
-            self.0.push_back(it);
+        if items.len() > 16 {
+            // Concatenating persistent vectors is O(log n); pushing one by one is not.
+            self.0.append(items.into_iter().collect());
+        } else {
+            for it in items {
+                self.0.push_back(it);
+            }
         }
     }
     fn tail(&self, n: usize) -> Box<dyn Iterator<Item = &T> + '_> {

@@ -2,11 +2,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 use graphloom_core::checkpoint::InMemorySaver;
 use graphloom_core::*;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use std::sync::Arc;
 
-fn upd(v: Value) -> Map<String, Value> {
-    v.as_object().cloned().unwrap()
+fn upd(v: Value) -> JsonUpdate {
+    v.as_object().cloned().unwrap().into()
 }
 
 #[tokio::test]
