@@ -7,5 +7,65 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/graphloom/target}"
 if ! cargo nextest --version >/dev/null 2>&1; then
   cargo install cargo-nextest --locked
 fi
+
+# --- PostgreSQL -----------------------------------------------------------------------------
+# graphloom-postgres tests need a real server. Start ONE private cluster for the whole run
+# (a temp data dir owned by `postgres`, trust auth, a free port on 127.0.0.1, its unix socket
+# inside the temp dir) and hand it to the tests as GRAPHLOOM_PG_URL; each test creates its own
+# database on it. A caller that already exports GRAPHLOOM_PG_URL keeps its own server.
+pg_dir=""
+pg_bin=""
+pg_as() {
+  # postgres refuses to run as root: run the server tools as the `postgres` user then.
+  if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+stop_postgres() {
+  if [ -n "$pg_dir" ] && [ -d "$pg_dir" ]; then
+    pg_as "$pg_bin/pg_ctl" -D "$pg_dir/data" stop -m fast -w >/dev/null 2>&1 || true
+    rm -rf "$pg_dir"
+  fi
+}
+port_free() {
+  # Free if nothing accepts a connection on it.
+  ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+start_postgres() {
+  if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+    if [ "$(id -u)" != 0 ]; then
+      echo "PostgreSQL is not installed and we are not root: run 'apt-get install -y postgresql'" >&2
+      exit 1
+    fi
+    apt-get update
+    DEBIAN_FRONTEND=noninteractive apt-get install -y postgresql
+  fi
+  pg_bin="$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)"
+  pg_dir="$(mktemp -d /tmp/graphloom-pg.XXXXXX)"
+  trap stop_postgres EXIT
+  mkdir -p "$pg_dir/sock"
+  if [ "$(id -u)" = 0 ]; then chown -R postgres:postgres "$pg_dir"; fi
+  pg_as "$pg_bin/initdb" -D "$pg_dir/data" -U postgres -A trust -E UTF8 --locale=C --no-sync \
+    >"$pg_dir/initdb.log" 2>&1 || { cat "$pg_dir/initdb.log" >&2; exit 1; }
+  local port tries=0
+  while :; do
+    tries=$((tries + 1))
+    port=$((20000 + RANDOM % 40000))
+    if port_free "$port" && pg_as "$pg_bin/pg_ctl" -D "$pg_dir/data" -l "$pg_dir/server.log" -w -t 60 \
+      -o "-p $port -h 127.0.0.1 -k $pg_dir/sock -c max_connections=300 -c fsync=off" start >/dev/null; then
+      break
+    fi
+    if [ "$tries" -ge 5 ]; then
+      echo "could not start PostgreSQL; server log:" >&2
+      cat "$pg_dir/server.log" >&2 || true
+      exit 1
+    fi
+  done
+  export GRAPHLOOM_PG_URL="postgres://postgres@127.0.0.1:$port/postgres"
+  echo "PostgreSQL $("$pg_bin/postgres" --version | awk '{print $3}') for the tests at $GRAPHLOOM_PG_URL"
+}
+if [ -z "${GRAPHLOOM_PG_URL:-}" ]; then
+  start_postgres
+fi
+# ---------------------------------------------------------------------------------------------
+
 cargo nextest run --workspace --all-features --no-fail-fast
 cargo test --workspace --all-features --doc

@@ -1,0 +1,445 @@
+//! Writing: `put`, `put_writes`, `delete_thread`, `copy_thread`.
+
+use super::{aad, PostgresSaver};
+use crate::error::{backend, SqlxResultExt};
+use graphloom_core::checkpoint::codec::TAG_JSON;
+use graphloom_core::checkpoint::{
+    write_idx, ChannelValue, Checkpoint, CheckpointConfig, CheckpointMetadata, Version,
+};
+use graphloom_core::{BackendErrorKind, Error, Result};
+use serde_json::Value;
+use sqlx::types::Json;
+use std::collections::{BTreeMap, HashMap};
+
+/// Blobs and the checkpoint row in one statement: atomic, one round trip.
+const PUT_SQL: &str = r#"
+WITH blobs AS (
+    INSERT INTO graphloom_checkpoint_blobs
+        (thread_id, checkpoint_ns, channel, version, base_version, encoding, value)
+    SELECT $1, $2, b.channel, b.version, b.base_version, b.encoding, b.value
+    FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::bytea[])
+        AS b(channel, version, base_version, encoding, value)
+    ON CONFLICT DO NOTHING
+)
+INSERT INTO graphloom_checkpoints
+    (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, encoding, checkpoint, metadata)
+VALUES ($1, $2, $8, $9, $10, $11, $12)
+ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET
+    parent_checkpoint_id = EXCLUDED.parent_checkpoint_id,
+    encoding = EXCLUDED.encoding,
+    checkpoint = EXCLUDED.checkpoint,
+    metadata = EXCLUDED.metadata
+"#;
+
+/// Pending writes of one or more tasks. An ordinary write (idx >= 0) already stored keeps its
+/// first value; a special one (idx < 0) is replaced in place (its `seq`, so its position in
+/// write order, is kept).
+const WRITES_SQL: &str = r#"
+INSERT INTO graphloom_checkpoint_writes
+    (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, encoding, value)
+SELECT $1, w.checkpoint_ns, w.checkpoint_id, w.task_id, w.idx, w.channel, w.task_path, w.encoding, w.value
+FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[], $9::bytea[])
+    WITH ORDINALITY AS w(checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, encoding, value, ord)
+ORDER BY w.ord
+ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO UPDATE SET
+    channel = EXCLUDED.channel,
+    task_path = EXCLUDED.task_path,
+    encoding = EXCLUDED.encoding,
+    value = EXCLUDED.value
+WHERE EXCLUDED.idx < 0
+"#;
+
+/// A checkpoint row of a thread: ns, id, parent, encoding, checkpoint, metadata.
+type CheckpointRow = (String, String, Option<String>, String, Vec<u8>, Json<Value>);
+/// A blob row of a thread: ns, channel, version, base version, encoding, value.
+type BlobRow = (String, String, String, Option<String>, String, Vec<u8>);
+/// A write row of a thread: ns, checkpoint id, task id, idx, channel, task path, encoding, value.
+type WriteRow = (String, String, String, i64, String, String, String, Vec<u8>);
+
+/// Rows for [`WRITES_SQL`], in write order.
+#[derive(Default)]
+struct WriteRows {
+    /// Position of each `(ns, checkpoint, task, idx)` in the columns below.
+    seen: HashMap<(String, String, String, i64), usize>,
+    ns: Vec<String>,
+    checkpoint_id: Vec<String>,
+    task_id: Vec<String>,
+    idx: Vec<i64>,
+    channel: Vec<String>,
+    task_path: Vec<String>,
+    encoding: Vec<String>,
+    value: Vec<Vec<u8>>,
+}
+
+impl WriteRows {
+    /// Add a write, folding a repeat of `(ns, checkpoint, task, idx)` within this batch the
+    /// way the table would (one statement may not touch a row twice).
+    #[allow(clippy::too_many_arguments)]
+    fn push(
+        &mut self,
+        ns: &str,
+        checkpoint_id: &str,
+        task_id: &str,
+        idx: i64,
+        channel: String,
+        task_path: &str,
+        encoding: String,
+        value: Vec<u8>,
+    ) {
+        let key = (ns.to_owned(), checkpoint_id.to_owned(), task_id.to_owned(), idx);
+        match self.seen.get(&key).copied() {
+            Some(i) if idx < 0 => {
+                self.channel[i] = channel;
+                self.task_path[i] = task_path.to_owned();
+                self.encoding[i] = encoding;
+                self.value[i] = value;
+            }
+            Some(_) => {}
+            None => {
+                self.seen.insert(key, self.idx.len());
+                self.ns.push(ns.to_owned());
+                self.checkpoint_id.push(checkpoint_id.to_owned());
+                self.task_id.push(task_id.to_owned());
+                self.idx.push(idx);
+                self.channel.push(channel);
+                self.task_path.push(task_path.to_owned());
+                self.encoding.push(encoding);
+                self.value.push(value);
+            }
+        }
+    }
+
+    async fn insert<'e, E>(self, executor: E, thread_id: &str, what: &str) -> Result<()>
+    where
+        E: sqlx::PgExecutor<'e>,
+    {
+        if self.idx.is_empty() {
+            return Ok(());
+        }
+        sqlx::query(WRITES_SQL)
+            .bind(thread_id)
+            .bind(self.ns)
+            .bind(self.checkpoint_id)
+            .bind(self.task_id)
+            .bind(self.idx)
+            .bind(self.channel)
+            .bind(self.task_path)
+            .bind(self.encoding)
+            .bind(self.value)
+            .execute(executor)
+            .await
+            .during(what)?;
+        Ok(())
+    }
+}
+
+fn encode_failed(what: &str, message: String) -> Error {
+    backend(BackendErrorKind::Other, format!("{what}: {message}"))
+}
+
+impl PostgresSaver {
+    pub(super) async fn write_checkpoint(
+        &self,
+        config: &CheckpointConfig,
+        mut checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: BTreeMap<String, Version>,
+    ) -> Result<CheckpointConfig> {
+        let (thread, ns) = (config.thread_id.as_str(), config.checkpoint_ns.as_str());
+        let values = std::mem::take(&mut checkpoint.channel_values);
+        let mut channels = Vec::with_capacity(new_versions.len());
+        let mut versions = Vec::with_capacity(new_versions.len());
+        let mut bases: Vec<Option<String>> = Vec::with_capacity(new_versions.len());
+        let mut encodings = Vec::with_capacity(new_versions.len());
+        let mut blobs = Vec::with_capacity(new_versions.len());
+        for (channel, version) in &new_versions {
+            // A channel with a new version but no value was emptied: nothing to store.
+            let Some(value) = values.get(channel) else {
+                continue;
+            };
+            let version = version.to_string();
+            let (tag, bytes) = self
+                .codec
+                .encode(value, &aad::blob(thread, ns, channel, &version))
+                .map_err(|m| encode_failed("put: channel value", m))?;
+            bases.push(match value {
+                ChannelValue::Append { base, .. } => Some(base.to_string()),
+                ChannelValue::Full(_) => None,
+            });
+            channels.push(channel.clone());
+            versions.push(version);
+            encodings.push(tag.to_owned());
+            blobs.push(bytes);
+        }
+        let id = checkpoint.id.clone();
+        let (tag, bytes) = self
+            .codec
+            .encode(&checkpoint, &aad::checkpoint(thread, ns, &id))
+            .map_err(|m| encode_failed("put: checkpoint", m))?;
+        let metadata =
+            serde_json::to_value(&metadata).map_err(|e| encode_failed("put: metadata", e.to_string()))?;
+        sqlx::query(PUT_SQL)
+            .bind(thread)
+            .bind(ns)
+            .bind(channels)
+            .bind(versions)
+            .bind(bases)
+            .bind(encodings)
+            .bind(blobs)
+            .bind(&id)
+            .bind(config.checkpoint_id.as_deref())
+            .bind(tag)
+            .bind(bytes)
+            .bind(Json(metadata))
+            .execute(&self.pool)
+            .await
+            .during("put")?;
+        Ok(CheckpointConfig {
+            thread_id: config.thread_id.clone(),
+            checkpoint_ns: config.checkpoint_ns.clone(),
+            checkpoint_id: Some(id),
+        })
+    }
+
+    pub(super) async fn write_pending(
+        &self,
+        config: &CheckpointConfig,
+        writes: Vec<(String, Value)>,
+        task_id: &str,
+        task_path: &str,
+    ) -> Result<()> {
+        let Some(checkpoint_id) = config.checkpoint_id.as_deref() else {
+            return Err(backend(
+                BackendErrorKind::InvalidInput,
+                "put_writes needs a config with a checkpoint id",
+            ));
+        };
+        let (thread, ns) = (config.thread_id.as_str(), config.checkpoint_ns.as_str());
+        let mut rows = WriteRows::default();
+        for (position, (channel, value)) in writes.into_iter().enumerate() {
+            let idx = write_idx(&channel, position);
+            let (tag, bytes) = self
+                .codec
+                .encode(
+                    &value,
+                    &aad::write(thread, ns, checkpoint_id, task_id, idx, &channel),
+                )
+                .map_err(|m| encode_failed("put_writes", m))?;
+            rows.push(
+                ns,
+                checkpoint_id,
+                task_id,
+                idx,
+                channel,
+                task_path,
+                tag.to_owned(),
+                bytes,
+            );
+        }
+        rows.insert(&self.pool, thread, "put_writes").await
+    }
+
+    pub(super) async fn remove_thread(&self, thread_id: &str) -> Result<()> {
+        sqlx::query(
+            "WITH w AS (DELETE FROM graphloom_checkpoint_writes WHERE thread_id = $1),
+                  b AS (DELETE FROM graphloom_checkpoint_blobs WHERE thread_id = $1)
+             DELETE FROM graphloom_checkpoints WHERE thread_id = $1",
+        )
+        .bind(thread_id)
+        .execute(&self.pool)
+        .await
+        .during("delete_thread")?;
+        Ok(())
+    }
+
+    /// Re-encode a value for its row in the target thread. Plaintext rows are copied as they
+    /// are; sealed ones are opened with the source row's associated data and sealed again
+    /// with the target's (a moved sealed value would not decode).
+    fn reseal(
+        &self,
+        tag: String,
+        bytes: Vec<u8>,
+        from: &[u8],
+        to: &[u8],
+    ) -> Result<(String, Vec<u8>), String> {
+        if tag == TAG_JSON && !self.codec.is_encrypted() {
+            return Ok((tag, bytes));
+        }
+        let value: Value = self.codec.decode(&tag, &bytes, from)?;
+        let (tag, bytes) = self.codec.encode(&value, to)?;
+        Ok((tag.to_owned(), bytes))
+    }
+
+    pub(super) async fn duplicate_thread(&self, source: &str, target: &str) -> Result<()> {
+        if source == target {
+            return Ok(());
+        }
+        let corrupt = |checkpoint_id: &str, message: String| Error::CorruptCheckpoint {
+            thread_id: source.to_owned(),
+            checkpoint_id: checkpoint_id.to_owned(),
+            message: format!("copy_thread: {message}"),
+        };
+        let mut tx = self
+            .pool
+            .begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ")
+            .await
+            .during("copy_thread: begin")?;
+
+        // Checkpoints.
+        let rows: Vec<CheckpointRow> = sqlx::query_as(
+            "SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, encoding, checkpoint, metadata
+             FROM graphloom_checkpoints WHERE thread_id = $1",
+        )
+        .bind(source)
+        .fetch_all(&mut *tx)
+        .await
+        .during("copy_thread: read checkpoints")?;
+        if rows.is_empty() {
+            tx.commit().await.during("copy_thread: commit")?;
+            return Ok(());
+        }
+        let n = rows.len();
+        let (mut nss, mut ids, mut parents, mut encs, mut cps, mut metas) = (
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+        );
+        for (ns, id, parent, enc, bytes, meta) in rows {
+            let (enc, bytes) = self
+                .reseal(
+                    enc,
+                    bytes,
+                    &aad::checkpoint(source, &ns, &id),
+                    &aad::checkpoint(target, &ns, &id),
+                )
+                .map_err(|m| corrupt(&id, m))?;
+            nss.push(ns);
+            ids.push(id);
+            parents.push(parent);
+            encs.push(enc);
+            cps.push(bytes);
+            metas.push(meta);
+        }
+        sqlx::query(
+            "INSERT INTO graphloom_checkpoints
+                 (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, encoding, checkpoint, metadata)
+             SELECT $1, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id, c.encoding, c.checkpoint, c.metadata
+             FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::bytea[], $7::jsonb[])
+                 AS c(checkpoint_ns, checkpoint_id, parent_checkpoint_id, encoding, checkpoint, metadata)
+             ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET
+                 parent_checkpoint_id = EXCLUDED.parent_checkpoint_id,
+                 encoding = EXCLUDED.encoding,
+                 checkpoint = EXCLUDED.checkpoint,
+                 metadata = EXCLUDED.metadata",
+        )
+        .bind(target)
+        .bind(nss)
+        .bind(ids)
+        .bind(parents)
+        .bind(encs)
+        .bind(cps)
+        .bind(metas)
+        .execute(&mut *tx)
+        .await
+        .during("copy_thread: write checkpoints")?;
+
+        // Channel blobs.
+        let rows: Vec<BlobRow> = sqlx::query_as(
+            "SELECT checkpoint_ns, channel, version, base_version, encoding, value
+             FROM graphloom_checkpoint_blobs WHERE thread_id = $1",
+        )
+        .bind(source)
+        .fetch_all(&mut *tx)
+        .await
+        .during("copy_thread: read blobs")?;
+        let n = rows.len();
+        let (mut nss, mut channels, mut versions, mut bases, mut encs, mut values) = (
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+        );
+        for (ns, channel, version, base, enc, bytes) in rows {
+            let (enc, bytes) = self
+                .reseal(
+                    enc,
+                    bytes,
+                    &aad::blob(source, &ns, &channel, &version),
+                    &aad::blob(target, &ns, &channel, &version),
+                )
+                .map_err(|m| {
+                    backend(
+                        BackendErrorKind::Corrupt,
+                        format!(
+                            "copy_thread: blob of channel `{channel}` version {version} of thread `{source}`: {m}"
+                        ),
+                    )
+                })?;
+            nss.push(ns);
+            channels.push(channel);
+            versions.push(version);
+            bases.push(base);
+            encs.push(enc);
+            values.push(bytes);
+        }
+        sqlx::query(
+            "INSERT INTO graphloom_checkpoint_blobs
+                 (thread_id, checkpoint_ns, channel, version, base_version, encoding, value)
+             SELECT $1, b.checkpoint_ns, b.channel, b.version, b.base_version, b.encoding, b.value
+             FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bytea[])
+                 AS b(checkpoint_ns, channel, version, base_version, encoding, value)
+             ON CONFLICT DO NOTHING",
+        )
+        .bind(target)
+        .bind(nss)
+        .bind(channels)
+        .bind(versions)
+        .bind(bases)
+        .bind(encs)
+        .bind(values)
+        .execute(&mut *tx)
+        .await
+        .during("copy_thread: write blobs")?;
+
+        // Pending writes, in their write order.
+        let rows: Vec<WriteRow> = sqlx::query_as(
+            "SELECT checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, encoding, value
+             FROM graphloom_checkpoint_writes WHERE thread_id = $1 ORDER BY seq",
+        )
+        .bind(source)
+        .fetch_all(&mut *tx)
+        .await
+        .during("copy_thread: read writes")?;
+        let mut writes = WriteRows::default();
+        for (ns, checkpoint_id, task_id, idx, channel, task_path, enc, bytes) in rows {
+            let (enc, bytes) = self
+                .reseal(
+                    enc,
+                    bytes,
+                    &aad::write(source, &ns, &checkpoint_id, &task_id, idx, &channel),
+                    &aad::write(target, &ns, &checkpoint_id, &task_id, idx, &channel),
+                )
+                .map_err(|m| corrupt(&checkpoint_id, m))?;
+            writes.push(
+                &ns,
+                &checkpoint_id,
+                &task_id,
+                idx,
+                channel,
+                &task_path,
+                enc,
+                bytes,
+            );
+        }
+        writes
+            .insert(&mut *tx, target, "copy_thread: write writes")
+            .await?;
+        tx.commit().await.during("copy_thread: commit")?;
+        Ok(())
+    }
+}
