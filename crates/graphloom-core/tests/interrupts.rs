@@ -252,3 +252,33 @@ async fn interrupt_appears_in_the_updates_stream() {
     assert_eq!(parts[0]["__interrupt__"][0]["value"], json!("q"));
     assert!(matches!(events.last(), Some(RunEvent::End(Ok(o))) if o.status == RunStatus::Interrupted));
 }
+
+#[tokio::test]
+async fn resuming_an_interrupt_of_an_older_checkpoint_forks_from_it() {
+    let g = StateGraph::<Form>::new()
+        .add_node("ask", |_s, rt: Runtime| async move {
+            Ok(answer(rt.interrupt("q")?.to_string()))
+        })
+        .add_edge(START, "ask")
+        .add_conditional_edges_map(
+            "ask",
+            |s: &Form| if s.answers.len() < 2 { "ask" } else { END },
+            [("ask", "ask"), (END, END)],
+        )
+        .checkpointer(InMemorySaver::new())
+        .compile()
+        .unwrap();
+    let cfg = RunConfig::thread("fork-resume");
+    g.invoke(FormUpdate::new(), cfg.clone()).await.unwrap();
+    let first = g.get_state(&cfg).await.unwrap().config.checkpoint_id.unwrap();
+    g.resume(Command::resume("one"), cfg.clone()).await.unwrap();
+    // Go back to the first question and answer it differently.
+    let out = g
+        .resume(Command::resume("uno"), cfg.clone().checkpoint_id(&first))
+        .await
+        .unwrap();
+    assert_eq!(out.status, RunStatus::Interrupted);
+    assert_eq!(out.values.answers.to_vec(), vec!["\"uno\""]);
+    let done = g.resume(Command::resume("dos"), cfg).await.unwrap();
+    assert_eq!(done.values.answers.to_vec(), vec!["\"uno\"", "\"dos\""]);
+}

@@ -132,7 +132,9 @@ pub(crate) async fn run_loop<S: State>(
         None => LoopState::fresh(&g.shape),
     };
     if fork {
-        ls.pending_writes.clear();
+        // Tasks of a past checkpoint run again on a fork; its pending interrupts stay so
+        // they can be resumed from there.
+        ls.pending_writes.retain(|w| w.channel == checkpoint::INTERRUPT);
     }
     let deadline = rc.timeout.map(|t| Instant::now() + t);
     let mut lp = Loop {

@@ -78,7 +78,8 @@ impl<S: State> LoopState<S> {
             saved_versions: BTreeMap::new(),
             delta_meta: BTreeMap::new(),
             candidates: None,
-            salt: rand::random(),
+            // 32 random bits tell forks apart and keep stored versions short.
+            salt: u64::from(rand::random::<u32>()),
             updated: Vec::new(),
             clock: 0,
             run_changes: BTreeMap::new(),

@@ -1,0 +1,179 @@
+//! A bounded, least-recently-used cache of resolved channel values.
+//!
+//! Blobs are immutable once written (a `(thread, namespace, channel, version)` is never
+//! rewritten), so the resolved value of a channel version stays valid until its thread is
+//! deleted. Caching it lets the next read resolve a one-link append chain instead of
+//! decoding the whole history of a long thread again: reads cost what changed.
+//!
+//! Deleting a thread through a saver drops its entries and bumps an epoch; a read that
+//! started before the delete does not put what it read into the cache.
+
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+/// `(thread, namespace, channel, version)`.
+pub(crate) type Key = (String, String, String, String);
+
+struct Entry {
+    value: Arc<Value>,
+    size: usize,
+    tick: u64,
+}
+
+#[derive(Default)]
+struct Inner {
+    map: HashMap<Key, Entry>,
+    /// Entries by last use, oldest first.
+    order: BTreeMap<u64, Key>,
+    tick: u64,
+    bytes: usize,
+}
+
+/// The cache; `budget` bounds the summed (encoded) sizes of the values it holds.
+pub(crate) struct ValueCache {
+    inner: Mutex<Inner>,
+    budget: usize,
+    epoch: AtomicU64,
+}
+
+impl std::fmt::Debug for ValueCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ValueCache")
+            .field("budget", &self.budget)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ValueCache {
+    /// A cache holding values of up to `budget` bytes in total (0 disables it).
+    pub(crate) fn new(budget: usize) -> Self {
+        Self {
+            inner: Mutex::new(Inner::default()),
+            budget,
+            epoch: AtomicU64::new(0),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // Every mutation keeps the maps consistent; a panic elsewhere cannot break them.
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The current epoch: take it before a read begins and pass it to [`Self::insert`].
+    pub(crate) fn epoch(&self) -> u64 {
+        self.epoch.load(Ordering::Acquire)
+    }
+
+    /// The cached value and its size, marking it recently used.
+    pub(crate) fn get(&self, key: &Key) -> Option<(Arc<Value>, usize)> {
+        if self.budget == 0 {
+            return None;
+        }
+        let mut inner = self.lock();
+        inner.tick += 1;
+        let tick = inner.tick;
+        let (value, size, old) = {
+            let entry = inner.map.get_mut(key)?;
+            let old = std::mem::replace(&mut entry.tick, tick);
+            (Arc::clone(&entry.value), entry.size, old)
+        };
+        inner.order.remove(&old);
+        inner.order.insert(tick, key.clone());
+        Some((value, size))
+    }
+
+    /// Whether a value of `size` bytes would be kept (at most a quarter of the budget).
+    pub(crate) fn accepts(&self, size: usize) -> bool {
+        size <= self.budget / 4 && self.budget > 0
+    }
+
+    /// Cache `value` (of about `size` bytes) unless the epoch moved since `epoch`.
+    pub(crate) fn insert(&self, key: Key, value: Arc<Value>, size: usize, epoch: u64) {
+        if !self.accepts(size) {
+            return;
+        }
+        let mut inner = self.lock();
+        if self.epoch() != epoch {
+            return;
+        }
+        inner.tick += 1;
+        let tick = inner.tick;
+        if let Some(old) = inner.map.insert(key.clone(), Entry { value, size, tick }) {
+            inner.order.remove(&old.tick);
+            inner.bytes -= old.size;
+        }
+        inner.order.insert(tick, key);
+        inner.bytes += size;
+        while inner.bytes > self.budget {
+            let Some((_, oldest)) = inner.order.pop_first() else {
+                break;
+            };
+            if let Some(gone) = inner.map.remove(&oldest) {
+                inner.bytes -= gone.size;
+            }
+        }
+    }
+
+    /// Drop every entry of `thread` and move to a new epoch.
+    pub(crate) fn forget_thread(&self, thread: &str) {
+        let mut inner = self.lock();
+        self.epoch.fetch_add(1, Ordering::AcqRel);
+        let gone: Vec<(Key, u64, usize)> = inner
+            .map
+            .iter()
+            .filter(|(k, _)| k.0 == thread)
+            .map(|(k, e)| (k.clone(), e.tick, e.size))
+            .collect();
+        for (key, tick, size) in gone {
+            inner.map.remove(&key);
+            inner.order.remove(&tick);
+            inner.bytes -= size;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn key(t: &str, v: &str) -> Key {
+        (t.into(), String::new(), "c".into(), v.into())
+    }
+
+    #[test]
+    fn evicts_least_recently_used_within_budget() {
+        let c = ValueCache::new(400);
+        c.insert(key("t", "1"), Arc::new(json!(1)), 100, 0);
+        c.insert(key("t", "2"), Arc::new(json!(2)), 100, 0);
+        c.insert(key("t", "3"), Arc::new(json!(3)), 100, 0);
+        assert!(c.get(&key("t", "1")).is_some());
+        c.insert(key("t", "4"), Arc::new(json!(4)), 100, 0);
+        c.insert(key("t", "5"), Arc::new(json!(5)), 100, 0);
+        // 2 was least recently used.
+        assert!(c.get(&key("t", "2")).is_none());
+        assert!(c.get(&key("t", "1")).is_some());
+        assert!(c.get(&key("t", "5")).is_some());
+        // Too big for the budget: not cached.
+        c.insert(key("t", "big"), Arc::new(json!(0)), 101, 0);
+        assert!(c.get(&key("t", "big")).is_none());
+    }
+
+    #[test]
+    fn forgetting_a_thread_drops_it_and_refuses_reads_from_before() {
+        let c = ValueCache::new(1000);
+        let before = c.epoch();
+        c.insert(key("a", "1"), Arc::new(json!(1)), 10, before);
+        c.insert(key("b", "1"), Arc::new(json!(1)), 10, before);
+        c.forget_thread("a");
+        assert!(c.get(&key("a", "1")).is_none());
+        assert!(c.get(&key("b", "1")).is_some());
+        c.insert(key("a", "2"), Arc::new(json!(2)), 10, before);
+        assert!(c.get(&key("a", "2")).is_none(), "a read from before the delete");
+        c.insert(key("a", "2"), Arc::new(json!(2)), 10, c.epoch());
+        assert!(c.get(&key("a", "2")).is_some());
+        assert!(ValueCache::new(0).get(&key("a", "2")).is_none());
+    }
+}

@@ -1,0 +1,1149 @@
+//! [`SqliteSaver`]: the SQLite [`Checkpointer`].
+
+use crate::cache::ValueCache;
+use crate::db::{aad, db_err, invalid_input, other, CommitStats, Db};
+use crate::options::{SqliteOptions, Synchronous};
+use futures::TryStreamExt;
+use graphloom_core::checkpoint::{
+    resolve_channel, write_idx, BlobCodec, ChannelValue, Checkpoint, CheckpointConfig, CheckpointMetadata,
+    CheckpointTuple, Checkpointer, ListQuery, PendingWrite, Version,
+};
+use graphloom_core::{Error, Result};
+use serde_json::Value;
+use sqlx::sqlite::{SqliteConnection, SqliteRow};
+use sqlx::{QueryBuilder, Row, Sqlite};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A [`Checkpointer`] keeping checkpoints in one SQLite file (WAL mode).
+///
+/// - **Storage grows with what changed.** A checkpoint row holds everything but the channel
+///   values; each `(thread, namespace, channel, version)` is stored once as a blob holding
+///   the [`ChannelValue`] `put` received (a full value or an append to an earlier version)
+///   and is never rewritten. Reads fetch the blobs of the needed channels in one query and
+///   resolve append chains in memory.
+/// - **Durable.** `put` and `put_writes` return once their transaction is committed (and,
+///   with [`Synchronous::Full`], the default, fsynced). All writes go through one writer
+///   task that commits whatever is queued in one transaction (group commit), so many
+///   concurrent runs share commits and never see "database is locked". Reads use a small
+///   pool of connections.
+/// - **Safe decoding.** Every stored value goes through the [`BlobCodec`] with associated
+///   data naming its row; an undecodable, tampered or (with encryption on) plaintext row is
+///   reported as [`Error::CorruptCheckpoint`] naming the thread and checkpoint.
+///   Checkpoint *metadata* is stored as plaintext JSON (so list filters can use it), but
+///   with encryption on it is authenticated as part of the sealed checkpoint row.
+/// - **Reads cost what changed.** Resolved channel values are kept in a bounded cache
+///   ([`SqliteSaverBuilder::value_cache_bytes`]), so reading the latest checkpoint of a long
+///   thread reads and decodes only the blobs written since the last read. Blobs are never
+///   rewritten, and a thread deleted through this saver leaves the cache at once; a thread
+///   deleted and rewritten with the very same checkpoint ids and channel versions by
+///   *another* process may be served stale from this saver's cache (versions carry a
+///   per-run salt, so runs do not do that).
+///
+/// The writer task is spawned on the Tokio runtime that opens the saver, which must outlive
+/// it. A write whose caller stops waiting (its future dropped) is still committed. Cloning
+/// is cheap; clones share the connections, the writer and the cache.
+#[derive(Debug, Clone)]
+pub struct SqliteSaver {
+    db: Arc<Db>,
+    cache: Arc<ValueCache>,
+}
+
+/// Opens a [`SqliteSaver`] with non-default settings; see [`SqliteSaver::builder`].
+#[derive(Debug, Clone)]
+pub struct SqliteSaverBuilder {
+    opts: SqliteOptions,
+}
+
+impl SqliteSaverBuilder {
+    /// Durability of commits ([`Synchronous::Full`] by default).
+    #[must_use]
+    pub fn synchronous(mut self, synchronous: Synchronous) -> Self {
+        self.opts = self.opts.synchronous(synchronous);
+        self
+    }
+    /// How long to wait for another process's lock (30 s by default).
+    #[must_use]
+    pub fn busy_timeout(mut self, timeout: Duration) -> Self {
+        self.opts = self.opts.busy_timeout(timeout);
+        self
+    }
+    /// How stored values are encoded, e.g. `BlobCodec::encrypted(&key)`.
+    #[must_use]
+    pub fn codec(mut self, codec: BlobCodec) -> Self {
+        self.opts = self.opts.codec(codec);
+        self
+    }
+    /// Number of read connections (4 by default).
+    #[must_use]
+    pub fn read_connections(mut self, n: u32) -> Self {
+        self.opts = self.opts.read_connections(n);
+        self
+    }
+    /// Memory for resolved channel values kept between reads (32 MiB of stored bytes by default; 0
+    /// disables the cache).
+    #[must_use]
+    pub fn value_cache_bytes(mut self, bytes: usize) -> Self {
+        self.opts = self.opts.value_cache_bytes(bytes);
+        self
+    }
+    /// Open the saver.
+    ///
+    /// # Errors
+    /// See [`SqliteSaver::open`].
+    pub async fn open(self) -> Result<SqliteSaver> {
+        SqliteSaver::open_with(self.opts).await
+    }
+}
+
+/// Row counts and stored value sizes of a [`SqliteSaver`] database.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct StorageStats {
+    /// Checkpoint rows.
+    pub checkpoints: u64,
+    /// Bytes of checkpoint rows' encoded bodies and metadata.
+    pub checkpoint_bytes: u64,
+    /// Channel blobs.
+    pub blobs: u64,
+    /// Bytes of encoded channel blobs.
+    pub blob_bytes: u64,
+    /// Pending-write rows.
+    pub writes: u64,
+    /// Bytes of encoded pending writes.
+    pub write_bytes: u64,
+}
+
+impl StorageStats {
+    /// Bytes of every stored value (checkpoints, metadata, blobs and writes).
+    #[must_use]
+    pub fn total_bytes(&self) -> u64 {
+        self.checkpoint_bytes + self.blob_bytes + self.write_bytes
+    }
+}
+
+impl SqliteSaver {
+    /// Open (creating if needed) the database at `path` with default settings: WAL mode,
+    /// `synchronous=FULL`, plain JSON values. Pending migrations run first.
+    ///
+    /// # Errors
+    /// A backend error if the file cannot be opened or migrated (e.g. it was written by a
+    /// newer version).
+    pub async fn open(path: impl Into<PathBuf>) -> Result<Self> {
+        Self::open_with(SqliteOptions::new(path)).await
+    }
+
+    /// A builder for the database at `path`, to change [`Synchronous`], the busy timeout,
+    /// the codec or the read pool before opening.
+    pub fn builder(path: impl Into<PathBuf>) -> SqliteSaverBuilder {
+        SqliteSaverBuilder {
+            opts: SqliteOptions::new(path),
+        }
+    }
+
+    /// Open with explicit options.
+    ///
+    /// # Errors
+    /// See [`SqliteSaver::open`].
+    pub async fn open_with(opts: SqliteOptions) -> Result<Self> {
+        Ok(Self {
+            cache: Arc::new(ValueCache::new(opts.value_cache_bytes)),
+            db: Arc::new(Db::open(&opts).await?),
+        })
+    }
+
+    /// The database file.
+    #[must_use]
+    pub fn path(&self) -> &Path {
+        self.db.path()
+    }
+
+    /// How many transactions the writer committed, for how many operations: with many
+    /// concurrent runs, operations outnumber commits (group commit).
+    #[must_use]
+    pub fn commit_stats(&self) -> CommitStats {
+        self.db.commit_stats()
+    }
+
+    /// Row counts and stored value sizes.
+    ///
+    /// # Errors
+    /// A backend error if the query fails.
+    pub async fn storage_stats(&self) -> Result<StorageStats> {
+        let row = sqlx::query(
+            "SELECT
+                (SELECT COUNT(*) FROM checkpoints),
+                (SELECT COALESCE(SUM(LENGTH(checkpoint) + LENGTH(CAST(metadata AS BLOB))), 0) FROM checkpoints),
+                (SELECT COUNT(*) FROM checkpoint_blobs),
+                (SELECT COALESCE(SUM(LENGTH(value)), 0) FROM checkpoint_blobs),
+                (SELECT COUNT(*) FROM checkpoint_writes),
+                (SELECT COALESCE(SUM(LENGTH(value)), 0) FROM checkpoint_writes)",
+        )
+        .fetch_one(self.db.reader())
+        .await
+        .map_err(db_err)?;
+        let n = |i: usize| -> Result<u64> {
+            let v: i64 = row.try_get(i).map_err(db_err)?;
+            Ok(u64::try_from(v).unwrap_or(0))
+        };
+        Ok(StorageStats {
+            checkpoints: n(0)?,
+            checkpoint_bytes: n(1)?,
+            blobs: n(2)?,
+            blob_bytes: n(3)?,
+            writes: n(4)?,
+            write_bytes: n(5)?,
+        })
+    }
+
+    fn codec(&self) -> &BlobCodec {
+        &self.db.codec
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Row encoding
+// ---------------------------------------------------------------------------------------
+
+const CP_COLUMNS: &str =
+    "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, enc, checkpoint, metadata";
+
+/// A checkpoint row as read.
+struct CpRow {
+    thread_id: String,
+    ns: String,
+    id: String,
+    parent: Option<String>,
+    enc: String,
+    body: Vec<u8>,
+    metadata: String,
+}
+
+/// Associated data of a checkpoint row: its key, parent and metadata text, so a sealed
+/// body moved to another row, or metadata edited in place, does not decode.
+fn cp_aad(thread: &str, ns: &str, id: &str, parent: Option<&str>, metadata: &str) -> Vec<u8> {
+    aad(&["checkpoint", thread, ns, id, parent.unwrap_or(""), metadata])
+}
+
+fn blob_aad(thread: &str, ns: &str, channel: &str, version: &str) -> Vec<u8> {
+    aad(&["blob", thread, ns, channel, version])
+}
+
+fn write_aad(thread: &str, ns: &str, checkpoint_id: &str, task_id: &str, idx: i64, channel: &str) -> Vec<u8> {
+    aad(&[
+        "write",
+        thread,
+        ns,
+        checkpoint_id,
+        task_id,
+        &idx.to_string(),
+        channel,
+    ])
+}
+
+fn corrupt_cp(thread: &str, id: &str, message: impl Into<String>) -> Error {
+    Error::CorruptCheckpoint {
+        thread_id: thread.to_owned(),
+        checkpoint_id: id.to_owned(),
+        message: message.into(),
+    }
+}
+
+fn encode<T: serde::Serialize + ?Sized>(
+    codec: &BlobCodec,
+    value: &T,
+    aad: &[u8],
+) -> Result<(String, Vec<u8>)> {
+    codec
+        .encode(value, aad)
+        .map(|(tag, bytes)| (tag.to_owned(), bytes))
+        .map_err(other)
+}
+
+fn read_cp_row(row: &SqliteRow) -> Result<CpRow> {
+    let thread_id: String = row.try_get(0).map_err(db_err)?;
+    let ns: String = row.try_get(1).map_err(db_err)?;
+    let id: String = row.try_get(2).map_err(db_err)?;
+    let bad =
+        |what: &str, e: sqlx::Error| corrupt_cp(&thread_id, &id, format!("checkpoint row: {what}: {e}"));
+    let parent: Option<String> = row.try_get(3).map_err(|e| bad("parent id", e))?;
+    let enc: String = row.try_get(4).map_err(|e| bad("encoding", e))?;
+    let body: Vec<u8> = row.try_get(5).map_err(|e| bad("body", e))?;
+    let metadata: String = row.try_get(6).map_err(|e| bad("metadata", e))?;
+    Ok(CpRow {
+        thread_id,
+        ns,
+        id,
+        parent,
+        enc,
+        body,
+        metadata,
+    })
+}
+
+/// A checkpoint row decoded, channel values not yet resolved.
+struct Decoded {
+    row: CpRow,
+    checkpoint: Checkpoint,
+    metadata: CheckpointMetadata,
+}
+
+fn decode_cp(codec: &BlobCodec, row: CpRow) -> Result<Decoded> {
+    let metadata: CheckpointMetadata = serde_json::from_str(&row.metadata).map_err(|e| {
+        corrupt_cp(
+            &row.thread_id,
+            &row.id,
+            format!("checkpoint metadata does not decode: {e}"),
+        )
+    })?;
+    let aad = cp_aad(
+        &row.thread_id,
+        &row.ns,
+        &row.id,
+        row.parent.as_deref(),
+        &row.metadata,
+    );
+    let mut checkpoint: Checkpoint = codec
+        .decode(&row.enc, &row.body, &aad)
+        .map_err(|e| corrupt_cp(&row.thread_id, &row.id, format!("checkpoint row: {e}")))?;
+    if checkpoint.id != row.id {
+        return Err(corrupt_cp(
+            &row.thread_id,
+            &row.id,
+            "checkpoint row holds another checkpoint's id",
+        ));
+    }
+    checkpoint.channel_values.clear();
+    Ok(Decoded {
+        row,
+        checkpoint,
+        metadata,
+    })
+}
+
+/// Stored blobs of one thread and namespace: channel -> version -> (encoding, bytes).
+type BlobRows = HashMap<String, HashMap<String, (String, Vec<u8>)>>;
+
+/// What has been read of one (thread, namespace) for the checkpoints being built.
+#[derive(Default)]
+struct GroupData {
+    blobs: BlobRows,
+    /// Channels whose every blob has been read.
+    fetched_all: HashSet<String>,
+    /// Blobs decoded so far, so list does not decode a shared blob once per checkpoint.
+    decoded: HashMap<(String, String), ChannelValue>,
+    /// Channel versions found in the cache before reading (their blobs were not read).
+    hits: HashMap<(String, String), Arc<Value>>,
+    writes: HashMap<String, Vec<PendingWrite>>,
+}
+
+/// Everything a read needs besides the connection.
+struct ReadCtx<'a> {
+    codec: &'a BlobCodec,
+    cache: &'a ValueCache,
+    /// The cache epoch taken before the read transaction began.
+    epoch: u64,
+}
+
+fn add_blob_rows(blobs: &mut BlobRows, rows: Vec<SqliteRow>) -> Result<()> {
+    for row in rows {
+        let channel: String = row.try_get(0).map_err(db_err)?;
+        let version: String = row.try_get(1).map_err(db_err)?;
+        // An unreadable encoding or value is reported when (and if) the blob is needed.
+        let enc: String = row.try_get(2).unwrap_or_default();
+        let value: Vec<u8> = row.try_get(3).unwrap_or_default();
+        blobs.entry(channel).or_default().insert(version, (enc, value));
+    }
+    Ok(())
+}
+
+/// Read the pending writes of `checkpoint_ids`, and the blobs at exactly the `(channel,
+/// version)` pairs in `exact`, of one thread and namespace.
+async fn load_group(
+    conn: &mut SqliteConnection,
+    codec: &BlobCodec,
+    thread: &str,
+    ns: &str,
+    exact: &[(&str, String)],
+    checkpoint_ids: &[&str],
+) -> Result<GroupData> {
+    let mut data = GroupData::default();
+    if !exact.is_empty() {
+        let pairs = serde_json::to_string(exact).map_err(|e| other(e.to_string()))?;
+        let rows = sqlx::query(
+            "SELECT channel, version, enc, value FROM checkpoint_blobs
+             WHERE thread_id = ? AND checkpoint_ns = ? AND (channel, version) IN
+                (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?))",
+        )
+        .bind(thread)
+        .bind(ns)
+        .bind(pairs)
+        .fetch_all(&mut *conn)
+        .await
+        .map_err(db_err)?;
+        add_blob_rows(&mut data.blobs, rows)?;
+    }
+    let ids = serde_json::to_string(checkpoint_ids).map_err(|e| other(e.to_string()))?;
+    let rows = sqlx::query(
+        "SELECT checkpoint_id, task_id, idx, channel, enc, value FROM checkpoint_writes
+         WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id IN (SELECT value FROM json_each(?))
+         ORDER BY seq",
+    )
+    .bind(thread)
+    .bind(ns)
+    .bind(ids)
+    .fetch_all(&mut *conn)
+    .await
+    .map_err(db_err)?;
+    for row in rows {
+        let checkpoint_id: String = row.try_get(0).map_err(db_err)?;
+        let task_id: String = row.try_get(1).map_err(db_err)?;
+        let idx: i64 = row.try_get(2).map_err(db_err)?;
+        let bad = |e: String| {
+            corrupt_cp(
+                thread,
+                &checkpoint_id,
+                format!("pending write {idx} of task `{task_id}`: {e}"),
+            )
+        };
+        let channel: String = row.try_get(3).map_err(|e| bad(e.to_string()))?;
+        let enc: String = row.try_get(4).map_err(|e| bad(e.to_string()))?;
+        let bytes: Vec<u8> = row.try_get(5).map_err(|e| bad(e.to_string()))?;
+        let aad = write_aad(thread, ns, &checkpoint_id, &task_id, idx, &channel);
+        let value: Value = codec.decode(&enc, &bytes, &aad).map_err(bad)?;
+        data.writes.entry(checkpoint_id).or_default().push(PendingWrite {
+            task_id,
+            channel,
+            value,
+        });
+    }
+    Ok(data)
+}
+
+/// Read every blob of `channel` (of one thread and namespace) not read yet.
+async fn load_channel(
+    conn: &mut SqliteConnection,
+    thread: &str,
+    ns: &str,
+    channel: &str,
+    group: &mut GroupData,
+) -> Result<()> {
+    let rows = sqlx::query(
+        "SELECT channel, version, enc, value FROM checkpoint_blobs
+         WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ?",
+    )
+    .bind(thread)
+    .bind(ns)
+    .bind(channel)
+    .fetch_all(&mut *conn)
+    .await
+    .map_err(db_err)?;
+    add_blob_rows(&mut group.blobs, rows)?;
+    group.fetched_all.insert(channel.to_owned());
+    Ok(())
+}
+
+/// How resolving one channel version went.
+enum Resolution {
+    /// The full value, and about how many stored bytes it was built from.
+    Value(Value, usize),
+    /// No blob at that exact version: the channel is empty.
+    Empty,
+    /// A link of the append chain is not among the blobs read so far.
+    MissingLink(String),
+    /// A blob does not decode, or the chain is broken.
+    Corrupt(String),
+}
+
+/// Resolve `channel` at `version` from the blobs read so far, stopping at a cached value.
+fn try_resolve(
+    ctx: &ReadCtx<'_>,
+    thread: &str,
+    ns: &str,
+    channel: &str,
+    version: &Version,
+    group: &mut GroupData,
+) -> Resolution {
+    let Some(chain) = group
+        .blobs
+        .get(channel)
+        .filter(|chain| chain.contains_key(&version.to_string()))
+    else {
+        return Resolution::Empty;
+    };
+    let decoded = &mut group.decoded;
+    let mut size = 0usize;
+    let mut failure: Option<String> = None;
+    let mut missing = false;
+    let resolved = resolve_channel(channel, version, |v: &Version| {
+        let key = v.to_string();
+        if v != version {
+            let cache_key = (thread.to_owned(), ns.to_owned(), channel.to_owned(), key.clone());
+            if let Some((value, bytes)) = ctx.cache.get(&cache_key) {
+                size += bytes;
+                return Some(ChannelValue::Full((*value).clone()));
+            }
+        }
+        let Some((enc, bytes)) = chain.get(&key) else {
+            missing = true;
+            return None;
+        };
+        size += bytes.len();
+        let memo_key = (channel.to_owned(), key);
+        if let Some(hit) = decoded.get(&memo_key) {
+            return Some(hit.clone());
+        }
+        match ctx
+            .codec
+            .decode::<ChannelValue>(enc, bytes, &blob_aad(thread, ns, channel, &memo_key.1))
+        {
+            Ok(value) => {
+                decoded.insert(memo_key, value.clone());
+                Some(value)
+            }
+            Err(e) => {
+                failure.get_or_insert(format!("channel `{channel}` version {}: {e}", memo_key.1));
+                None
+            }
+        }
+    });
+    match (resolved, failure) {
+        (_, Some(message)) => Resolution::Corrupt(message),
+        (Ok(value), None) => Resolution::Value(value, size),
+        (Err(message), None) if missing => Resolution::MissingLink(message),
+        (Err(message), None) => Resolution::Corrupt(message),
+    }
+}
+
+/// Resolve every channel of a decoded checkpoint to its full value and build the tuple.
+async fn build_tuple(
+    conn: &mut SqliteConnection,
+    ctx: &ReadCtx<'_>,
+    d: Decoded,
+    group: &mut GroupData,
+) -> Result<CheckpointTuple> {
+    let Decoded {
+        row,
+        mut checkpoint,
+        metadata,
+    } = d;
+    let (thread, ns, id) = (&row.thread_id, &row.ns, &row.id);
+    let mut values = BTreeMap::new();
+    for (channel, version) in &checkpoint.channel_versions {
+        let key = (thread.clone(), ns.clone(), channel.clone(), version.to_string());
+        if let Some(value) = group.hits.get(&(key.2.clone(), key.3.clone())) {
+            values.insert(channel.clone(), ChannelValue::Full((**value).clone()));
+            continue;
+        }
+        let mut outcome = try_resolve(ctx, thread, ns, channel, version, group);
+        if matches!(outcome, Resolution::MissingLink(_)) && !group.fetched_all.contains(channel) {
+            // The chain reaches past what was read (and cached): read the whole channel.
+            load_channel(conn, thread, ns, channel, group).await?;
+            outcome = try_resolve(ctx, thread, ns, channel, version, group);
+        }
+        match outcome {
+            Resolution::Empty => {}
+            Resolution::Value(value, size) => {
+                if ctx.cache.accepts(size) {
+                    let shared = Arc::new(value);
+                    values.insert(channel.clone(), ChannelValue::Full((*shared).clone()));
+                    ctx.cache.insert(key, shared, size, ctx.epoch);
+                } else {
+                    values.insert(channel.clone(), ChannelValue::Full(value));
+                }
+            }
+            Resolution::MissingLink(message) | Resolution::Corrupt(message) => {
+                return Err(corrupt_cp(thread, id, message))
+            }
+        }
+    }
+    checkpoint.channel_values = values;
+    let config = CheckpointConfig {
+        thread_id: row.thread_id.clone(),
+        checkpoint_ns: row.ns.clone(),
+        checkpoint_id: Some(row.id.clone()),
+    };
+    let parent_config = row.parent.as_ref().map(|parent| CheckpointConfig {
+        checkpoint_id: Some(parent.clone()),
+        ..config.clone()
+    });
+    let pending_writes = group.writes.get(&row.id).cloned().unwrap_or_default();
+    Ok(CheckpointTuple {
+        config,
+        checkpoint,
+        metadata,
+        parent_config,
+        pending_writes,
+    })
+}
+
+/// Resolve decoded checkpoint rows (in order) into tuples. Per (thread, namespace), one
+/// query reads the pending writes and one the blobs at the exact versions needed that are
+/// not cached; a channel whose append chain reaches further is then read whole, once.
+async fn build_tuples(
+    conn: &mut SqliteConnection,
+    ctx: &ReadCtx<'_>,
+    decoded: Vec<Decoded>,
+) -> Result<Vec<CheckpointTuple>> {
+    let mut groups: BTreeMap<(String, String), GroupData> = BTreeMap::new();
+    {
+        /// Per (thread, namespace): versions to read, versions seen, cache hits, checkpoints.
+        #[derive(Default)]
+        struct Wanted<'d> {
+            exact: Vec<(&'d str, String)>,
+            seen: HashSet<(&'d str, String)>,
+            hits: HashMap<(String, String), Arc<Value>>,
+            ids: Vec<&'d str>,
+        }
+        let mut wanted: BTreeMap<(&str, &str), Wanted<'_>> = BTreeMap::new();
+        for d in &decoded {
+            let (thread, ns) = (d.row.thread_id.as_str(), d.row.ns.as_str());
+            let entry = wanted.entry((thread, ns)).or_default();
+            for (channel, version) in &d.checkpoint.channel_versions {
+                let v = version.to_string();
+                if !entry.seen.insert((channel.as_str(), v.clone())) {
+                    continue;
+                }
+                let key = (thread.to_owned(), ns.to_owned(), channel.clone(), v);
+                match ctx.cache.get(&key) {
+                    Some((value, _)) => {
+                        entry.hits.insert((key.2, key.3), value);
+                    }
+                    None => entry.exact.push((channel.as_str(), key.3)),
+                }
+            }
+            entry.ids.push(&d.row.id);
+        }
+        for ((thread, ns), w) in wanted {
+            let mut data = load_group(conn, ctx.codec, thread, ns, &w.exact, &w.ids).await?;
+            data.hits = w.hits;
+            groups.insert((thread.to_owned(), ns.to_owned()), data);
+        }
+    }
+    let mut out = Vec::with_capacity(decoded.len());
+    for d in decoded {
+        let key = (d.row.thread_id.clone(), d.row.ns.clone());
+        let group = groups.entry(key).or_default();
+        out.push(build_tuple(conn, ctx, d, group).await?);
+    }
+    Ok(out)
+}
+
+/// A metadata filter value SQLite can pre-select on exactly as Rust compares it (strings,
+/// integers, booleans); other values are only checked in Rust.
+fn prefilter(qb: &mut QueryBuilder<'_, Sqlite>, key: &str, value: &Value) {
+    if key.contains(['"', '\\']) {
+        return;
+    }
+    let path = format!("$.\"{key}\"");
+    match value {
+        Value::String(s) => {
+            qb.push(" AND json_extract(metadata, ")
+                .push_bind(path)
+                .push(") = ")
+                .push_bind(s.clone());
+        }
+        Value::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                qb.push(" AND json_extract(metadata, ")
+                    .push_bind(path)
+                    .push(") = ")
+                    .push_bind(i);
+            }
+        }
+        Value::Bool(b) => {
+            qb.push(" AND json_extract(metadata, ")
+                .push_bind(path)
+                .push(") = ")
+                .push_bind(i64::from(*b));
+        }
+        _ => {}
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Checkpointer
+// ---------------------------------------------------------------------------------------
+
+impl SqliteSaver {
+    fn read_ctx(&self) -> ReadCtx<'_> {
+        ReadCtx {
+            codec: self.codec(),
+            cache: &self.cache,
+            epoch: self.cache.epoch(),
+        }
+    }
+
+    async fn get_tuple_now(&self, config: &CheckpointConfig) -> Result<Option<CheckpointTuple>> {
+        let ctx = self.read_ctx();
+        let mut tx = self.db.reader().begin().await.map_err(db_err)?;
+        let row = match &config.checkpoint_id {
+            Some(id) => {
+                sqlx::query(&format!(
+                    "SELECT {CP_COLUMNS} FROM checkpoints
+                     WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?"
+                ))
+                .bind(&config.thread_id)
+                .bind(&config.checkpoint_ns)
+                .bind(id)
+                .fetch_optional(&mut *tx)
+                .await
+            }
+            None => {
+                sqlx::query(&format!(
+                    "SELECT {CP_COLUMNS} FROM checkpoints
+                     WHERE thread_id = ? AND checkpoint_ns = ?
+                     ORDER BY checkpoint_id DESC LIMIT 1"
+                ))
+                .bind(&config.thread_id)
+                .bind(&config.checkpoint_ns)
+                .fetch_optional(&mut *tx)
+                .await
+            }
+        }
+        .map_err(db_err)?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let decoded = decode_cp(self.codec(), read_cp_row(&row)?)?;
+        let mut tuples = build_tuples(&mut tx, &ctx, vec![decoded]).await?;
+        let _ = tx.rollback().await;
+        Ok(tuples.pop())
+    }
+
+    async fn list_now(&self, query: &ListQuery) -> Result<Vec<CheckpointTuple>> {
+        if query.limit == Some(0) {
+            return Ok(Vec::new());
+        }
+        let mut qb = QueryBuilder::<Sqlite>::new(format!("SELECT {CP_COLUMNS} FROM checkpoints WHERE 1 = 1"));
+        if let Some(thread) = &query.thread_id {
+            qb.push(" AND thread_id = ").push_bind(thread.clone());
+        }
+        if let Some(ns) = &query.checkpoint_ns {
+            qb.push(" AND checkpoint_ns = ").push_bind(ns.clone());
+        }
+        if let Some(before) = &query.before {
+            qb.push(" AND checkpoint_id < ").push_bind(before.clone());
+        }
+        for (key, value) in &query.filter {
+            prefilter(&mut qb, key, value);
+        }
+        // Newest first; ties (copied threads share ids) in a stable thread/ns order.
+        qb.push(" ORDER BY checkpoint_id DESC, thread_id, checkpoint_ns");
+        let sql_limit = query.filter.is_empty().then_some(query.limit).flatten();
+        if let Some(limit) = sql_limit {
+            qb.push(" LIMIT ")
+                .push_bind(i64::try_from(limit).unwrap_or(i64::MAX));
+        }
+
+        let ctx = self.read_ctx();
+        let mut tx = self.db.reader().begin().await.map_err(db_err)?;
+        let mut decoded = Vec::new();
+        {
+            let mut rows = qb.build().persistent(false).fetch(&mut *tx);
+            while let Some(row) = rows.try_next().await.map_err(db_err)? {
+                let row = read_cp_row(&row)?;
+                // Check the (plaintext) metadata before decoding the body.
+                if !query.filter.is_empty() {
+                    let metadata: CheckpointMetadata = serde_json::from_str(&row.metadata).map_err(|e| {
+                        corrupt_cp(
+                            &row.thread_id,
+                            &row.id,
+                            format!("checkpoint metadata does not decode: {e}"),
+                        )
+                    })?;
+                    if !metadata.matches(&query.filter) {
+                        continue;
+                    }
+                }
+                decoded.push(decode_cp(self.codec(), row)?);
+                if query.limit.is_some_and(|limit| decoded.len() >= limit) {
+                    break;
+                }
+            }
+        }
+        let tuples = build_tuples(&mut tx, &ctx, decoded).await?;
+        let _ = tx.rollback().await;
+        Ok(tuples)
+    }
+
+    async fn put_now(
+        &self,
+        config: &CheckpointConfig,
+        mut checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: BTreeMap<String, Version>,
+    ) -> Result<CheckpointConfig> {
+        let codec = self.codec();
+        let thread = config.thread_id.clone();
+        let ns = config.checkpoint_ns.clone();
+        let id = checkpoint.id.clone();
+        let parent = config.checkpoint_id.clone();
+        let mut values = std::mem::take(&mut checkpoint.channel_values);
+        let mut blobs = Vec::new();
+        for (channel, version) in new_versions {
+            // A channel with a new version but no value was emptied: nothing to store.
+            if let Some(value) = values.remove(&channel) {
+                let version = version.to_string();
+                let (enc, bytes) = encode(codec, &value, &blob_aad(&thread, &ns, &channel, &version))?;
+                blobs.push((channel, version, enc, bytes));
+            }
+        }
+        let meta_text =
+            serde_json::to_string(&metadata).map_err(|e| other(format!("cannot encode metadata: {e}")))?;
+        let aad = cp_aad(&thread, &ns, &id, parent.as_deref(), &meta_text);
+        let (enc, body) = encode(codec, &checkpoint, &aad)?;
+        let out = CheckpointConfig {
+            thread_id: thread.clone(),
+            checkpoint_ns: ns.clone(),
+            checkpoint_id: Some(id.clone()),
+        };
+        self.db
+            .write(move |conn| {
+                Box::pin(async move {
+                    for (channel, version, blob_enc, bytes) in &blobs {
+                        insert_blob(conn, &thread, &ns, channel, version, blob_enc, bytes).await?;
+                    }
+                    upsert_checkpoint(
+                        conn,
+                        &thread,
+                        &ns,
+                        &id,
+                        parent.as_deref(),
+                        &enc,
+                        &body,
+                        &meta_text,
+                    )
+                    .await
+                })
+            })
+            .await?;
+        Ok(out)
+    }
+
+    async fn put_writes_now(
+        &self,
+        config: &CheckpointConfig,
+        writes: Vec<(String, Value)>,
+        task_id: &str,
+        task_path: &str,
+    ) -> Result<()> {
+        let Some(checkpoint_id) = config.checkpoint_id.clone() else {
+            return Err(invalid_input("put_writes needs a config with a checkpoint id"));
+        };
+        let thread = config.thread_id.clone();
+        let ns = config.checkpoint_ns.clone();
+        let mut rows = Vec::with_capacity(writes.len());
+        for (position, (channel, value)) in writes.into_iter().enumerate() {
+            let idx = write_idx(&channel, position);
+            let aad = write_aad(&thread, &ns, &checkpoint_id, task_id, idx, &channel);
+            let (enc, bytes) = encode(self.codec(), &value, &aad)?;
+            rows.push(WriteRow {
+                checkpoint_id: checkpoint_id.clone(),
+                task_id: task_id.to_owned(),
+                idx,
+                channel,
+                task_path: task_path.to_owned(),
+                enc,
+                bytes,
+            });
+        }
+        if rows.is_empty() {
+            return Ok(());
+        }
+        self.db
+            .write(move |conn| {
+                Box::pin(async move {
+                    for w in &rows {
+                        insert_write(conn, &thread, &ns, w).await?;
+                    }
+                    Ok(())
+                })
+            })
+            .await
+    }
+
+    async fn delete_thread_now(&self, thread_id: &str) -> Result<()> {
+        let thread = thread_id.to_owned();
+        self.db
+            .write(move |conn| {
+                Box::pin(async move {
+                    for sql in [
+                        "DELETE FROM checkpoint_writes WHERE thread_id = ?",
+                        "DELETE FROM checkpoint_blobs WHERE thread_id = ?",
+                        "DELETE FROM checkpoints WHERE thread_id = ?",
+                    ] {
+                        sqlx::query(sql)
+                            .bind(&thread)
+                            .execute(&mut *conn)
+                            .await
+                            .map_err(db_err)?;
+                    }
+                    Ok(())
+                })
+            })
+            .await?;
+        self.cache.forget_thread(thread_id);
+        Ok(())
+    }
+
+    async fn copy_thread_now(&self, source: &str, target: &str) -> Result<()> {
+        if source == target {
+            return Ok(());
+        }
+        let (source, target) = (source.to_owned(), target.to_owned());
+        let codec = self.codec().clone();
+        self.db
+            .write(move |conn| Box::pin(async move { copy_rows(conn, &codec, &source, &target).await }))
+            .await
+    }
+}
+
+/// A pending write ready to insert.
+struct WriteRow {
+    checkpoint_id: String,
+    task_id: String,
+    idx: i64,
+    channel: String,
+    task_path: String,
+    enc: String,
+    bytes: Vec<u8>,
+}
+
+/// Insert a blob unless that `(thread, ns, channel, version)` is already stored: blobs are
+/// never rewritten.
+async fn insert_blob(
+    conn: &mut SqliteConnection,
+    thread: &str,
+    ns: &str,
+    channel: &str,
+    version: &str,
+    enc: &str,
+    bytes: &[u8],
+) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO checkpoint_blobs (thread_id, checkpoint_ns, channel, version, enc, value)
+         VALUES (?, ?, ?, ?, ?, ?)
+         ON CONFLICT (thread_id, checkpoint_ns, channel, version) DO NOTHING",
+    )
+    .bind(thread)
+    .bind(ns)
+    .bind(channel)
+    .bind(version)
+    .bind(enc)
+    .bind(bytes)
+    .execute(&mut *conn)
+    .await
+    .map_err(db_err)?;
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn upsert_checkpoint(
+    conn: &mut SqliteConnection,
+    thread: &str,
+    ns: &str,
+    id: &str,
+    parent: Option<&str>,
+    enc: &str,
+    body: &[u8],
+    metadata: &str,
+) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO checkpoints
+            (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, enc, checkpoint, metadata)
+         VALUES (?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET
+            parent_checkpoint_id = excluded.parent_checkpoint_id,
+            enc = excluded.enc,
+            checkpoint = excluded.checkpoint,
+            metadata = excluded.metadata",
+    )
+    .bind(thread)
+    .bind(ns)
+    .bind(id)
+    .bind(parent)
+    .bind(enc)
+    .bind(body)
+    .bind(metadata)
+    .execute(&mut *conn)
+    .await
+    .map_err(db_err)?;
+    Ok(())
+}
+
+/// Insert a pending write: an ordinary write (idx >= 0) whose `(task_id, idx)` is already
+/// stored is dropped; a special one (negative idx) replaces the stored one, keeping its
+/// place (`seq`) in write order.
+async fn insert_write(conn: &mut SqliteConnection, thread: &str, ns: &str, w: &WriteRow) -> Result<()> {
+    let on_conflict = if w.idx < 0 {
+        "DO UPDATE SET channel = excluded.channel, task_path = excluded.task_path,
+            enc = excluded.enc, value = excluded.value"
+    } else {
+        "DO NOTHING"
+    };
+    let sql = format!(
+        "INSERT INTO checkpoint_writes
+            (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, enc, value)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) {on_conflict}"
+    );
+    sqlx::query(&sql)
+        .bind(thread)
+        .bind(ns)
+        .bind(&w.checkpoint_id)
+        .bind(&w.task_id)
+        .bind(w.idx)
+        .bind(&w.channel)
+        .bind(&w.task_path)
+        .bind(&w.enc)
+        .bind(&w.bytes)
+        .execute(&mut *conn)
+        .await
+        .map_err(db_err)?;
+    Ok(())
+}
+
+/// Copy every row of thread `source` to `target`. Values are sealed with associated data
+/// naming their thread, so each is decoded and encoded again for its new row (which also
+/// refuses to copy a corrupt row).
+async fn copy_rows(conn: &mut SqliteConnection, codec: &BlobCodec, source: &str, target: &str) -> Result<()> {
+    let rows = sqlx::query(&format!(
+        "SELECT {CP_COLUMNS} FROM checkpoints WHERE thread_id = ? ORDER BY checkpoint_ns, checkpoint_id"
+    ))
+    .bind(source)
+    .fetch_all(&mut *conn)
+    .await
+    .map_err(db_err)?;
+    for row in rows {
+        let d = decode_cp(codec, read_cp_row(&row)?)?;
+        let r = &d.row;
+        let aad = cp_aad(target, &r.ns, &r.id, r.parent.as_deref(), &r.metadata);
+        let (enc, body) = encode(codec, &d.checkpoint, &aad)?;
+        upsert_checkpoint(
+            conn,
+            target,
+            &r.ns,
+            &r.id,
+            r.parent.as_deref(),
+            &enc,
+            &body,
+            &r.metadata,
+        )
+        .await?;
+    }
+
+    let rows = sqlx::query(
+        "SELECT checkpoint_ns, channel, version, enc, value FROM checkpoint_blobs WHERE thread_id = ?
+         ORDER BY checkpoint_ns, channel, version",
+    )
+    .bind(source)
+    .fetch_all(&mut *conn)
+    .await
+    .map_err(db_err)?;
+    for row in rows {
+        let ns: String = row.try_get(0).map_err(db_err)?;
+        let channel: String = row.try_get(1).map_err(db_err)?;
+        let version: String = row.try_get(2).map_err(db_err)?;
+        let bad = |e: String| Error::CorruptCheckpoint {
+            thread_id: source.to_owned(),
+            checkpoint_id: String::new(),
+            message: format!("namespace `{ns}` channel `{channel}` version {version}: {e}"),
+        };
+        let enc: String = row.try_get(3).map_err(|e| bad(e.to_string()))?;
+        let bytes: Vec<u8> = row.try_get(4).map_err(|e| bad(e.to_string()))?;
+        let value: ChannelValue = codec
+            .decode(&enc, &bytes, &blob_aad(source, &ns, &channel, &version))
+            .map_err(bad)?;
+        let (enc, bytes) = encode(codec, &value, &blob_aad(target, &ns, &channel, &version))?;
+        insert_blob(conn, target, &ns, &channel, &version, &enc, &bytes).await?;
+    }
+
+    let rows = sqlx::query(
+        "SELECT checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, enc, value
+         FROM checkpoint_writes WHERE thread_id = ? ORDER BY seq",
+    )
+    .bind(source)
+    .fetch_all(&mut *conn)
+    .await
+    .map_err(db_err)?;
+    for row in rows {
+        let ns: String = row.try_get(0).map_err(db_err)?;
+        let checkpoint_id: String = row.try_get(1).map_err(db_err)?;
+        let task_id: String = row.try_get(2).map_err(db_err)?;
+        let idx: i64 = row.try_get(3).map_err(db_err)?;
+        let bad = |e: String| {
+            corrupt_cp(
+                source,
+                &checkpoint_id,
+                format!("pending write {idx} of task `{task_id}`: {e}"),
+            )
+        };
+        let channel: String = row.try_get(4).map_err(|e| bad(e.to_string()))?;
+        let task_path: String = row.try_get(5).map_err(|e| bad(e.to_string()))?;
+        let enc: String = row.try_get(6).map_err(|e| bad(e.to_string()))?;
+        let bytes: Vec<u8> = row.try_get(7).map_err(|e| bad(e.to_string()))?;
+        let value: Value = codec
+            .decode(
+                &enc,
+                &bytes,
+                &write_aad(source, &ns, &checkpoint_id, &task_id, idx, &channel),
+            )
+            .map_err(bad)?;
+        let (enc, bytes) = encode(
+            codec,
+            &value,
+            &write_aad(target, &ns, &checkpoint_id, &task_id, idx, &channel),
+        )?;
+        let w = WriteRow {
+            checkpoint_id,
+            task_id,
+            idx,
+            channel,
+            task_path,
+            enc,
+            bytes,
+        };
+        insert_write(conn, target, &ns, &w).await?;
+    }
+    Ok(())
+}
+
+impl Checkpointer for SqliteSaver {
+    async fn get_tuple(&self, config: &CheckpointConfig) -> Result<Option<CheckpointTuple>> {
+        self.get_tuple_now(config).await
+    }
+
+    async fn list(&self, query: &ListQuery) -> Result<Vec<CheckpointTuple>> {
+        self.list_now(query).await
+    }
+
+    async fn put(
+        &self,
+        config: &CheckpointConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: BTreeMap<String, Version>,
+    ) -> Result<CheckpointConfig> {
+        self.put_now(config, checkpoint, metadata, new_versions).await
+    }
+
+    async fn put_writes(
+        &self,
+        config: &CheckpointConfig,
+        writes: Vec<(String, Value)>,
+        task_id: &str,
+        task_path: &str,
+    ) -> Result<()> {
+        self.put_writes_now(config, writes, task_id, task_path).await
+    }
+
+    async fn delete_thread(&self, thread_id: &str) -> Result<()> {
+        self.delete_thread_now(thread_id).await
+    }
+
+    async fn copy_thread(&self, source: &str, target: &str) -> Result<()> {
+        self.copy_thread_now(source, target).await
+    }
+}
