@@ -56,11 +56,12 @@ impl<S: State> StreamValue for StateValue<S> {
     }
 }
 
-/// An update as a stream payload.
-pub(crate) struct UpdateValue<S: State>(pub Arc<S>, pub S::Update);
+/// An update as a stream payload. It holds the graph (for its state shape), never the
+/// state: keeping the pre-merge state alive would force a copy of the whole state at merge.
+pub(crate) struct UpdateValue<S: State>(pub Arc<GraphInner<S>>, pub S::Update);
 impl<S: State> StreamValue for UpdateValue<S> {
     fn to_json(&self) -> Result<Value, String> {
-        self.0.update_to_json(&self.1).map_err(|e| e.to_string())
+        self.0.shape.update_to_json(&self.1).map_err(|e| e.to_string())
     }
     fn as_any(&self) -> &dyn Any {
         &self.1
@@ -252,6 +253,44 @@ impl<S: State> Loop<S> {
         }
     }
 
+    /// A fresh checkpoint id. Without a saver nobody sees it, so a counter does (task ids
+    /// only need to differ between steps).
+    fn next_checkpoint_id(&self) -> String {
+        if self.saver.is_none() {
+            format!("{:x}-{}", self.ls.salt, self.ls.step + 1)
+        } else {
+            checkpoint::new_checkpoint_id()
+        }
+    }
+
+    /// In `exit` mode, save the finished writes of a step that did not complete, so a
+    /// resume does not run those tasks again.
+    async fn keep_finished(&mut self, tasks: &[Task], outcomes: &[Outcome<S>]) -> Result<()> {
+        if !self.saver.is_exit() {
+            return Ok(());
+        }
+        let cfg = self.current_cfg();
+        for (t, o) in tasks.iter().zip(outcomes) {
+            if let Outcome::Done {
+                update,
+                goto,
+                parent: None,
+            } = o
+            {
+                if matches!(t.kind, TaskKind::Start) {
+                    continue;
+                }
+                let writes =
+                    encode_writes(&*self.ls.state, update.as_ref(), goto).map_err(|message| Error::Node {
+                        node: t.node.clone(),
+                        message,
+                    })?;
+                self.saver.put_writes(&cfg, writes, &t.id).await?;
+            }
+        }
+        Ok(())
+    }
+
     /// Save the current checkpoint (it must have a new id).
     async fn save(&mut self, source: CheckpointSource) -> Result<()> {
         if self.saver.is_none() {
@@ -431,12 +470,16 @@ impl<S: State> Loop<S> {
                 }
             }
             if let Some(e) = first_err {
+                if let Err(save) = self.keep_finished(&tasks, &outcomes).await {
+                    return self.fail(save).await;
+                }
                 return self.fail(e).await;
             }
             if let Some((update, goto)) = parent {
                 return self.finish(LoopEnd::Parent(update, goto)).await;
             }
             if !interrupts.is_empty() {
+                self.keep_finished(&tasks, &outcomes).await?;
                 let ints = interrupts.clone();
                 self.emit(StreamMode::Updates, || StreamData::Interrupts(ints));
                 return self.finish(LoopEnd::Interrupted(interrupts)).await;
@@ -538,10 +581,12 @@ impl<S: State> Loop<S> {
         let mut to_run: Vec<(usize, TaskRun<S>)> = Vec::new();
         for (i, t) in tasks.iter().enumerate() {
             if matches!(t.kind, TaskKind::Start) {
-                let start = self.ls.start.clone();
+                // The start task cannot fail, so its input is consumed here.
+                let start = self.ls.start.take();
+                let (update, goto) = start.map_or((None, None), |s| (s.update, s.goto));
                 outcomes[i] = Some(Outcome::Done {
-                    update: start.as_ref().and_then(|s| s.update.clone()),
-                    goto: start.and_then(|s| s.goto).unwrap_or_default(),
+                    update,
+                    goto: goto.unwrap_or_default(),
                     parent: None,
                 });
                 continue;
@@ -640,6 +685,11 @@ impl<S: State> Loop<S> {
         if self.saver.is_none() {
             return Ok(());
         }
+        if self.saver.is_exit() && matches!(out, Outcome::Done { .. }) {
+            // `exit` saves a step's finished writes only if the step does not complete
+            // (see `keep_finished`); encoding them for every step would be wasted work.
+            return Ok(());
+        }
         let writes = match out {
             Outcome::Done { parent: Some(_), .. } => return Ok(()),
             Outcome::Done { update, goto, .. } => encode_writes(&*self.ls.state, update.as_ref(), goto)
@@ -663,7 +713,6 @@ impl<S: State> Loop<S> {
     fn apply(&mut self, tasks: &[Task], outcomes: Vec<Outcome<S>>) -> Result<()> {
         let step = self.ls.step + 1;
         let wants_updates = self.run.wants(StreamMode::Updates, self.ns.len());
-        let before = Arc::clone(&self.ls.state);
         // Record what each task has seen, before any edge bumps a trigger again.
         for t in tasks {
             match &t.kind {
@@ -684,7 +733,7 @@ impl<S: State> Loop<S> {
                     let data = match &update {
                         Some(u) => StreamData::Update {
                             node: t.node.clone(),
-                            update: Arc::new(UpdateValue(Arc::clone(&before), u.clone())),
+                            update: Arc::new(UpdateValue(Arc::clone(&self.g), u.clone())),
                         },
                         None => StreamData::Update {
                             node: t.node.clone(),
@@ -704,7 +753,6 @@ impl<S: State> Loop<S> {
                 gotos.push((i, goto));
             }
         }
-        drop(before);
         let mut changes = Vec::new();
         {
             let st = Arc::make_mut(&mut self.ls.state);
@@ -761,7 +809,7 @@ impl<S: State> Loop<S> {
         self.ls.candidates = Some(candidates);
         self.ls.pending_writes.clear();
         self.ls.step = step;
-        self.ls.checkpoint_id = checkpoint::new_checkpoint_id();
+        self.ls.checkpoint_id = self.next_checkpoint_id();
         self.ls.updated = updated;
         Ok(())
     }

@@ -68,6 +68,11 @@ impl Saver {
         matches!(self, Saver::None)
     }
 
+    /// Whether this is `exit` mode.
+    pub fn is_exit(&self) -> bool {
+        matches!(self, Saver::Exit(..))
+    }
+
     /// Whether per-step checkpoints are written (not in `exit` mode).
     pub fn per_step(&self) -> bool {
         matches!(self, Saver::Sync(_) | Saver::Async(..))
