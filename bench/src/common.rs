@@ -1,0 +1,178 @@
+//! What every case shares: the run configuration of the suite, how one run is driven and
+//! timed, and small random-data helpers.
+
+use anyhow::{bail, Context as _};
+use futures::future::BoxFuture;
+use futures::StreamExt as _;
+use graphloom_core::checkpoint::InMemorySaver;
+use graphloom_core::{
+    CompiledGraph, Durability, RunConfig, RunEvent, RunInput, RunOutput, State, StateGraph, StreamMode,
+    StreamOptions,
+};
+use rand::Rng as _;
+use std::time::{Duration, Instant};
+
+/// LangGraph's suite runs every graph with this recursion limit.
+pub const RECURSION_LIMIT: usize = 1_000_000_000;
+
+/// One timed run of a case: returns the measured duration.
+pub type RunFn = Box<dyn Fn() -> BoxFuture<'static, anyhow::Result<Duration>> + Send + Sync>;
+
+/// Builds a case's [`RunFn`] (graph construction and input preparation happen here, untimed).
+pub type MakeFn = Box<dyn Fn(Harness) -> anyhow::Result<RunFn>>;
+
+/// A registered case.
+pub struct CaseDef {
+    /// Case name, identical in the Rust and the Python runner.
+    pub name: String,
+    /// Builds the case.
+    pub make: MakeFn,
+}
+
+impl CaseDef {
+    /// A case named `name` built by `make`.
+    pub fn new(name: impl Into<String>, make: impl Fn(Harness) -> anyhow::Result<RunFn> + 'static) -> Self {
+        Self {
+            name: name.into(),
+            make: Box::new(make),
+        }
+    }
+}
+
+/// How a graph run is driven.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Drive {
+    /// Consume `stream(.., updates)` to the end, as LangGraph's harness does.
+    StreamUpdates,
+    /// Call `invoke` (no stream consumer).
+    Invoke,
+}
+
+/// Settings every case receives.
+#[derive(Clone, Copy, Debug)]
+pub struct Harness {
+    /// How graph runs are driven.
+    pub drive: Drive,
+}
+
+/// The suite's run configuration: a fresh thread, the huge recursion limit, and `exit`
+/// durability (only the final checkpoint is saved).
+#[must_use]
+pub fn fresh_config() -> RunConfig {
+    RunConfig::thread(uuid4())
+        .recursion_limit(RECURSION_LIMIT)
+        .durability(Durability::Exit)
+}
+
+/// A random UUIDv4 in its usual text form.
+#[must_use]
+pub fn uuid4() -> String {
+    let mut b: [u8; 16] = rand::random();
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
+}
+
+/// `n` random lowercase ASCII letters.
+#[must_use]
+pub fn random_lowercase(n: usize) -> String {
+    let mut rng = rand::rng();
+    (0..n)
+        .map(|_| char::from(b'a' + rng.random_range(0..26u8)))
+        .collect()
+}
+
+/// Run `graph` once on `input` with [`fresh_config`], the way `drive` says, and return its
+/// output.
+pub async fn run_graph<S: State>(
+    graph: &CompiledGraph<S>,
+    input: S::Update,
+    config: RunConfig,
+    drive: Drive,
+) -> anyhow::Result<RunOutput<S>> {
+    match drive {
+        Drive::Invoke => Ok(graph.invoke(input, config).await?),
+        Drive::StreamUpdates => {
+            let opts = StreamOptions::modes([StreamMode::Updates]);
+            let mut stream = graph.stream(RunInput::Update(input), config, opts);
+            while let Some(ev) = stream.next().await {
+                if let RunEvent::End(out) = ev {
+                    return Ok(out?);
+                }
+            }
+            bail!("the run's stream ended without its End event")
+        }
+    }
+}
+
+/// A [`RunFn`] that runs `graph` on a copy of `input` (the copy is made before the timer
+/// starts). With a checkpointer, the run's thread is deleted afterwards, untimed, so the
+/// saver does not grow across iterations.
+pub fn graph_case<S: State>(graph: CompiledGraph<S>, input: S::Update, h: Harness) -> RunFn {
+    Box::new(move || {
+        let graph = graph.clone();
+        let input = input.clone();
+        Box::pin(async move {
+            let config = fresh_config();
+            let thread = config.thread_id.clone();
+            let start = Instant::now();
+            let out = run_graph(&graph, input, config, h.drive).await?;
+            drop(out);
+            let took = start.elapsed();
+            if let (Some(saver), Some(thread)) = (graph.checkpointer(), thread) {
+                saver
+                    .delete_thread(&thread)
+                    .await
+                    .context("deleting the run's thread")?;
+            }
+            Ok(took)
+        })
+    })
+}
+
+/// Give `builder` an [`InMemorySaver`] for `_checkpoint` variants.
+pub fn with_saver<S: State>(builder: StateGraph<S>, checkpoint: bool) -> StateGraph<S> {
+    if checkpoint {
+        builder.checkpointer(InMemorySaver::new())
+    } else {
+        builder
+    }
+}
+
+/// `name` or `name_checkpoint`.
+#[must_use]
+pub fn case_name(base: &str, checkpoint: bool) -> String {
+    if checkpoint {
+        format!("{base}_checkpoint")
+    } else {
+        base.to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uuid_has_the_usual_shape() {
+        let u = uuid4();
+        assert_eq!(u.len(), 36);
+        assert_eq!(u.as_bytes()[14], b'4');
+        assert_eq!(u.matches('-').count(), 4);
+    }
+
+    #[test]
+    fn random_strings_are_lowercase() {
+        let s = random_lowercase(300);
+        assert_eq!(s.len(), 300);
+        assert!(s.bytes().all(|b| b.is_ascii_lowercase()));
+    }
+}
