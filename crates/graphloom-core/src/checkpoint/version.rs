@@ -24,7 +24,8 @@ impl Version {
 
 impl fmt::Display for Version {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{:x}", self.n, self.salt)
+        // Zero-padded so that string order is version order (backends compare the text).
+        write!(f, "{:012}.{:08x}", self.n, self.salt)
     }
 }
 
@@ -61,8 +62,16 @@ mod tests {
         let a = Version { n: 5, salt: 0xabc };
         let b = a.next(1);
         assert_eq!(a.to_string().parse::<Version>(), Ok(a));
-        assert!(a < b);
-        assert_eq!(Version { n: 12, salt: 0xab }.to_string(), "12.ab");
+        assert!(a < b && a.to_string() < b.to_string());
+        assert_eq!(Version { n: 12, salt: 0xab }.to_string(), "000000000012.000000ab");
+        assert!(
+            Version {
+                n: 9,
+                salt: 0xffff_ffff
+            }
+            .to_string()
+                < Version { n: 10, salt: 0 }.to_string()
+        );
         assert!("x".parse::<Version>().is_err());
     }
 }
