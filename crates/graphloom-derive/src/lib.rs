@@ -13,6 +13,7 @@ use syn::{parse_macro_input, DeriveInput};
 mod attrs;
 mod schema;
 mod state;
+mod tool;
 mod update;
 
 /// Derive `graphloom_core::State` for a struct with named fields.
@@ -57,6 +58,34 @@ pub fn derive_state(input: TokenStream) -> TokenStream {
             let state = state::generate(&spec);
             quote::quote!(#update #state).into()
         }
+        Err(e) => e.to_compile_error().into(),
+    }
+}
+
+/// Turn `async fn name(args: T, rt: ToolRuntime) -> Result<O, ToolError>` into a tool: the
+/// function stays as written, and `fn name_tool() -> graphloom_prebuilt::FnTool` is added
+/// (the name is the function's, the description its doc comment). Options:
+/// `name = "..."`, `description = "..."`, `mutating` (pause for approval),
+/// `injected = ["session_id", ...]`, `crate = "path"` (default `::graphloom_prebuilt`).
+///
+/// ```ignore
+/// use graphloom_prebuilt::{tool, ToolError, ToolRuntime};
+///
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct Refund { order: String }
+///
+/// /// Refund an order.
+/// #[tool(mutating)]
+/// async fn refund(args: Refund, rt: ToolRuntime) -> Result<String, ToolError> {
+///     Ok(format!("refunded {}", args.order))
+/// }
+///
+/// let t = refund_tool();
+/// ```
+#[proc_macro_attribute]
+pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
+    match tool::expand(attr.into(), item.into()) {
+        Ok(ts) => ts.into(),
         Err(e) => e.to_compile_error().into(),
     }
 }

@@ -1,0 +1,418 @@
+//! The [`Tool`] trait, what a tool receives ([`ToolRuntime`]) and returns ([`ToolOutput`],
+//! [`ToolError`]), and [`FnTool`], a tool from an async closure over typed arguments.
+
+use futures::future::BoxFuture;
+use graphloom_core::store::DynStore;
+use graphloom_core::Runtime;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::{Map, Value};
+use std::any::Any;
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Default cap on the size of a tool result (its JSON text): 256 KB.
+pub const DEFAULT_MAX_RESULT_BYTES: usize = 256 * 1024;
+
+/// What kind of failure a [`ToolError`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolErrorCode {
+    /// The arguments are not valid JSON or do not match the tool's schema.
+    Validation,
+    /// The tool ran and failed (or its result is too large).
+    Execution,
+    /// The tool ran past its timeout.
+    Timeout,
+    /// No such tool, or the tool cannot be used (its schema does not compile, ...).
+    Unavailable,
+    /// The result could not be redacted for streams.
+    Redaction,
+}
+
+impl ToolErrorCode {
+    /// The code as a lowercase string.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolErrorCode::Validation => "validation",
+            ToolErrorCode::Execution => "execution",
+            ToolErrorCode::Timeout => "timeout",
+            ToolErrorCode::Unavailable => "unavailable",
+            ToolErrorCode::Redaction => "redaction",
+        }
+    }
+}
+
+impl fmt::Display for ToolErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A tool failure: a code and a message that is safe to show the model.
+///
+/// Put internal details (stack traces, connection strings, ...) in neither: the message
+/// becomes the content of the tool message the model reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolError {
+    /// What kind of failure.
+    pub code: ToolErrorCode,
+    /// A message safe to show the model and the caller.
+    pub message: String,
+}
+
+impl ToolError {
+    /// A failure with `code`.
+    pub fn new(code: ToolErrorCode, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+        }
+    }
+    /// Bad arguments.
+    pub fn validation(message: impl Into<String>) -> Self {
+        Self::new(ToolErrorCode::Validation, message)
+    }
+    /// The tool failed.
+    pub fn execution(message: impl Into<String>) -> Self {
+        Self::new(ToolErrorCode::Execution, message)
+    }
+    /// The tool timed out.
+    pub fn timeout(message: impl Into<String>) -> Self {
+        Self::new(ToolErrorCode::Timeout, message)
+    }
+    /// The tool is unknown or unusable.
+    pub fn unavailable(message: impl Into<String>) -> Self {
+        Self::new(ToolErrorCode::Unavailable, message)
+    }
+    /// The result could not be redacted.
+    pub fn redaction(message: impl Into<String>) -> Self {
+        Self::new(ToolErrorCode::Redaction, message)
+    }
+}
+
+impl fmt::Display for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} error: {}", self.code, self.message)
+    }
+}
+
+impl std::error::Error for ToolError {}
+
+/// What a tool returns: a string, or any JSON value (sent to the model as JSON text).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOutput {
+    /// The result.
+    pub content: Value,
+}
+
+impl ToolOutput {
+    /// A text result.
+    pub fn text(s: impl Into<String>) -> Self {
+        Self {
+            content: Value::String(s.into()),
+        }
+    }
+    /// A JSON result.
+    #[must_use]
+    pub fn json(v: Value) -> Self {
+        Self { content: v }
+    }
+    /// The content as the model sees it: strings as they are, anything else as JSON text.
+    #[must_use]
+    pub fn to_text(&self) -> String {
+        match &self.content {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        }
+    }
+}
+
+impl From<String> for ToolOutput {
+    fn from(s: String) -> Self {
+        Self::text(s)
+    }
+}
+impl From<&str> for ToolOutput {
+    fn from(s: &str) -> Self {
+        Self::text(s)
+    }
+}
+impl From<Value> for ToolOutput {
+    fn from(v: Value) -> Self {
+        Self::json(v)
+    }
+}
+
+/// What a tool gets besides its arguments. Never part of the schema the model sees.
+#[derive(Clone)]
+pub struct ToolRuntime {
+    /// The graph state when the tool node ran, as JSON.
+    pub state: Value,
+    /// The id of the tool call being answered.
+    pub tool_call_id: String,
+    /// An idempotency key for side effects of this call, stable across retries, resumes and
+    /// crashes of the same task (from `Runtime::idempotency_key(tool_call_id)`); `None`
+    /// outside a graph.
+    pub idempotency_key: Option<String>,
+    runtime: Option<Runtime>,
+    injected: Map<String, Value>,
+}
+
+impl fmt::Debug for ToolRuntime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolRuntime")
+            .field("tool_call_id", &self.tool_call_id)
+            .field("idempotency_key", &self.idempotency_key)
+            .field("injected", &self.injected.keys().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ToolRuntime {
+    /// A runtime outside a graph (for tests and direct calls).
+    pub fn detached(state: Value, tool_call_id: impl Into<String>) -> Self {
+        Self {
+            state,
+            tool_call_id: tool_call_id.into(),
+            idempotency_key: None,
+            runtime: None,
+            injected: Map::new(),
+        }
+    }
+    /// A runtime inside a graph node.
+    pub fn new(state: Value, tool_call_id: impl Into<String>, runtime: Runtime) -> Self {
+        let tool_call_id = tool_call_id.into();
+        Self {
+            idempotency_key: Some(runtime.idempotency_key(&tool_call_id)),
+            state,
+            tool_call_id,
+            runtime: Some(runtime),
+            injected: Map::new(),
+        }
+    }
+    /// Set an injected value (what a tool reads with [`ToolRuntime::injected`]).
+    #[must_use]
+    pub fn with_injected(mut self, name: impl Into<String>, value: Value) -> Self {
+        self.injected.insert(name.into(), value);
+        self
+    }
+    /// The value of an injected name: set by the caller, else the state field of that name.
+    /// Never what the model wrote.
+    #[must_use]
+    pub fn injected(&self, name: &str) -> Option<&Value> {
+        self.injected.get(name).or_else(|| self.state.get(name))
+    }
+    /// The node's runtime, inside a graph.
+    #[must_use]
+    pub fn runtime(&self) -> Option<&Runtime> {
+        self.runtime.as_ref()
+    }
+    /// The run's context value, if it is a `T`.
+    #[must_use]
+    pub fn context<T: Any + Send + Sync>(&self) -> Option<&T> {
+        self.runtime.as_ref()?.context::<T>()
+    }
+    /// The long-term store, if the graph has one.
+    #[must_use]
+    pub fn store(&self) -> Option<&Arc<dyn DynStore>> {
+        self.runtime.as_ref()?.store()
+    }
+    /// Write a `custom` stream event (nothing happens outside a graph).
+    pub fn write(&self, value: impl Serialize) {
+        if let Some(rt) = &self.runtime {
+            rt.write(value);
+        }
+    }
+    /// The thread id, if any.
+    #[must_use]
+    pub fn thread_id(&self) -> Option<&str> {
+        self.runtime.as_ref()?.thread_id()
+    }
+}
+
+/// A tool the model can call. Object-safe: keep tools as `Arc<dyn Tool>`.
+///
+/// The [`crate::ToolNode`] validates arguments against [`Tool::schema`] before `call`, after
+/// dropping keys named in [`Tool::injected`]; `call` can rely on valid arguments.
+pub trait Tool: Send + Sync {
+    /// The name the model calls it by.
+    fn name(&self) -> &str;
+    /// What it does (the model reads this).
+    fn description(&self) -> &str;
+    /// JSON Schema of the arguments the model supplies (never the injected ones).
+    fn schema(&self) -> &Value;
+    /// Names whose values come from the runtime, not the model; model-supplied values for
+    /// them are dropped before validation.
+    fn injected(&self) -> &[String] {
+        &[]
+    }
+    /// Whether the tool changes the world: mutating tools pause for approval first.
+    fn mutating(&self) -> bool {
+        false
+    }
+    /// Top-level result fields that may reach streams; `None`: no result content does.
+    fn stream_allowlist(&self) -> Option<&[String]> {
+        None
+    }
+    /// This tool's result size cap in bytes (default: the node's).
+    fn max_result_bytes(&self) -> Option<usize> {
+        None
+    }
+    /// This tool's timeout (default: the node's).
+    fn timeout(&self) -> Option<Duration> {
+        None
+    }
+    /// Run the tool with validated arguments.
+    fn call(&self, args: Value, rt: ToolRuntime) -> BoxFuture<'static, Result<ToolOutput, ToolError>>;
+
+    /// The spec a model is offered.
+    fn spec(&self) -> graphloom_llm::ToolSpec {
+        graphloom_llm::ToolSpec::new(self.name(), self.description(), self.schema().clone())
+    }
+}
+
+type ToolFn =
+    Arc<dyn Fn(Value, ToolRuntime) -> BoxFuture<'static, Result<ToolOutput, ToolError>> + Send + Sync>;
+
+/// A tool from an async closure over typed arguments `T` (schema from `schemars`; doc
+/// comments become descriptions).
+///
+/// ```
+/// use graphloom_prebuilt::{FnTool, Tool, ToolError};
+///
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct Add {
+///     /// First term.
+///     a: i64,
+///     /// Second term.
+///     b: i64,
+/// }
+///
+/// let add = FnTool::new("add", "Add two integers", |args: Add, _rt| async move {
+///     Ok::<_, ToolError>((args.a + args.b).to_string())
+/// });
+/// assert_eq!(add.name(), "add");
+/// assert_eq!(add.schema()["required"], serde_json::json!(["a", "b"]));
+/// ```
+#[derive(Clone)]
+pub struct FnTool {
+    name: String,
+    description: String,
+    schema: Value,
+    injected: Vec<String>,
+    mutating: bool,
+    allowlist: Option<Vec<String>>,
+    max_result_bytes: Option<usize>,
+    timeout: Option<Duration>,
+    func: ToolFn,
+}
+
+impl fmt::Debug for FnTool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FnTool")
+            .field("name", &self.name)
+            .field("mutating", &self.mutating)
+            .finish_non_exhaustive()
+    }
+}
+
+impl FnTool {
+    /// A tool named `name` running `f` with arguments decoded as `T`.
+    pub fn new<T, F, Fut, O>(name: impl Into<String>, description: impl Into<String>, f: F) -> Self
+    where
+        T: schemars::JsonSchema + DeserializeOwned + Send + 'static,
+        F: Fn(T, ToolRuntime) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
+        O: Into<ToolOutput>,
+    {
+        let f = Arc::new(f);
+        let func: ToolFn = Arc::new(move |args: Value, rt: ToolRuntime| {
+            let f = Arc::clone(&f);
+            Box::pin(async move {
+                let typed: T = serde_json::from_value(args)
+                    .map_err(|e| ToolError::validation(format!("arguments do not decode: {e}")))?;
+                f(typed, rt).await.map(Into::into)
+            })
+        });
+        Self {
+            name: name.into(),
+            description: description.into(),
+            schema: graphloom_llm::provider_schema::<T>(),
+            injected: Vec::new(),
+            mutating: false,
+            allowlist: None,
+            max_result_bytes: None,
+            timeout: None,
+            func,
+        }
+    }
+    /// Mark as mutating: calls pause for approval before they run.
+    #[must_use]
+    pub fn mark_mutating(mut self) -> Self {
+        self.mutating = true;
+        self
+    }
+    /// Names injected by the runtime (model-supplied values are dropped).
+    #[must_use]
+    pub fn inject<I: IntoIterator<Item = S>, S: Into<String>>(mut self, names: I) -> Self {
+        self.injected = names.into_iter().map(Into::into).collect();
+        self
+    }
+    /// Result fields that may reach streams.
+    #[must_use]
+    pub fn stream_fields<I: IntoIterator<Item = S>, S: Into<String>>(mut self, fields: I) -> Self {
+        self.allowlist = Some(fields.into_iter().map(Into::into).collect());
+        self
+    }
+    /// Cap this tool's results at `bytes`.
+    #[must_use]
+    pub fn result_limit(mut self, bytes: usize) -> Self {
+        self.max_result_bytes = Some(bytes);
+        self
+    }
+    /// Time this tool out after `d`.
+    #[must_use]
+    pub fn with_timeout(mut self, d: Duration) -> Self {
+        self.timeout = Some(d);
+        self
+    }
+    /// As a shared trait object.
+    #[must_use]
+    pub fn arc(self) -> Arc<dyn Tool> {
+        Arc::new(self)
+    }
+}
+
+impl Tool for FnTool {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn description(&self) -> &str {
+        &self.description
+    }
+    fn schema(&self) -> &Value {
+        &self.schema
+    }
+    fn injected(&self) -> &[String] {
+        &self.injected
+    }
+    fn mutating(&self) -> bool {
+        self.mutating
+    }
+    fn stream_allowlist(&self) -> Option<&[String]> {
+        self.allowlist.as_deref()
+    }
+    fn max_result_bytes(&self) -> Option<usize> {
+        self.max_result_bytes
+    }
+    fn timeout(&self) -> Option<Duration> {
+        self.timeout
+    }
+    fn call(&self, args: Value, rt: ToolRuntime) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+        (self.func)(args, rt)
+    }
+}

@@ -1,0 +1,282 @@
+//! ToolNode: parallel execution, timeouts, unknown tools, duplicate ids, result size caps,
+//! raising instead of answering, and stream redaction.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use futures::StreamExt;
+use graphloom_core::{
+    Message, RunConfig, RunEvent, RunInput, Seq, State, StateGraph, StreamMode, StreamOptions, ToolCall, END,
+    START,
+};
+use graphloom_prebuilt::{FnTool, Tool, ToolError, ToolNode};
+use serde_json::{json, Value};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+#[derive(State, Clone, Default, Debug)]
+struct Chat {
+    #[reducer(add_messages)]
+    messages: Seq<Message>,
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Sleep {
+    /// Milliseconds to sleep.
+    ms: u64,
+}
+
+fn sleeper(name: &str, runs: Arc<AtomicUsize>) -> Arc<dyn Tool> {
+    FnTool::new(name, "Sleep a while", move |a: Sleep, _rt| {
+        let runs = Arc::clone(&runs);
+        async move {
+            runs.fetch_add(1, Ordering::SeqCst);
+            tokio::time::sleep(Duration::from_millis(a.ms)).await;
+            Ok::<_, ToolError>(format!("slept {}", a.ms))
+        }
+    })
+    .arc()
+}
+
+fn tc(id: &str, name: &str, args: Value) -> ToolCall {
+    ToolCall {
+        id: id.into(),
+        name: name.into(),
+        args,
+    }
+}
+
+fn graph(node: ToolNode) -> graphloom_core::CompiledGraph<Chat> {
+    StateGraph::<Chat>::new()
+        .add_node(
+            "tools",
+            node.into_node::<Chat>(|s| &s.messages, |m| ChatUpdate::new().messages(m)),
+        )
+        .add_edge(START, "tools")
+        .add_edge("tools", END)
+        .compile()
+        .unwrap()
+}
+
+fn input(calls: Vec<ToolCall>) -> ChatUpdate {
+    ChatUpdate::new().messages(vec![Message::human("go"), Message::ai_with_tool_calls("", calls)])
+}
+
+#[tokio::test]
+async fn calls_run_in_parallel_with_a_timeout_and_an_unknown_tool_is_answered() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let node = ToolNode::new([sleeper("sleep", Arc::clone(&runs))]).timeout(Duration::from_millis(400));
+    let start = Instant::now();
+    let out = graph(node)
+        .invoke(
+            input(vec![
+                tc("a", "sleep", json!({"ms": 200})),
+                tc("b", "sleep", json!({"ms": 200})),
+                tc("c", "sleep", json!({"ms": 200})),
+                tc("slow", "sleep", json!({"ms": 5000})),
+                tc("u", "teleport", json!({})),
+            ]),
+            RunConfig::default(),
+        )
+        .await
+        .unwrap();
+    let elapsed = start.elapsed();
+    assert!(
+        elapsed < Duration::from_millis(1500),
+        "parallel, and the slow one cut off: {elapsed:?}"
+    );
+    let msgs: Vec<Message> = out.values.messages.iter().skip(2).cloned().collect();
+    let ids: Vec<_> = msgs.iter().map(|m| m.tool_call_id.clone().unwrap()).collect();
+    assert_eq!(
+        ids,
+        vec!["a", "b", "c", "slow", "u"],
+        "answers keep the call order"
+    );
+    for m in &msgs[..3] {
+        assert_eq!(m.text(), "slept 200");
+        assert_eq!(m.extra["status"], "success");
+    }
+    assert_eq!(msgs[3].extra["status"], "error");
+    assert!(
+        msgs[3].text().starts_with("Error (timeout)"),
+        "{}",
+        msgs[3].text()
+    );
+    assert!(msgs[3].text().contains("400 ms"));
+    assert_eq!(msgs[4].extra["status"], "error");
+    assert!(
+        msgs[4].text().contains("`teleport` is not a valid tool"),
+        "{}",
+        msgs[4].text()
+    );
+    assert!(msgs[4].text().contains("sleep"), "lists the valid tools");
+    assert_eq!(runs.load(Ordering::SeqCst), 4, "the unknown tool ran nothing");
+}
+
+#[tokio::test]
+async fn per_tool_timeout_overrides_the_node_default() {
+    let tool = FnTool::new("nap", "nap", |a: Sleep, _rt| async move {
+        tokio::time::sleep(Duration::from_millis(a.ms)).await;
+        Ok::<_, ToolError>("up")
+    })
+    .with_timeout(Duration::from_millis(50))
+    .arc();
+    let node = ToolNode::new([tool]);
+    let msg = Message::ai_with_tool_calls("", vec![tc("n", "nap", json!({"ms": 2000}))]);
+    let out = node.run_message(&msg, json!({}), None).await.unwrap();
+    assert!(out[0].text().contains("within 50 ms"), "{}", out[0].text());
+}
+
+#[tokio::test]
+async fn duplicate_tool_call_ids_run_nothing_and_are_explained() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let node = ToolNode::new([sleeper("sleep", Arc::clone(&runs))]);
+    let msg = Message::ai_with_tool_calls(
+        "",
+        vec![
+            tc("dup", "sleep", json!({"ms": 1})),
+            tc("dup", "sleep", json!({"ms": 1})),
+            tc("ok", "sleep", json!({"ms": 1})),
+        ],
+    );
+    let out = node.run_message(&msg, json!({}), None).await.unwrap();
+    assert_eq!(out.len(), 3);
+    assert!(out[0].text().contains("more than one call"), "{}", out[0].text());
+    assert!(out[1].text().contains("more than one call"));
+    assert_eq!(out[2].text(), "slept 1");
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn results_over_the_size_cap_are_refused_with_a_clear_error() {
+    let big = FnTool::new(
+        "dump",
+        "Dump a table",
+        |_a: serde_json::Map<String, Value>, _rt| async move { Ok::<_, ToolError>("x".repeat(300 * 1024)) },
+    )
+    .arc();
+    let small = FnTool::new(
+        "peek",
+        "Peek",
+        |_a: serde_json::Map<String, Value>, _rt| async move {
+            Ok::<_, ToolError>(json!({"rows": ["a", "b"], "more": true}))
+        },
+    )
+    .result_limit(10)
+    .arc();
+    let node = ToolNode::new([big, small]);
+    let msg = Message::ai_with_tool_calls("", vec![tc("d", "dump", json!({})), tc("p", "peek", json!({}))]);
+    let out = node.run_message(&msg, json!({}), None).await.unwrap();
+    let t = out[0].text();
+    assert!(t.starts_with("Error (execution)"), "{t}");
+    assert!(
+        t.contains("307200 bytes") && t.contains("262144 bytes"),
+        "default cap 256 KB: {t}"
+    );
+    assert!(out[1].text().contains("limit of 10 bytes"), "{}", out[1].text());
+    // Configurable on the node too.
+    let node = ToolNode::new([FnTool::new(
+        "dump",
+        "d",
+        |_a: serde_json::Map<String, Value>, _rt| async move { Ok::<_, ToolError>("x".repeat(2000)) },
+    )
+    .arc()])
+    .max_result_bytes(4096);
+    let out = node
+        .run_message(
+            &Message::ai_with_tool_calls("", vec![tc("d", "dump", json!({}))]),
+            json!({}),
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(out[0].extra["status"], "success");
+}
+
+#[tokio::test]
+async fn with_error_handling_off_a_failure_fails_the_node() {
+    let node = ToolNode::new([sleeper("sleep", Arc::default())]).handle_errors(false);
+    let err = graph(node)
+        .invoke(input(vec![tc("u", "nope", json!({}))]), RunConfig::default())
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("not a valid tool"), "{err}");
+}
+
+#[tokio::test]
+async fn tool_failures_become_error_messages() {
+    let tool = FnTool::new(
+        "fail",
+        "fails",
+        |_a: serde_json::Map<String, Value>, _rt| async move {
+            Err::<String, _>(ToolError::execution("the upstream service said no"))
+        },
+    )
+    .arc();
+    let out = ToolNode::new([tool])
+        .run_message(
+            &Message::ai_with_tool_calls("", vec![tc("f", "fail", json!({}))]),
+            json!({}),
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(out[0].text(), "Error (execution): the upstream service said no");
+    assert_eq!(out[0].name.as_deref(), Some("fail"));
+}
+
+#[tokio::test]
+async fn only_allowlisted_result_fields_reach_the_custom_stream() {
+    let account = FnTool::new(
+        "account",
+        "Read an account",
+        |_a: serde_json::Map<String, Value>, _rt| async move {
+            Ok::<_, ToolError>(json!({"balance": 10, "iban": "DE00 SECRET", "owner": "Ada"}))
+        },
+    )
+    .stream_fields(["balance", "owner"])
+    .arc();
+    let plain =
+        FnTool::new(
+            "plain",
+            "No allowlist",
+            |_a: serde_json::Map<String, Value>, _rt| async move {
+                Ok::<_, ToolError>(json!({"token": "SECRET"}))
+            },
+        )
+        .arc();
+    let text = FnTool::new(
+        "text",
+        "Text under an allowlist",
+        |_a: serde_json::Map<String, Value>, _rt| async move { Ok::<_, ToolError>("SECRET text") },
+    )
+    .stream_fields(["x"])
+    .arc();
+    let events: Vec<RunEvent<Chat>> = graph(ToolNode::new([account, plain, text]))
+        .stream(
+            RunInput::Update(input(vec![
+                tc("a", "account", json!({})),
+                tc("p", "plain", json!({})),
+                tc("t", "text", json!({})),
+            ])),
+            RunConfig::default(),
+            StreamOptions::modes([StreamMode::Custom]),
+        )
+        .collect()
+        .await;
+    let custom: Vec<Value> = events
+        .iter()
+        .filter_map(|e| match e {
+            RunEvent::Part(p) if p.mode == StreamMode::Custom => p.data_json().ok(),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(custom.len(), 3);
+    let all = serde_json::to_string(&custom).unwrap();
+    assert!(!all.contains("SECRET"), "{all}");
+    assert_eq!(
+        custom[0]["tool_result"]["content"],
+        json!({"balance": 10, "owner": "Ada"})
+    );
+    assert!(custom[1]["tool_result"].get("content").is_none());
+    assert_eq!(custom[2]["tool_result"]["redaction_error"]["code"], "redaction");
+}
