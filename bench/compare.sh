@@ -10,6 +10,14 @@
 #                      async runs counts)
 #   SKIP_LANGGRAPH=1   reuse bench/out/langgraph.json instead of running Python again
 #   SKIP_GRAPHLOOM=1   reuse bench/out/graphloom.json instead of running Rust again
+#   GRAPHLOOM_PG_URL   PostgreSQL server (maintenance-database URL; a user that may create
+#                      databases) for the `_postgres` cases of both runners; unset: a private
+#                      cluster is started for this run (as scripts/test.sh does), removed on exit
+#   PG_FSYNC           fsync of that private cluster (default on; scripts/test.sh uses off)
+#
+# The durable-saver cases (`*_sqlite`, `*_postgres`: `sync` durability, every superstep
+# saved) are slow; run them on their own with fewer iterations:
+#   bash bench/compare.sh --filter _sqlite,_postgres --min-iters 3 --min-time 1
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -17,17 +25,77 @@ VENV=bench/.venv
 OUT=bench/out
 LANGGRAPH_VERSION=${LANGGRAPH_VERSION:-1.2.22}
 LG_MODE=${LG_MODE:-best}
+LG_CHECKPOINT_SQLITE_VERSION=3.1.2
+LG_CHECKPOINT_POSTGRES_VERSION=3.2.0
+PSYCOPG_VERSION=3.3.9
 mkdir -p "$OUT"
+
+# --- PostgreSQL for the `_postgres` cases (one server for both runners) ---------------------
+pg_dir=""
+pg_bin=""
+pg_as() {
+    # postgres refuses to run as root: run the server tools as the `postgres` user then.
+    if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+stop_postgres() {
+    if [ -n "$pg_dir" ] && [ -d "$pg_dir" ]; then
+        pg_as "$pg_bin/pg_ctl" -D "$pg_dir/data" stop -m fast -w >/dev/null 2>&1 || true
+        rm -rf "$pg_dir"
+    fi
+}
+port_free() {
+    ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+start_postgres() {
+    if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+        echo "GRAPHLOOM_PG_URL is unset and PostgreSQL is not installed (apt-get install -y postgresql)" >&2
+        exit 1
+    fi
+    pg_bin="$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)"
+    pg_dir="$(mktemp -d /tmp/graphloom-bench-pg.XXXXXX)"
+    trap stop_postgres EXIT
+    mkdir -p "$pg_dir/sock"
+    if [ "$(id -u)" = 0 ]; then chown -R postgres:postgres "$pg_dir"; fi
+    pg_as "$pg_bin/initdb" -D "$pg_dir/data" -U postgres -A trust -E UTF8 --locale=C --no-sync \
+        >"$pg_dir/initdb.log" 2>&1 || { cat "$pg_dir/initdb.log" >&2; exit 1; }
+    local port tries=0
+    while :; do
+        tries=$((tries + 1))
+        port=$((20000 + RANDOM % 40000))
+        # fsync on by default (unlike the test cluster of scripts/test.sh): these cases
+        # measure durable commits. PG_FSYNC=off for the test cluster's setting.
+        if port_free "$port" && pg_as "$pg_bin/pg_ctl" -D "$pg_dir/data" -l "$pg_dir/server.log" -w -t 60 \
+            -o "-p $port -h 127.0.0.1 -k $pg_dir/sock -c max_connections=300 -c fsync=${PG_FSYNC:-on}" \
+            start >/dev/null; then
+            break
+        fi
+        if [ "$tries" -ge 5 ]; then
+            echo "could not start PostgreSQL; server log:" >&2
+            cat "$pg_dir/server.log" >&2 || true
+            exit 1
+        fi
+    done
+    export GRAPHLOOM_PG_URL="postgres://postgres@127.0.0.1:$port/postgres"
+    echo "== PostgreSQL $("$pg_bin/postgres" --version | awk '{print $3}') at $GRAPHLOOM_PG_URL (private, removed on exit)"
+}
+if [ -z "${GRAPHLOOM_PG_URL:-}" ]; then
+    start_postgres
+fi
 
 if [ "${SKIP_LANGGRAPH:-0}" != 1 ]; then
     if [ ! -x "$VENV/bin/python" ]; then
         python3 -m venv "$VENV"
     fi
-    if ! "$VENV/bin/python" - "$LANGGRAPH_VERSION" <<'EOF' 2>/dev/null; then
+    if ! "$VENV/bin/python" - "$LANGGRAPH_VERSION" "$LG_CHECKPOINT_SQLITE_VERSION" \
+        "$LG_CHECKPOINT_POSTGRES_VERSION" "$PSYCOPG_VERSION" <<'EOF' 2>/dev/null; then
 import importlib.metadata as m, sys
-sys.exit(0 if m.version("langgraph") == sys.argv[1] else 1)
+names = ["langgraph", "langgraph-checkpoint-sqlite", "langgraph-checkpoint-postgres", "psycopg"]
+sys.exit(0 if all(m.version(k) == v for k, v in zip(names, sys.argv[1:])) else 1)
 EOF
-        "$VENV/bin/pip" install -q --disable-pip-version-check "langgraph==$LANGGRAPH_VERSION" uvloop
+        "$VENV/bin/pip" install -q --disable-pip-version-check "langgraph==$LANGGRAPH_VERSION" uvloop \
+            "langgraph-checkpoint-sqlite==$LG_CHECKPOINT_SQLITE_VERSION" \
+            "langgraph-checkpoint-postgres==$LG_CHECKPOINT_POSTGRES_VERSION" \
+            "psycopg[binary]==$PSYCOPG_VERSION"
     fi
     echo "== LangGraph $LANGGRAPH_VERSION ($LG_MODE)"
     "$VENV/bin/python" bench/langgraph/run.py --mode "$LG_MODE" \

@@ -4,7 +4,9 @@ Our own rewrite of the cases of LangGraph's bench/ directory (same graphs, param
 measured shapes), timed with the same rule as the Rust runner: one warm-up run, then runs
 until both --min-iters iterations and --min-time seconds are reached; the median is
 reported. Every graph run consumes ``graph.stream(input, config, durability="exit")`` with a
-fresh thread id and recursion_limit 1_000_000_000, as LangGraph's harness does.
+fresh thread id and recursion_limit 1_000_000_000, as LangGraph's harness does; the
+``*_sqlite`` / ``*_postgres`` cases use ``durability="sync"`` with a durable saver
+(``_postgres`` needs GRAPHLOOM_PG_URL, which bench/compare.sh sets).
 
     python run.py [--mode sync|async|best] [--filter a,b] [--min-iters N] [--min-time S]
                   [--json out.json] [--detail-json detail.json] [--list]
@@ -17,12 +19,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import copy
 import json
 import operator
+import os
 import random
 import statistics
 import sys
+import tempfile
 import time
 import uuid
 import warnings
@@ -48,8 +53,51 @@ def random_lowercase(n: int) -> str:
     return "".join(random.choice(LETTERS) for _ in range(n))
 
 
-def saver(checkpoint: bool) -> Optional[InMemorySaver]:
+def saver(checkpoint: Any) -> Any:
+    """None (False), an InMemorySaver (True), or a durable saver ("sqlite" / "postgres")."""
+    if checkpoint == "sqlite":
+        return sqlite_saver()
+    if checkpoint == "postgres":
+        return postgres_saver()
     return InMemorySaver() if checkpoint else None
+
+
+# Durable savers stay open (and their temp dirs alive) until the process exits.
+_KEEP = contextlib.ExitStack()
+
+
+def sqlite_saver():
+    """LangGraph's SqliteSaver on a temp file, synchronous=FULL in WAL mode (as graphloom's)."""
+    import sqlite3
+
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    tmp = _KEEP.enter_context(tempfile.TemporaryDirectory(prefix="langgraph-bench-"))
+    conn = sqlite3.connect(os.path.join(tmp, "checkpoints.sqlite"), check_same_thread=False)
+    _KEEP.callback(conn.close)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=FULL")
+    cp = SqliteSaver(conn)
+    cp.setup()
+    return cp
+
+
+_PG_SETUP = False
+
+
+def postgres_saver():
+    """LangGraph's PostgresSaver on GRAPHLOOM_PG_URL (compare.sh starts or reuses a server)."""
+    global _PG_SETUP
+    from langgraph.checkpoint.postgres import PostgresSaver
+
+    url = os.environ.get("GRAPHLOOM_PG_URL")
+    if not url:
+        raise SystemExit("the _postgres cases need GRAPHLOOM_PG_URL (bash bench/compare.sh sets it)")
+    cp = _KEEP.enter_context(PostgresSaver.from_conn_string(url))
+    if not _PG_SETUP:
+        cp.setup()
+        _PG_SETUP = True
+    return cp
 
 
 # --------------------------------------------------------------------------- fanout
@@ -76,7 +124,7 @@ class Joke(TypedDict):
 DONE_SUFFIX = " a" * 10
 
 
-def fanout_graph(checkpoint: bool, is_async: bool):
+def fanout_graph(checkpoint: Any, is_async: bool):
     def edit(s):
         return {"subject": f"{s['subject']} - hohoho"}
 
@@ -346,12 +394,21 @@ def fresh_config() -> dict:
     return {"configurable": {"thread_id": str(uuid.uuid4())}, "recursion_limit": RECURSION_LIMIT}
 
 
-class GraphCase:
-    """Times one full run of a compiled graph (the stream consumed to its end)."""
+# Cases with LangGraph's synchronous durable savers (SqliteSaver / PostgresSaver): their
+# async methods are not implemented, so only sync mode runs them.
+SYNC_ONLY_SUFFIXES = ("_sqlite", "_postgres")
 
-    def __init__(self, graph, inp):
+
+class GraphCase:
+    """Times one full run of a compiled graph (the stream consumed to its end).
+
+    ``durability="sync"`` (the durable-saver cases) saves every superstep before the next;
+    those savers are synchronous, so such cases run only in sync mode (SYNC_ONLY_SUFFIXES)."""
+
+    def __init__(self, graph, inp, durability: str = "exit"):
         self.graph = graph
         self.inp = inp
+        self.durability = durability
 
     def _cleanup(self, cfg) -> None:
         cp = self.graph.checkpointer
@@ -361,7 +418,7 @@ class GraphCase:
     def run_sync(self) -> float:
         cfg = fresh_config()
         t0 = time.perf_counter()
-        for _ in self.graph.stream(self.inp, cfg, durability="exit"):
+        for _ in self.graph.stream(self.inp, cfg, durability=self.durability):
             pass
         took = time.perf_counter() - t0
         self._cleanup(cfg)
@@ -370,7 +427,7 @@ class GraphCase:
     async def run_async(self) -> float:
         cfg = fresh_config()
         t0 = time.perf_counter()
-        async for _ in self.graph.astream(self.inp, cfg, durability="exit"):
+        async for _ in self.graph.astream(self.inp, cfg, durability=self.durability):
             pass
         took = time.perf_counter() - t0
         self._cleanup(cfg)
@@ -429,6 +486,13 @@ def registry() -> dict[str, Callable[[bool], Any]]:
         for ck in (False, True):
             name = f"react_agent_{n}x" + ("_checkpoint" if ck else "")
             cases[name] = lambda a, n=n, ck=ck: GraphCase(react_graph(n, ck, a), react_input())
+    for kind in ("sqlite", "postgres"):
+        cases[f"fanout_to_subgraph_100x_{kind}"] = lambda a, k=kind: GraphCase(
+            fanout_graph(k, a), fanout_input(100), durability="sync"
+        )
+        cases[f"react_agent_100x_{kind}"] = lambda a, k=kind: GraphCase(
+            react_graph(100, k, a), react_input(), durability="sync"
+        )
     for kind, schema in (("wide_state", WideState), ("wide_dict", WideDict)):
         for size, (i, j), n in WIDE_SIZES:
             for ck in (False, True):
@@ -519,6 +583,10 @@ def main() -> int:
     for name, make in cases.items():
         for mode in modes:
             is_async = mode == "async"
+            if is_async and name.endswith(SYNC_ONLY_SUFFIXES):
+                if args.mode == "async":
+                    print(f"{name:<40} async: skipped (synchronous saver)", flush=True)
+                continue
             samples = measure(make(is_async), is_async, args.min_iters, args.min_time, args.warmup)
             med, low = statistics.median(samples), min(samples)
             detail.setdefault(name, {})[mode] = {"median": med, "min": low, "iters": len(samples)}

@@ -10,6 +10,7 @@ use graphloom_core::{
     StreamOptions,
 };
 use rand::Rng as _;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// LangGraph's suite runs every graph with this recursion limit.
@@ -62,6 +63,67 @@ pub fn fresh_config() -> RunConfig {
     RunConfig::thread(uuid4())
         .recursion_limit(RECURSION_LIMIT)
         .durability(Durability::Exit)
+}
+
+/// The durable checkpointer of a `_sqlite` / `_postgres` case (run with `sync` durability).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Saver {
+    /// A [`graphloom_sqlite::SqliteSaver`] on a temp file (default `synchronous=FULL`, WAL),
+    /// `sync` durability (`_sqlite` cases).
+    Sqlite,
+    /// A [`graphloom_postgres::PostgresSaver`] on a fresh database of `GRAPHLOOM_PG_URL`'s
+    /// server (or a private server), `sync` durability (`_postgres` cases).
+    Postgres,
+}
+
+impl Saver {
+    /// The case-name suffix.
+    #[must_use]
+    pub fn suffix(self) -> &'static str {
+        match self {
+            Self::Sqlite => "_sqlite",
+            Self::Postgres => "_postgres",
+        }
+    }
+}
+
+/// Keeps a durable saver's storage (temp dir or database) alive while its case runs.
+pub type Keep = Box<dyn std::any::Any + Send + Sync>;
+
+/// Run `fut` to completion from synchronous code inside the bench's multi-threaded runtime
+/// (case builders are synchronous).
+fn block_on<F: std::future::Future>(fut: F) -> F::Output {
+    tokio::task::block_in_place(|| tokio::runtime::Handle::current().block_on(fut))
+}
+
+/// Give `builder` the checkpointer `saver` names; returns what must outlive the graph.
+///
+/// # Errors
+/// If the SQLite file or the PostgreSQL database cannot be created or opened.
+pub fn attach_saver<S: State>(builder: StateGraph<S>, saver: Saver) -> anyhow::Result<(StateGraph<S>, Keep)> {
+    Ok(match saver {
+        Saver::Sqlite => {
+            let dir = tempfile::Builder::new()
+                .prefix("graphloom-bench-")
+                .tempdir()
+                .context("creating a temp dir for the SQLite file")?;
+            let path = dir.path().join("checkpoints.sqlite");
+            let s =
+                block_on(graphloom_sqlite::SqliteSaver::open(path)).context("opening the SQLite saver")?;
+            (builder.checkpointer(s), Box::new(dir))
+        }
+        Saver::Postgres => {
+            let (url, db) = block_on(async {
+                let server = graphloom_postgres::testing::server_url()?;
+                graphloom_postgres::testing::create_database(&server).await
+            })
+            .map_err(|e| anyhow::anyhow!("{e}"))
+            .context("creating a PostgreSQL database (set GRAPHLOOM_PG_URL or install postgresql)")?;
+            let s = block_on(graphloom_postgres::PostgresSaver::connect(&url))
+                .context("connecting the PostgreSQL saver")?;
+            (builder.checkpointer(s), Box::new(db))
+        }
+    })
 }
 
 /// A random UUIDv4 in its usual text form.
@@ -117,11 +179,26 @@ pub async fn run_graph<S: State>(
 /// starts). With a checkpointer, the run's thread is deleted afterwards, untimed, so the
 /// saver does not grow across iterations.
 pub fn graph_case<S: State>(graph: CompiledGraph<S>, input: S::Update, h: Harness) -> RunFn {
+    durable_case(graph, input, h, Durability::Exit, Box::new(()))
+}
+
+/// [`graph_case`] with runs at `durability`; `keep` (a saver's storage) lives as long as
+/// the case.
+pub fn durable_case<S: State>(
+    graph: CompiledGraph<S>,
+    input: S::Update,
+    h: Harness,
+    durability: Durability,
+    keep: Keep,
+) -> RunFn {
+    let keep = Arc::new(keep);
     Box::new(move || {
         let graph = graph.clone();
         let input = input.clone();
+        let keep = Arc::clone(&keep);
         Box::pin(async move {
-            let config = fresh_config();
+            let _keep = keep;
+            let config = fresh_config().durability(durability);
             let thread = config.thread_id.clone();
             let start = Instant::now();
             let out = run_graph(&graph, input, config, h.drive).await?;

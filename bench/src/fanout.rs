@@ -9,8 +9,10 @@
 //! of them is a list of pointers, and `{:?}` of a `Vec<char>` gives exactly Python's
 //! `str(list)` (`['a', 'b', ...]`).
 
-use crate::common::{case_name, graph_case, with_saver, CaseDef, Harness};
-use graphloom_core::{CompiledGraph, NodeError, NodeOutput, Route, Send, Seq, State, StateGraph, END, START};
+use crate::common::{attach_saver, case_name, durable_case, graph_case, with_saver, CaseDef, Harness, Saver};
+use graphloom_core::{
+    CompiledGraph, Durability, NodeError, NodeOutput, Route, Send, Seq, State, StateGraph, END, START,
+};
 use rand::Rng as _;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -77,7 +79,12 @@ pub fn subgraph() -> anyhow::Result<CompiledGraph<JokeState>> {
 
 /// The compiled parent graph.
 pub fn graph(checkpoint: bool) -> anyhow::Result<CompiledGraph<OverallState>> {
-    let builder = StateGraph::<OverallState>::new()
+    Ok(with_saver(builder()?, checkpoint).compile()?)
+}
+
+/// The parent graph, not yet compiled.
+pub fn builder() -> anyhow::Result<StateGraph<OverallState>> {
+    Ok(StateGraph::<OverallState>::new()
         .add_packet_subgraph(
             "generate_joke",
             subgraph()?,
@@ -97,8 +104,7 @@ pub fn graph(checkpoint: bool) -> anyhow::Result<CompiledGraph<OverallState>> {
                 })
                 .collect::<Vec<_>>()
         })
-        .add_edge("generate_joke", END);
-    Ok(with_saver(builder, checkpoint).compile()?)
+        .add_edge("generate_joke", END))
 }
 
 /// `n` subjects of 1000 random lowercase letters each.
@@ -125,6 +131,15 @@ pub fn cases() -> Vec<CaseDef> {
                 Ok(graph_case(graph(checkpoint)?, input(n), h))
             }));
         }
+    }
+    for saver in [Saver::Sqlite, Saver::Postgres] {
+        out.push(CaseDef::new(
+            format!("fanout_to_subgraph_100x{}", saver.suffix()),
+            move |h: Harness| {
+                let (b, keep) = attach_saver(builder()?, saver)?;
+                Ok(durable_case(b.compile()?, input(100), h, Durability::Sync, keep))
+            },
+        ));
     }
     out
 }

@@ -6,9 +6,12 @@
 //! built before timing and replayed in a cycle, like LangGraph's fake chat model. The tool
 //! returns `"result for query: <query>"` ten times (about 36 KB) as a tool message.
 
-use crate::common::{case_name, graph_case, uuid4, with_saver, CaseDef, Harness};
+use crate::common::{
+    attach_saver, case_name, durable_case, graph_case, uuid4, with_saver, CaseDef, Harness, Saver,
+};
 use graphloom_core::{
-    CompiledGraph, Message, NodeError, NodeOutput, Route, Seq, State, StateGraph, ToolCall, END, START,
+    CompiledGraph, Durability, Message, NodeError, NodeOutput, Route, Seq, State, StateGraph, ToolCall, END,
+    START,
 };
 use serde_json::json;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -78,8 +81,13 @@ fn run_tool(call: &ToolCall) -> Result<Message, NodeError> {
 
 /// The compiled agent.
 pub fn graph(n_tools: usize, checkpoint: bool) -> anyhow::Result<CompiledGraph<AgentState>> {
+    Ok(with_saver(builder(n_tools), checkpoint).compile()?)
+}
+
+/// The agent, not yet compiled.
+pub fn builder(n_tools: usize) -> StateGraph<AgentState> {
     let model = Arc::new(ScriptedModel::new(n_tools, &uuid4()));
-    let builder = StateGraph::<AgentState>::new()
+    StateGraph::<AgentState>::new()
         .add_node("agent", move |s: Arc<AgentState>, _rt| {
             let model = Arc::clone(&model);
             async move {
@@ -101,8 +109,7 @@ pub fn graph(n_tools: usize, checkpoint: bool) -> anyhow::Result<CompiledGraph<A
             let calls_tools = s.messages.last().is_some_and(|m| !m.tool_calls.is_empty());
             Route::from(if calls_tools { "tools" } else { END })
         })
-        .add_edge("tools", "agent");
-    Ok(with_saver(builder, checkpoint).compile()?)
+        .add_edge("tools", "agent")
 }
 
 /// The input: one human message.
@@ -121,6 +128,15 @@ pub fn cases() -> Vec<CaseDef> {
                 Ok(graph_case(graph(n, checkpoint)?, input(), h))
             }));
         }
+    }
+    for saver in [Saver::Sqlite, Saver::Postgres] {
+        out.push(CaseDef::new(
+            format!("react_agent_100x{}", saver.suffix()),
+            move |h: Harness| {
+                let (b, keep) = attach_saver(builder(100), saver)?;
+                Ok(durable_case(b.compile()?, input(), h, Durability::Sync, keep))
+            },
+        ));
     }
     out
 }

@@ -169,7 +169,7 @@ mod tests {
         sorted.sort();
         sorted.dedup();
         assert_eq!(sorted.len(), names.len());
-        assert_eq!(names.len(), 25);
+        assert_eq!(names.len(), 29);
         for n in [
             "fanout_to_subgraph_100x_checkpoint",
             "react_agent_10x",
@@ -179,6 +179,10 @@ mod tests {
             "sequential_1000_compilation",
             "wide_state_15x600_compilation",
             "first_event_latency_sequential_1000",
+            "react_agent_100x_sqlite",
+            "react_agent_100x_postgres",
+            "fanout_to_subgraph_100x_sqlite",
+            "fanout_to_subgraph_100x_postgres",
         ] {
             assert!(names.iter().any(|x| x == n), "{n}");
         }
