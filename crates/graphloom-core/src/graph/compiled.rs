@@ -9,9 +9,10 @@ use crate::runtime::{RunShared, Runtime, StreamSink};
 use crate::state::State;
 use crate::store::DynStore;
 use crate::stream::StreamPart;
-use crate::types::{Interrupt, NodeError, NodeOutput, NodeSet, Route};
+use crate::types::{Interrupt, NodeError, NodeOutput, NodeSet};
 use futures::Stream;
 use std::collections::{BTreeSet, HashMap};
+use std::future::Future as _;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
@@ -409,12 +410,4 @@ impl<S> Stream for RunStream<S> {
         }
         Poll::Ready(None)
     }
-}
-
-use std::future::Future as _;
-
-/// Route helper used by nodes that want to go to a node and END checks.
-#[must_use]
-pub fn route(node: &str) -> Route {
-    Route::from(node)
 }

@@ -6,5 +6,5 @@ mod history;
 pub(crate) mod node;
 
 pub use builder::StateGraph;
-pub use compiled::{route, CompiledGraph, RunEvent, RunOutput, RunStatus, RunStream};
+pub use compiled::{CompiledGraph, RunEvent, RunOutput, RunStatus, RunStream};
 pub use history::{HistoryQuery, PendingTask, StateSnapshot};

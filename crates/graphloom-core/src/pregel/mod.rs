@@ -2,10 +2,14 @@
 //! snapshot, save each finished task's writes, merge all writes in a fixed order, save the
 //! checkpoint, repeat.
 
+mod edges;
+mod events;
 mod persist;
 pub(crate) mod state;
 pub(crate) mod task;
 
+use self::edges::clone_err;
+pub(crate) use self::edges::fire_edges;
 use self::persist::Saver;
 use self::state::{LoopState, StartInput, START_CHANNEL};
 use self::task::{
@@ -19,7 +23,7 @@ use crate::graph::node::NodeInput;
 use crate::runtime::RunShared;
 use crate::state::{State, TaskUpdate};
 use crate::stream::{StreamData, StreamMode, StreamValue};
-use crate::types::{Interrupt, NodeSet, Resume, Route, Send, END, START};
+use crate::types::{Interrupt, NodeSet, Resume, Route, START};
 use serde_json::{json, Value};
 use std::any::Any;
 use std::collections::{BTreeMap, BTreeSet};
@@ -508,72 +512,6 @@ impl<S: State> Loop<S> {
         }
     }
 
-    fn emit_checkpoint_event(&self) {
-        let wants_cp = self.run.wants(StreamMode::Checkpoints, self.ns.len());
-        let wants_dbg = self.run.wants(StreamMode::Debug, self.ns.len());
-        if !wants_cp && !wants_dbg {
-            return;
-        }
-        let next: Vec<String> = plan(&self.g, &self.ls, &self.ns_str)
-            .into_iter()
-            .map(|t| t.node)
-            .collect();
-        let payload = json!({
-            "config": {"configurable": {"thread_id": self.cfg.thread_id, "checkpoint_ns": self.ns_str, "checkpoint_id": self.ls.checkpoint_id}},
-            "parent_config": self.ls.saved_id.as_ref().map(|id| json!({"configurable": {"thread_id": self.cfg.thread_id, "checkpoint_ns": self.ns_str, "checkpoint_id": id}})),
-            "values": self.ls.state.to_json().unwrap_or(Value::Null),
-            "metadata": {"source": "loop", "step": self.ls.step},
-            "next": next,
-        });
-        if wants_dbg {
-            let p = payload.clone();
-            self.run.emit(&self.ns, StreamMode::Debug, StreamData::Json(json!({"step": self.ls.step, "timestamp": checkpoint::now_rfc3339(), "type": "checkpoint", "payload": p})));
-        }
-        if wants_cp {
-            self.run
-                .emit(&self.ns, StreamMode::Checkpoints, StreamData::Json(payload));
-        }
-    }
-
-    fn task_event(&self, task: &Task, result: Option<&Outcome<S>>) {
-        let wants_t = self.run.wants(StreamMode::Tasks, self.ns.len());
-        let wants_d = self.run.wants(StreamMode::Debug, self.ns.len());
-        if !wants_t && !wants_d {
-            return;
-        }
-        let payload = match result {
-            None => {
-                json!({"id": task.id, "name": task.node, "path": task.path(), "triggers": task.triggers(), "input": match &task.kind {
-                    TaskKind::Push(_, p) => p.to_json().unwrap_or(Value::Null),
-                    _ => self.ls.state.to_json().unwrap_or(Value::Null),
-                }})
-            }
-            Some(o) => {
-                let (error, result, interrupts) = match o {
-                    Outcome::Done { update, .. } => (
-                        Value::Null,
-                        update
-                            .as_ref()
-                            .and_then(|u| self.ls.state.update_to_json(u).ok())
-                            .unwrap_or(Value::Null),
-                        json!([]),
-                    ),
-                    Outcome::Interrupted(i, _) => (Value::Null, Value::Null, json!(i)),
-                    Outcome::Failed(e) => (json!(e.to_string()), Value::Null, json!([])),
-                };
-                json!({"id": task.id, "name": task.node, "error": error, "result": result, "interrupts": interrupts})
-            }
-        };
-        if wants_d {
-            let ty = if result.is_some() { "task_result" } else { "task" };
-            self.run.emit(&self.ns, StreamMode::Debug, StreamData::Json(json!({"step": self.ls.step + 1, "timestamp": checkpoint::now_rfc3339(), "type": ty, "payload": payload.clone()})));
-        }
-        if wants_t {
-            self.run
-                .emit(&self.ns, StreamMode::Tasks, StreamData::Json(payload));
-        }
-    }
-
     /// Run the step's tasks; save each one's writes as it finishes.
     async fn run_tasks(&mut self, tasks: &[Task], remaining: usize) -> Result<Vec<Outcome<S>>> {
         let step = self.ls.step + 1;
@@ -812,107 +750,6 @@ impl<S: State> Loop<S> {
         self.ls.checkpoint_id = self.next_checkpoint_id();
         self.ls.updated = updated;
         Ok(())
-    }
-}
-
-/// Follow the edges out of `node` after it ran (static edges, joins, conditional edges
-/// evaluated on the merged state, and `goto` routes). For the start task, `goto` replaces
-/// the edges out of START.
-pub(crate) fn fire_edges<S: State>(
-    g: &GraphInner<S>,
-    ls: &mut LoopState<S>,
-    node: &str,
-    is_start: bool,
-    goto: Vec<Route>,
-    candidates: &mut BTreeSet<String>,
-    sends: &mut Vec<Send>,
-) -> Result<()> {
-    let source = if is_start { START } else { node };
-    let mut routes: Vec<Route> = Vec::new();
-    if !is_start || goto.is_empty() {
-        for target in g.edges_out.get(source).into_iter().flatten() {
-            routes.push(Route::To(target.clone()));
-        }
-        for b in g.branches.get(source).into_iter().flatten() {
-            for r in (b.router)(&ls.state).0 {
-                routes.push(match (&b.path_map, r) {
-                    (Some(map), Route::To(key)) => match map.get(&key) {
-                        Some(n) => Route::from(n.clone()),
-                        None => {
-                            return Err(Error::UnknownNode(format!(
-                                "{key} (not in the path map of `{source}`)"
-                            )))
-                        }
-                    },
-                    (_, r) => r,
-                });
-            }
-        }
-    }
-    routes.extend(goto);
-    if !is_start {
-        for &j in g.joins_by_source.get(source).into_iter().flatten() {
-            let join = &g.joins[j];
-            ls.barriers
-                .entry(join.channel.clone())
-                .or_default()
-                .insert(source.to_owned());
-            ls.bump(&join.channel);
-            ls.mark_dirty(&join.channel, crate::state::FieldChange::Replaced);
-            candidates.insert(join.target.clone());
-        }
-    }
-    for r in routes {
-        match r {
-            Route::End => {}
-            Route::To(n) if n == END => {}
-            Route::To(n) => {
-                let ch = g
-                    .branch_channel(&n)
-                    .ok_or_else(|| Error::UnknownNode(n.clone()))?
-                    .to_owned();
-                ls.bump(&ch);
-                candidates.insert(n);
-            }
-            Route::Send(s) => {
-                if !g.nodes.contains_key(&s.node) {
-                    return Err(Error::UnknownNode(s.node));
-                }
-                sends.push(s);
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Errors are not `Clone`; rebuild the ones a task can produce.
-fn clone_err(e: &Error) -> Error {
-    match e {
-        Error::Node { node, message } => Error::Node {
-            node: node.clone(),
-            message: message.clone(),
-        },
-        Error::NodeTimeout { node, after_ms } => Error::NodeTimeout {
-            node: node.clone(),
-            after_ms: *after_ms,
-        },
-        Error::UnknownNode(n) => Error::UnknownNode(n.clone()),
-        Error::RecursionLimit { limit } => Error::RecursionLimit { limit: *limit },
-        Error::RunTimeout { after_ms } => Error::RunTimeout { after_ms: *after_ms },
-        Error::BudgetExceeded {
-            node,
-            budget,
-            message,
-        } => Error::BudgetExceeded {
-            node: node.clone(),
-            budget: budget.clone(),
-            message: message.clone(),
-        },
-        Error::InvalidResume(m) => Error::InvalidResume(m.clone()),
-        other => Error::Node {
-            node: String::new(),
-            message: other.to_string(),
-        },
     }
 }
 

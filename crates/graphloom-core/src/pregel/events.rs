@@ -1,0 +1,77 @@
+//! Stream events of the loop: task start/result and checkpoint events (`tasks`,
+//! `checkpoints`, `debug` modes).
+
+use super::task::{plan, Outcome, Task, TaskKind};
+use super::Loop;
+use crate::checkpoint;
+use crate::state::State;
+use crate::stream::{StreamData, StreamMode};
+use serde_json::{json, Value};
+
+impl<S: State> Loop<S> {
+    pub(super) fn emit_checkpoint_event(&self) {
+        let wants_cp = self.run.wants(StreamMode::Checkpoints, self.ns.len());
+        let wants_dbg = self.run.wants(StreamMode::Debug, self.ns.len());
+        if !wants_cp && !wants_dbg {
+            return;
+        }
+        let next: Vec<String> = plan(&self.g, &self.ls, &self.ns_str)
+            .into_iter()
+            .map(|t| t.node)
+            .collect();
+        let payload = json!({
+            "config": {"configurable": {"thread_id": self.cfg.thread_id, "checkpoint_ns": self.ns_str, "checkpoint_id": self.ls.checkpoint_id}},
+            "parent_config": self.ls.saved_id.as_ref().map(|id| json!({"configurable": {"thread_id": self.cfg.thread_id, "checkpoint_ns": self.ns_str, "checkpoint_id": id}})),
+            "values": self.ls.state.to_json().unwrap_or(Value::Null),
+            "metadata": {"source": "loop", "step": self.ls.step},
+            "next": next,
+        });
+        if wants_dbg {
+            let p = payload.clone();
+            self.run.emit(&self.ns, StreamMode::Debug, StreamData::Json(json!({"step": self.ls.step, "timestamp": checkpoint::now_rfc3339(), "type": "checkpoint", "payload": p})));
+        }
+        if wants_cp {
+            self.run
+                .emit(&self.ns, StreamMode::Checkpoints, StreamData::Json(payload));
+        }
+    }
+
+    pub(super) fn task_event(&self, task: &Task, result: Option<&Outcome<S>>) {
+        let wants_t = self.run.wants(StreamMode::Tasks, self.ns.len());
+        let wants_d = self.run.wants(StreamMode::Debug, self.ns.len());
+        if !wants_t && !wants_d {
+            return;
+        }
+        let payload = match result {
+            None => {
+                json!({"id": task.id, "name": task.node, "path": task.path(), "triggers": task.triggers(), "input": match &task.kind {
+                    TaskKind::Push(_, p) => p.to_json().unwrap_or(Value::Null),
+                    _ => self.ls.state.to_json().unwrap_or(Value::Null),
+                }})
+            }
+            Some(o) => {
+                let (error, result, interrupts) = match o {
+                    Outcome::Done { update, .. } => (
+                        Value::Null,
+                        update
+                            .as_ref()
+                            .and_then(|u| self.ls.state.update_to_json(u).ok())
+                            .unwrap_or(Value::Null),
+                        json!([]),
+                    ),
+                    Outcome::Interrupted(i, _) => (Value::Null, Value::Null, json!(i)),
+                    Outcome::Failed(e) => (json!(e.to_string()), Value::Null, json!([])),
+                };
+                json!({"id": task.id, "name": task.node, "error": error, "result": result, "interrupts": interrupts})
+            }
+        };
+        if wants_d {
+            let ty = if result.is_some() { "task_result" } else { "task" };
+            self.run.emit(&self.ns, StreamMode::Debug, StreamData::Json(json!({"step": self.ls.step + 1, "timestamp": checkpoint::now_rfc3339(), "type": ty, "payload": payload.clone()})));
+        }
+        if wants_t {
+            self.run
+                .emit(&self.ns, StreamMode::Tasks, StreamData::Json(payload));
+        }
+    }
+}
