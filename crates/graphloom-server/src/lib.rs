@@ -1,0 +1,11 @@
+//! `graphloom-server`: the LangGraph Server HTTP API on graphloom.
+//!
+//! Hosts compiled graphs as assistants and serves `/assistants`, `/threads`, `/runs` and
+//! `/store` in the shapes the official `langgraph-sdk` clients expect, with runs going
+//! through a durable queue in the same database as the checkpoints.
+
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
+
+pub mod db;
+pub mod hosted;
+pub mod models;

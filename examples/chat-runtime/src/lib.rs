@@ -1,0 +1,1 @@
+//! graphloom example: chat-runtime (being written).

@@ -1,0 +1,1 @@
+//! graphloom example: fraud-investigation (being written).

@@ -1,0 +1,1 @@
+//! graphloom example: memory-supervisor (being written).

@@ -1,0 +1,1 @@
+//! graphloom example: permit-filing (being written).

@@ -1,0 +1,1 @@
+//! graphloom example: support-chat (being written).
