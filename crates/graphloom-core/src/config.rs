@@ -39,6 +39,50 @@ pub struct RunConfig {
     pub metadata: Map<String, Value>,
     /// Run id (generated when absent).
     pub run_id: Option<String>,
+    /// Stops the run when cancelled: running tasks are aborted, writes of tasks that
+    /// finished are kept, and the run ends with [`Error::Cancelled`](crate::Error::Cancelled)
+    /// and a resumable checkpoint.
+    pub cancel: Option<CancelToken>,
+}
+
+/// A handle that cancels a run from outside (a server's cancel endpoint, a shutdown).
+#[derive(Clone, Default, Debug)]
+pub struct CancelToken(Arc<CancelInner>);
+
+#[derive(Default, Debug)]
+struct CancelInner {
+    flag: std::sync::atomic::AtomicBool,
+    notify: tokio::sync::Notify,
+}
+
+impl CancelToken {
+    /// A token not yet cancelled.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Cancel: the run stops at once, keeping what finished.
+    pub fn cancel(&self) {
+        self.0.flag.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.0.notify.notify_waiters();
+    }
+    /// Whether [`cancel`](Self::cancel) was called.
+    #[must_use]
+    pub fn is_cancelled(&self) -> bool {
+        self.0.flag.load(std::sync::atomic::Ordering::SeqCst)
+    }
+    /// Completes when the token is cancelled.
+    pub async fn cancelled(&self) {
+        loop {
+            let notified = self.0.notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.is_cancelled() {
+                return;
+            }
+            notified.await;
+        }
+    }
 }
 
 impl Default for RunConfig {
@@ -54,6 +98,7 @@ impl Default for RunConfig {
             context: None,
             metadata: Map::new(),
             run_id: None,
+            cancel: None,
         }
     }
 }

@@ -253,3 +253,54 @@ async fn cached_node_is_not_run_again_for_the_same_key() {
     assert_eq!((a.values.n, b.values.n, c3.values.n), (22, 22, 33));
     assert_eq!(calls.load(Ordering::SeqCst), 2);
 }
+
+#[tokio::test]
+async fn cancel_token_stops_a_running_step_and_keeps_finished_siblings() {
+    let fast_calls = Arc::new(AtomicUsize::new(0));
+    let f = Arc::clone(&fast_calls);
+    let slow_ok = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let s2 = Arc::clone(&slow_ok);
+    let g = StateGraph::<Counter>::new()
+        .add_node("fast", move |_s, _rt| {
+            f.fetch_add(1, Ordering::SeqCst);
+            async { Ok(CounterUpdate::new().n(1)) }
+        })
+        .add_node("slow", move |_s, _rt| {
+            let ok = s2.load(Ordering::SeqCst);
+            async move {
+                if !ok {
+                    std::future::pending::<()>().await;
+                }
+                Ok(CounterUpdate::new().n(10))
+            }
+        })
+        .add_edge(START, "fast")
+        .add_edge(START, "slow")
+        .add_edge("fast", END)
+        .add_edge("slow", END)
+        .checkpointer(InMemorySaver::new())
+        .compile()
+        .unwrap();
+    let token = CancelToken::new();
+    let mut cfg = RunConfig::thread("c");
+    cfg.cancel = Some(token.clone());
+    let t2 = token.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        t2.cancel();
+    });
+    let err = g.invoke(CounterUpdate::new(), cfg.clone()).await.unwrap_err();
+    assert!(matches!(err, Error::Cancelled), "{err}");
+    assert!(token.is_cancelled());
+    assert_eq!(g.get_state(&cfg).await.unwrap().next, vec!["slow".to_string()]);
+    // A cancelled token stops a new run before its first step.
+    let err = g.invoke_input(RunInput::Continue, cfg.clone()).await.unwrap_err();
+    assert!(matches!(err, Error::Cancelled), "{err}");
+    slow_ok.store(true, Ordering::SeqCst);
+    let out = g
+        .invoke_input(RunInput::Continue, RunConfig::thread("c"))
+        .await
+        .unwrap();
+    assert_eq!(out.values.n, 11);
+    assert_eq!(fast_calls.load(Ordering::SeqCst), 1);
+}

@@ -85,6 +85,7 @@ struct Loop<S: State> {
     interrupt_after: NodeSet,
     deadline: Option<Instant>,
     timeout_ms: u64,
+    cancel: Option<crate::config::CancelToken>,
     metadata: serde_json::Map<String, Value>,
 }
 
@@ -154,6 +155,7 @@ pub(crate) async fn run_loop<S: State>(
         interrupt_before: merge_sets(&rc.interrupt_before, is_root),
         interrupt_after: merge_sets(&rc.interrupt_after, is_root),
         deadline,
+        cancel: rc.cancel.clone(),
         timeout_ms: rc
             .timeout
             .map_or(0, |t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
@@ -437,9 +439,37 @@ impl<S: State> Loop<S> {
         Err(err)
     }
 
+    /// Await `fut` within the run's deadline and until the run is cancelled.
+    async fn bounded<T>(&self, fut: impl std::future::Future<Output = T>) -> Result<T> {
+        let timed = async {
+            match self.deadline {
+                Some(d) => tokio::time::timeout_at(d, fut)
+                    .await
+                    .map_err(|_| Error::RunTimeout {
+                        after_ms: self.timeout_ms,
+                    }),
+                None => Ok(fut.await),
+            }
+        };
+        match &self.cancel {
+            Some(c) => tokio::select! {
+                r = timed => r,
+                () = c.cancelled() => Err(Error::Cancelled),
+            },
+            None => timed.await,
+        }
+    }
+
     async fn main(mut self, mut skip_before: bool) -> Result<LoopResult<S>> {
         let mut executed = 0usize;
         loop {
+            if self
+                .cancel
+                .as_ref()
+                .is_some_and(crate::config::CancelToken::is_cancelled)
+            {
+                return self.fail(Error::Cancelled).await;
+            }
             let tasks = plan(&self.g, &self.ls, &self.ns_str);
             if tasks.is_empty() {
                 return self.finish(LoopEnd::Done).await;
@@ -572,16 +602,7 @@ impl<S: State> Loop<S> {
             let Some((i, run)) = to_run.pop() else {
                 return Err(Error::Cancelled);
             };
-            let out = match self.deadline {
-                Some(d) => {
-                    tokio::time::timeout_at(d, run.execute())
-                        .await
-                        .map_err(|_| Error::RunTimeout {
-                            after_ms: self.timeout_ms,
-                        })?
-                }
-                None => run.execute().await,
-            };
+            let out = self.bounded(run.execute()).await?;
             self.record(&cfg, &tasks[i], &out).await?;
             outcomes[i] = Some(out);
         } else if !to_run.is_empty() {
@@ -590,17 +611,12 @@ impl<S: State> Loop<S> {
                 set.spawn(async move { (i, run.execute().await) });
             }
             loop {
-                let next = match self.deadline {
-                    Some(d) => match tokio::time::timeout_at(d, set.join_next()).await {
-                        Ok(n) => n,
-                        Err(_) => {
-                            set.abort_all();
-                            return Err(Error::RunTimeout {
-                                after_ms: self.timeout_ms,
-                            });
-                        }
-                    },
-                    None => set.join_next().await,
+                let next = match self.bounded(set.join_next()).await {
+                    Ok(n) => n,
+                    Err(e) => {
+                        set.abort_all();
+                        return Err(e);
+                    }
                 };
                 let Some(joined) = next else { break };
                 let (i, out) = joined.map_err(|e| Error::Node {
