@@ -1,0 +1,361 @@
+//! `/assistants`.
+
+use super::{AppRef, Owner};
+use crate::app::system_assistant_id;
+use crate::db::{AssistantPatch, AssistantQuery, SortOrder};
+use crate::error::{parse_body, ApiError, ApiResult};
+use crate::models::{now_rfc3339, Assistant};
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+/// An assistant visible to `owner`: its own, or a system one (owner `""`). `id` may also be
+/// a graph id, naming that graph's system assistant.
+pub(crate) async fn resolve(state: &AppRef, owner: &str, id: &str) -> ApiResult<Assistant> {
+    if let Some(a) = state.db.get_assistant(owner, id).await? {
+        return Ok(a);
+    }
+    if !owner.is_empty() {
+        if let Some(a) = state.db.get_assistant("", id).await? {
+            return Ok(a);
+        }
+    }
+    if state.graphs.contains_key(id) {
+        if let Some(a) = state.db.get_assistant("", &system_assistant_id(id)).await? {
+            return Ok(a);
+        }
+    }
+    Err(ApiError::not_found(format!("assistant {id}")))
+}
+
+#[derive(Deserialize)]
+struct CreateBody {
+    graph_id: String,
+    assistant_id: Option<String>,
+    #[serde(default)]
+    config: Option<Value>,
+    #[serde(default)]
+    context: Option<Value>,
+    #[serde(default)]
+    metadata: Option<Map<String, Value>>,
+    if_exists: Option<String>,
+    name: Option<String>,
+    description: Option<String>,
+}
+
+pub(crate) async fn create(
+    State(state): State<AppRef>,
+    Extension(Owner(owner)): Extension<Owner>,
+    body: Bytes,
+) -> ApiResult<Json<Assistant>> {
+    let b: CreateBody = parse_body(&body)?;
+    if !state.graphs.contains_key(&b.graph_id) {
+        return Err(ApiError::not_found(format!(
+            "graph {} (registered: {})",
+            b.graph_id,
+            state.graphs.keys().cloned().collect::<Vec<_>>().join(", ")
+        )));
+    }
+    let id = match b.assistant_id {
+        Some(id) => uuid::Uuid::parse_str(&id)
+            .map_err(|_| ApiError::invalid(format!("assistant_id {id:?} is not a UUID")))?
+            .to_string(),
+        None => uuid::Uuid::new_v4().to_string(),
+    };
+    let now = now_rfc3339();
+    let a = Assistant {
+        assistant_id: id.clone(),
+        graph_id: b.graph_id.clone(),
+        config: b.config.unwrap_or_else(|| json!({})),
+        context: b.context.unwrap_or_else(|| json!({})),
+        created_at: now.clone(),
+        updated_at: now,
+        metadata: b.metadata.unwrap_or_default(),
+        version: 1,
+        name: b.name.unwrap_or_else(|| b.graph_id.clone()),
+        description: b.description,
+    };
+    match state.db.create_assistant(&owner, &a).await {
+        Ok(a) => Ok(Json(a)),
+        Err(crate::db::DbError::Conflict(_)) if b.if_exists.as_deref() == Some("do_nothing") => {
+            Ok(Json(resolve(&state, &owner, &id).await?))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+pub(crate) async fn get_one(
+    State(state): State<AppRef>,
+    Extension(Owner(owner)): Extension<Owner>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Assistant>> {
+    Ok(Json(resolve(&state, &owner, &id).await?))
+}
+
+#[derive(Deserialize, Default)]
+struct PatchBody {
+    graph_id: Option<String>,
+    config: Option<Value>,
+    context: Option<Value>,
+    metadata: Option<Map<String, Value>>,
+    name: Option<String>,
+    description: Option<String>,
+}
+
+pub(crate) async fn patch(
+    State(state): State<AppRef>,
+    Extension(Owner(owner)): Extension<Owner>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> ApiResult<Json<Assistant>> {
+    let b: PatchBody = parse_body(&body)?;
+    if let Some(g) = &b.graph_id {
+        if !state.graphs.contains_key(g) {
+            return Err(ApiError::not_found(format!("graph {g}")));
+        }
+    }
+    let p = AssistantPatch {
+        graph_id: b.graph_id,
+        config: b.config,
+        context: b.context,
+        metadata: b.metadata,
+        name: b.name,
+        description: b.description,
+    };
+    state
+        .db
+        .patch_assistant(&owner, &id, p)
+        .await?
+        .map(Json)
+        .ok_or_else(|| ApiError::not_found(format!("assistant {id}")))
+}
+
+pub(crate) async fn delete(
+    State(state): State<AppRef>,
+    Extension(Owner(owner)): Extension<Owner>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    if state.db.delete_assistant(&owner, &id).await? {
+        Ok(Json(json!({})))
+    } else {
+        Err(ApiError::not_found(format!("assistant {id}")))
+    }
+}
+
+#[derive(Deserialize, Default)]
+pub(crate) struct SearchBody {
+    #[serde(default)]
+    metadata: Option<Map<String, Value>>,
+    graph_id: Option<String>,
+    name: Option<String>,
+    limit: Option<i64>,
+    offset: Option<i64>,
+    sort_by: Option<String>,
+    sort_order: Option<String>,
+}
+
+pub(crate) fn sort_order(s: Option<&str>) -> ApiResult<SortOrder> {
+    match s {
+        None | Some("desc") => Ok(SortOrder::Desc),
+        Some("asc") => Ok(SortOrder::Asc),
+        Some(other) => Err(ApiError::invalid(format!(
+            "sort_order must be asc or desc, not {other:?}"
+        ))),
+    }
+}
+
+pub(crate) fn page(limit: Option<i64>, offset: Option<i64>) -> ApiResult<(i64, i64)> {
+    let limit = limit.unwrap_or(10);
+    let offset = offset.unwrap_or(0);
+    if !(1..=1000).contains(&limit) || offset < 0 {
+        return Err(ApiError::invalid("limit must be 1..=1000 and offset >= 0"));
+    }
+    Ok((limit, offset))
+}
+
+fn query(b: SearchBody) -> ApiResult<AssistantQuery> {
+    let (limit, offset) = page(b.limit, b.offset)?;
+    if let Some(s) = &b.sort_by {
+        if !["assistant_id", "graph_id", "name", "created_at", "updated_at"].contains(&s.as_str()) {
+            return Err(ApiError::invalid(format!("cannot sort assistants by {s:?}")));
+        }
+    }
+    Ok(AssistantQuery {
+        metadata: b.metadata.unwrap_or_default(),
+        graph_id: b.graph_id,
+        name: b.name,
+        limit,
+        offset,
+        sort_by: b.sort_by,
+        sort_order: sort_order(b.sort_order.as_deref())?,
+    })
+}
+
+/// Owner's assistants plus the system ones (when the owner is not the system).
+async fn search_all(state: &AppRef, owner: &str, q: &AssistantQuery) -> ApiResult<(Vec<Assistant>, i64)> {
+    if owner.is_empty() {
+        return Ok(state.db.search_assistants("", q).await?);
+    }
+    let wide = AssistantQuery {
+        limit: q.limit + q.offset,
+        offset: 0,
+        ..q.clone()
+    };
+    let (mut mine, n1) = state.db.search_assistants(owner, &wide).await?;
+    let (system, n2) = state.db.search_assistants("", &wide).await?;
+    mine.extend(system);
+    let desc = q.sort_order == SortOrder::Desc;
+    mine.sort_by(|a, b| {
+        let o = a
+            .created_at
+            .cmp(&b.created_at)
+            .then(a.assistant_id.cmp(&b.assistant_id));
+        if desc {
+            o.reverse()
+        } else {
+            o
+        }
+    });
+    let page = mine
+        .into_iter()
+        .skip(usize::try_from(q.offset).unwrap_or(0))
+        .take(usize::try_from(q.limit).unwrap_or(0))
+        .collect();
+    Ok((page, n1 + n2))
+}
+
+pub(crate) async fn search(
+    State(state): State<AppRef>,
+    Extension(Owner(owner)): Extension<Owner>,
+    body: Bytes,
+) -> ApiResult<Response> {
+    let q = query(parse_body(&body)?)?;
+    let (list, total) = search_all(&state, &owner, &q).await?;
+    let mut headers = HeaderMap::new();
+    headers.insert("x-pagination-total", total.into());
+    let next = q.offset + i64::try_from(list.len()).unwrap_or(0);
+    if next < total {
+        headers.insert("x-pagination-next", next.into());
+    }
+    Ok((headers, Json(list)).into_response())
+}
+
+pub(crate) async fn count(
+    State(state): State<AppRef>,
+    Extension(Owner(owner)): Extension<Owner>,
+    body: Bytes,
+) -> ApiResult<Json<i64>> {
+    let mut b: SearchBody = parse_body(&body)?;
+    b.limit = Some(1);
+    b.offset = Some(0);
+    let q = query(b)?;
+    Ok(Json(search_all(&state, &owner, &q).await?.1))
+}
+
+pub(crate) async fn graph(
+    State(state): State<AppRef>,
+    Extension(Owner(owner)): Extension<Owner>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let a = resolve(&state, &owner, &id).await?;
+    let g = state
+        .graphs
+        .get(&a.graph_id)
+        .ok_or_else(|| ApiError::not_found(format!("graph {}", a.graph_id)))?;
+    Ok(Json(g.drawing()))
+}
+
+pub(crate) async fn schemas(
+    State(state): State<AppRef>,
+    Extension(Owner(owner)): Extension<Owner>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let a = resolve(&state, &owner, &id).await?;
+    let g = state
+        .graphs
+        .get(&a.graph_id)
+        .ok_or_else(|| ApiError::not_found(format!("graph {}", a.graph_id)))?;
+    Ok(Json(json!({
+        "graph_id": a.graph_id,
+        "input_schema": g.input_schema(),
+        "output_schema": g.output_schema(),
+        "state_schema": g.state_schema(),
+        "config_schema": {"type": "object", "properties": {}},
+        "context_schema": {"type": "object", "additionalProperties": true},
+    })))
+}
+
+pub(crate) async fn subgraphs(
+    State(state): State<AppRef>,
+    Extension(Owner(owner)): Extension<Owner>,
+    Path(params): Path<Vec<(String, String)>>,
+) -> ApiResult<Json<Value>> {
+    let id = params
+        .iter()
+        .find(|(k, _)| k == "id")
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default();
+    resolve(&state, &owner, &id).await?;
+    // Subgraphs are compiled into their parent's nodes and have no schemas of their own here.
+    Ok(Json(json!({})))
+}
+
+#[derive(Deserialize, Default)]
+struct VersionsBody {
+    #[serde(default)]
+    metadata: Option<Map<String, Value>>,
+    limit: Option<i64>,
+    offset: Option<i64>,
+}
+
+pub(crate) async fn versions(
+    State(state): State<AppRef>,
+    Extension(Owner(owner)): Extension<Owner>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> ApiResult<Json<Vec<Assistant>>> {
+    let b: VersionsBody = parse_body(&body)?;
+    let (limit, offset) = page(b.limit, b.offset)?;
+    let a = resolve(&state, &owner, &id).await?;
+    let owner_of = if state.db.get_assistant(&owner, &a.assistant_id).await?.is_some() {
+        owner
+    } else {
+        String::new()
+    };
+    Ok(Json(
+        state
+            .db
+            .assistant_versions(
+                &owner_of,
+                &a.assistant_id,
+                &b.metadata.unwrap_or_default(),
+                limit,
+                offset,
+            )
+            .await?,
+    ))
+}
+
+#[derive(Deserialize)]
+struct LatestBody {
+    version: i64,
+}
+
+pub(crate) async fn latest(
+    State(state): State<AppRef>,
+    Extension(Owner(owner)): Extension<Owner>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> ApiResult<Json<Assistant>> {
+    let b: LatestBody = parse_body(&body)?;
+    state
+        .db
+        .set_assistant_version(&owner, &id, b.version)
+        .await?
+        .map(Json)
+        .ok_or_else(|| ApiError::not_found(format!("assistant {id} version {}", b.version)))
+}

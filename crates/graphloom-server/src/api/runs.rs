@@ -1,0 +1,764 @@
+//! Runs: background, streamed (SSE), waited; stateless; join; cancel; list.
+
+use super::assistants::resolve;
+use super::threads::{load, new_thread};
+use super::{AppRef, Owner};
+use crate::broker::Next;
+use crate::db::NewRun;
+use crate::error::{parse_body, ApiError, ApiResult};
+use crate::models::{now_rfc3339, CancelAction, MultitaskStrategy, Run, RunStatus, Thread};
+use crate::wire;
+use axum::body::{Body, Bytes};
+use axum::extract::{Path, Query, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+use std::convert::Infallible;
+use std::time::Duration;
+
+/// How often an idle stream sends a heartbeat, and `runs/wait` a keep-alive space.
+const KEEPALIVE: Duration = Duration::from_secs(5);
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+pub(crate) struct RunBody {
+    assistant_id: Option<String>,
+    input: Option<Value>,
+    command: Option<Value>,
+    metadata: Option<Map<String, Value>>,
+    config: Option<Value>,
+    context: Option<Value>,
+    checkpoint: Option<Value>,
+    checkpoint_id: Option<String>,
+    interrupt_before: Option<Value>,
+    interrupt_after: Option<Value>,
+    stream_mode: Option<Value>,
+    stream_subgraphs: Option<bool>,
+    stream_resumable: Option<bool>,
+    multitask_strategy: Option<String>,
+    if_not_exists: Option<String>,
+    after_seconds: Option<f64>,
+    durability: Option<String>,
+    on_disconnect: Option<String>,
+    on_completion: Option<String>,
+    webhook: Option<String>,
+    feedback_keys: Option<Value>,
+}
+
+/// A run as clients see it (without the internal owner field).
+pub(crate) fn public(mut run: Run) -> Run {
+    if let Some(kw) = run.kwargs.as_object_mut() {
+        kw.remove("owner");
+    }
+    run
+}
+
+fn merge(base: &Value, over: &Value) -> Value {
+    match (base, over) {
+        (Value::Object(a), Value::Object(b)) => {
+            let mut out = a.clone();
+            for (k, v) in b {
+                let merged = match out.get(k) {
+                    Some(old) => merge(old, v),
+                    None => v.clone(),
+                };
+                out.insert(k.clone(), merged);
+            }
+            Value::Object(out)
+        }
+        (_, Value::Null) => base.clone(),
+        _ => over.clone(),
+    }
+}
+
+fn stream_modes(v: Option<&Value>) -> ApiResult<Vec<String>> {
+    let modes = match v {
+        None | Some(Value::Null) => vec!["values".to_owned()],
+        Some(Value::String(s)) => vec![s.clone()],
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|m| {
+                m.as_str()
+                    .map(str::to_owned)
+                    .ok_or_else(|| ApiError::invalid("stream_mode must be a string or a list of strings"))
+            })
+            .collect::<ApiResult<_>>()?,
+        Some(_) => {
+            return Err(ApiError::invalid(
+                "stream_mode must be a string or a list of strings",
+            ))
+        }
+    };
+    wire::parse_stream_modes(&modes).map_err(|e| ApiError::invalid(format!("stream_mode: {e}")))?;
+    Ok(modes)
+}
+
+fn one_of<'a>(field: &str, v: Option<&'a str>, allowed: &[&str]) -> ApiResult<Option<&'a str>> {
+    match v {
+        Some(s) if !allowed.contains(&s) => Err(ApiError::invalid(format!(
+            "{field} must be one of {}, not {s:?}",
+            allowed.join(", ")
+        ))),
+        other => Ok(other),
+    }
+}
+
+/// Validate a run request and put it in the queue.
+pub(crate) async fn enqueue(
+    state: &AppRef,
+    owner: &str,
+    thread_id: Option<String>,
+    b: RunBody,
+) -> ApiResult<(Run, bool)> {
+    let Some(assistant_id) = b.assistant_id.as_deref() else {
+        return Err(ApiError::invalid("assistant_id is required"));
+    };
+    let assistant = resolve(state, owner, assistant_id).await?;
+    let graph_id = assistant.graph_id.clone();
+    if !state.graphs.contains_key(&graph_id) {
+        return Err(ApiError::not_found(format!("graph {graph_id}")));
+    }
+    let modes = stream_modes(b.stream_mode.as_ref())?;
+    let strategy = match one_of(
+        "multitask_strategy",
+        b.multitask_strategy.as_deref(),
+        &["reject", "interrupt", "rollback", "enqueue"],
+    )? {
+        Some("reject") => MultitaskStrategy::Reject,
+        Some("interrupt") => MultitaskStrategy::Interrupt,
+        Some("rollback") => MultitaskStrategy::Rollback,
+        _ => MultitaskStrategy::Enqueue,
+    };
+    let if_not_exists = one_of("if_not_exists", b.if_not_exists.as_deref(), &["reject", "create"])?;
+    one_of("durability", b.durability.as_deref(), &["sync", "async", "exit"])?;
+    let on_completion = one_of("on_completion", b.on_completion.as_deref(), &["delete", "keep"])?;
+    one_of(
+        "on_disconnect",
+        b.on_disconnect.as_deref(),
+        &["cancel", "continue"],
+    )?;
+    if b.input.as_ref().is_some_and(|v| !v.is_null()) && b.command.as_ref().is_some_and(|v| !v.is_null()) {
+        return Err(ApiError::invalid("give either input or command, not both"));
+    }
+    if let Some(cmd) = b.command.as_ref().filter(|c| !c.is_null()) {
+        if !cmd.is_object() {
+            return Err(ApiError::invalid(
+                "command must be an object {update, resume, goto}",
+            ));
+        }
+    }
+    if let (Some(input), Some(validator)) = (
+        b.input.as_ref().filter(|v| !v.is_null()),
+        state.validators.get(&graph_id),
+    ) {
+        if let Some(err) = validator.iter_errors(input).next() {
+            let path = err.instance_path().to_string();
+            let at = if path.is_empty() {
+                "input".to_owned()
+            } else {
+                format!("input{path}")
+            };
+            return Err(ApiError::invalid(format!("{at}: {err}")));
+        }
+    }
+    let metadata = b.metadata.clone().unwrap_or_default();
+    let stateless = thread_id.is_none();
+    let mut graph_meta = Map::new();
+    graph_meta.insert("graph_id".into(), json!(graph_id));
+    graph_meta.insert("assistant_id".into(), json!(assistant.assistant_id));
+    let thread: Thread = match &thread_id {
+        None => {
+            let t = new_thread(uuid::Uuid::new_v4().to_string(), graph_meta.clone(), None);
+            state.db.create_thread(owner, &t).await?
+        }
+        Some(id) => match state.db.get_thread(owner, id).await? {
+            Some(t) => t,
+            None if if_not_exists == Some("create") => {
+                let t = new_thread(id.clone(), graph_meta.clone(), None);
+                match state.db.create_thread(owner, &t).await {
+                    Ok(t) => t,
+                    Err(crate::db::DbError::Conflict(_)) => load(state, owner, id).await?,
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            None => return Err(ApiError::not_found(format!("thread {id}"))),
+        },
+    };
+    if thread.metadata.get("graph_id") != graph_meta.get("graph_id")
+        || thread.metadata.get("assistant_id") != graph_meta.get("assistant_id")
+    {
+        state
+            .db
+            .patch_thread(owner, &thread.thread_id, Some(&graph_meta), None)
+            .await?;
+    }
+    let config = merge(&assistant.config, b.config.as_ref().unwrap_or(&Value::Null));
+    let context = merge(&assistant.context, b.context.as_ref().unwrap_or(&Value::Null));
+    let checkpoint_id = b.checkpoint_id.clone().or_else(|| {
+        b.checkpoint
+            .as_ref()
+            .and_then(|c| c.get("checkpoint_id"))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    });
+    let resumable = b.stream_resumable.unwrap_or(false);
+    let kwargs = json!({
+        "input": b.input,
+        "command": b.command,
+        "config": config,
+        "context": context,
+        "metadata": metadata,
+        "stream_mode": modes,
+        "stream_subgraphs": b.stream_subgraphs.unwrap_or(false),
+        "stream_resumable": resumable,
+        "interrupt_before": b.interrupt_before,
+        "interrupt_after": b.interrupt_after,
+        "checkpoint_id": checkpoint_id,
+        "durability": b.durability,
+        "on_disconnect": b.on_disconnect.clone().unwrap_or_else(|| "continue".into()),
+        "webhook": b.webhook,
+        "feedback_keys": b.feedback_keys,
+        "graph_id": graph_id,
+        "assistant_id": assistant.assistant_id,
+        "temporary": stateless && on_completion != Some("keep"),
+        "owner": owner,
+    });
+    let now = now_rfc3339();
+    let run = Run {
+        run_id: uuid::Uuid::now_v7().to_string(),
+        thread_id: thread.thread_id.clone(),
+        assistant_id: assistant.assistant_id.clone(),
+        created_at: now.clone(),
+        updated_at: now,
+        status: RunStatus::Pending,
+        metadata,
+        kwargs,
+        multitask_strategy: strategy,
+    };
+    let cancel_active = match strategy {
+        MultitaskStrategy::Interrupt => Some(CancelAction::Interrupt),
+        MultitaskStrategy::Rollback => Some(CancelAction::Rollback),
+        _ => None,
+    };
+    let new = NewRun {
+        run,
+        owner: owner.to_owned(),
+        delay: b
+            .after_seconds
+            .filter(|s| s.is_finite() && *s > 0.0)
+            .map(Duration::from_secs_f64),
+        reject_if_busy: strategy == MultitaskStrategy::Reject,
+        cancel_active,
+    };
+    state.broker.open(&new.run.run_id);
+    let run = state.db.create_run(&new).await?;
+    if let Some(action) = cancel_active {
+        state.cancel_local_thread(&run.thread_id, action);
+    }
+    state.wake.notify_one();
+    Ok((public(run), resumable))
+}
+
+fn location_headers(run: &Run, stateless: bool, tail: &str) -> HeaderMap {
+    let base = if stateless {
+        format!("/runs/{}", run.run_id)
+    } else {
+        format!("/threads/{}/runs/{}", run.thread_id, run.run_id)
+    };
+    let mut h = HeaderMap::new();
+    if let Ok(v) = HeaderValue::from_str(&format!("{base}{tail}")) {
+        h.insert(header::LOCATION, v);
+    }
+    if let Ok(v) = HeaderValue::from_str(&format!("/threads/{}/runs/{}", run.thread_id, run.run_id)) {
+        h.insert(header::CONTENT_LOCATION, v);
+    }
+    h
+}
+
+/// The `runs/wait` body of a run that ended in another process (or whose log is gone):
+/// derived from the thread.
+async fn settled_body(state: &AppRef, owner: &str, run: &Run) -> Value {
+    let thread = state.db.get_thread(owner, &run.thread_id).await.ok().flatten();
+    let values = thread.as_ref().map_or(json!({}), |t| t.values.clone());
+    match run.status {
+        RunStatus::Error | RunStatus::Timeout => json!({"__error__": {
+            "error": if run.status == RunStatus::Timeout { "TimeoutError" } else { "Error" },
+            "message": thread.and_then(|t| t.error).unwrap_or(Value::Null),
+        }}),
+        RunStatus::Interrupted => {
+            let list: Vec<Value> = thread
+                .and_then(|t| t.interrupts.as_object().cloned())
+                .map(|m| {
+                    m.into_values()
+                        .flat_map(|v| v.as_array().cloned().unwrap_or_default())
+                        .collect()
+                })
+                .unwrap_or_default();
+            let mut v = values;
+            if let (Some(obj), false) = (v.as_object_mut(), list.is_empty()) {
+                obj.insert("__interrupt__".into(), Value::Array(list));
+            }
+            v
+        }
+        _ => values,
+    }
+}
+
+/// Wait until a run ends; its `runs/wait` body.
+async fn wait_outcome(state: &AppRef, owner: &str, run: &Run) -> Value {
+    if state.broker.knows(&run.run_id) {
+        if let Some(v) = state.broker.outcome(&run.run_id).await {
+            return v;
+        }
+    }
+    loop {
+        match state.db.get_run(owner, Some(&run.thread_id), &run.run_id).await {
+            Ok(Some(r)) if r.status.is_final() => return settled_body(state, owner, &r).await,
+            Ok(Some(_)) => {}
+            Ok(None) => return json!({"__error__": {"error": "NotFound", "message": "run was deleted"}}),
+            Err(e) => tracing::warn!(error = %e, "polling a run failed"),
+        }
+        if state.broker.knows(&run.run_id) {
+            if let Some(v) = state.broker.outcome(&run.run_id).await {
+                return v;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// A JSON body sent after the run ends, with a space every few seconds before that so
+/// proxies keep the connection open.
+fn wait_response(state: AppRef, owner: String, run: Run, headers: HeaderMap) -> Response {
+    let fut = async move { wait_outcome(&state, &owner, &run).await };
+    let stream = futures::stream::unfold(Some(Box::pin(fut)), |fut| async move {
+        let mut fut = fut?;
+        tokio::select! {
+            v = &mut fut => Some((Ok::<_, Infallible>(Bytes::from(v.to_string())), None)),
+            () = tokio::time::sleep(KEEPALIVE) => Some((Ok(Bytes::from_static(b" ")), Some(fut))),
+        }
+    });
+    let mut res = Response::new(Body::from_stream(stream));
+    *res.headers_mut() = headers;
+    res.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    res
+}
+
+/// Cancels the run if the client goes away before it ends (`on_disconnect: cancel`).
+struct DisconnectGuard {
+    state: AppRef,
+    owner: String,
+    run: Run,
+    cancel: bool,
+    done: bool,
+}
+
+impl Drop for DisconnectGuard {
+    fn drop(&mut self) {
+        if self.cancel && !self.done {
+            let state = self.state.clone();
+            let owner = self.owner.clone();
+            let run = self.run.clone();
+            tokio::spawn(async move {
+                let _ = state
+                    .db
+                    .cancel_run(&owner, Some(&run.thread_id), &run.run_id, CancelAction::Interrupt)
+                    .await;
+                state.cancel_local(&run.run_id, CancelAction::Interrupt);
+            });
+        }
+    }
+}
+
+struct SseState {
+    guard: DisconnectGuard,
+    cursor: u64,
+    with_ids: bool,
+}
+
+/// The SSE response of a run from event `cursor` on.
+fn sse_response(
+    state: AppRef,
+    owner: String,
+    run: Run,
+    cursor: u64,
+    with_ids: bool,
+    cancel_on_disconnect: bool,
+    headers: HeaderMap,
+) -> Response {
+    let init = SseState {
+        guard: DisconnectGuard {
+            state,
+            owner,
+            run,
+            cancel: cancel_on_disconnect,
+            done: false,
+        },
+        cursor,
+        with_ids,
+    };
+    let stream = futures::stream::unfold(init, |mut s| async move {
+        if s.guard.done {
+            return None;
+        }
+        let state = s.guard.state.clone();
+        let run_id = s.guard.run.run_id.clone();
+        match state.broker.next(&run_id, s.cursor, KEEPALIVE).await {
+            Some(Next::Events(evs)) if evs.is_empty() => Some((
+                Ok::<_, Infallible>(Bytes::from_static(wire::HEARTBEAT.as_bytes())),
+                s,
+            )),
+            Some(Next::Events(evs)) => {
+                let mut out = String::new();
+                for e in &evs {
+                    let id = e.id.to_string();
+                    out.push_str(&wire::sse_frame(
+                        &e.event,
+                        &e.data,
+                        s.with_ids.then_some(id.as_str()),
+                    ));
+                }
+                s.cursor = evs.last().map_or(s.cursor, |e| e.id + 1);
+                Some((Ok(Bytes::from(out)), s))
+            }
+            Some(Next::End(_)) => {
+                s.guard.done = true;
+                drop(s);
+                None
+            }
+            None => {
+                // Not executing here: wait for its end through the database, then send the
+                // final values.
+                let run = s.guard.run.clone();
+                let owner = s.guard.owner.clone();
+                let waited = tokio::time::timeout(KEEPALIVE, wait_outcome(&state, &owner, &run)).await;
+                match waited {
+                    Ok(body) => {
+                        s.guard.done = true;
+                        let frame = if let Some(err) = body.get("__error__") {
+                            wire::sse_frame("error", err, None)
+                        } else {
+                            wire::sse_frame("values", &body, None)
+                        };
+                        Some((Ok(Bytes::from(frame)), s))
+                    }
+                    Err(_) => Some((Ok(Bytes::from_static(wire::HEARTBEAT.as_bytes())), s)),
+                }
+            }
+        }
+    });
+    let mut res = Response::new(Body::from_stream(stream));
+    *res.headers_mut() = headers;
+    let h = res.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    res
+}
+
+pub(crate) async fn create_bg(
+    State(state): State<AppRef>,
+    Extension(Owner(owner)): Extension<Owner>,
+    Path(thread_id): Path<String>,
+    body: Bytes,
+) -> ApiResult<Json<Run>> {
+    let (run, _) = enqueue(&state, &owner, Some(thread_id), parse_body(&body)?).await?;
+    Ok(Json(run))
+}
+
+pub(crate) async fn stateless_bg(
+    State(state): State<AppRef>,
+    Extension(Owner(owner)): Extension<Owner>,
+    body: Bytes,
+) -> ApiResult<Json<Run>> {
+    let (run, _) = enqueue(&state, &owner, None, parse_body(&body)?).await?;
+    Ok(Json(run))
+}
+
+pub(crate) async fn batch(
+    State(state): State<AppRef>,
+    Extension(Owner(owner)): Extension<Owner>,
+    body: Bytes,
+) -> ApiResult<Json<Vec<Run>>> {
+    let bodies: Vec<RunBody> = parse_body(&body)?;
+    let mut out = Vec::with_capacity(bodies.len());
+    for b in bodies {
+        out.push(enqueue(&state, &owner, None, b).await?.0);
+    }
+    Ok(Json(out))
+}
+
+async fn stream_common(
+    state: AppRef,
+    owner: String,
+    thread_id: Option<String>,
+    body: Bytes,
+) -> ApiResult<Response> {
+    let b: RunBody = parse_body(&body)?;
+    let cancel = b.on_disconnect.as_deref() == Some("cancel");
+    let stateless = thread_id.is_none();
+    let (run, resumable) = enqueue(&state, &owner, thread_id, b).await?;
+    let headers = location_headers(&run, stateless, "/stream");
+    Ok(sse_response(state, owner, run, 0, resumable, cancel, headers))
+}
+
+pub(crate) async fn create_stream(
+    State(state): State<AppRef>,
+    Extension(Owner(owner)): Extension<Owner>,
+    Path(thread_id): Path<String>,
+    body: Bytes,
+) -> ApiResult<Response> {
+    stream_common(state, owner, Some(thread_id), body).await
+}
+
+pub(crate) async fn stateless_stream(
+    State(state): State<AppRef>,
+    Extension(Owner(owner)): Extension<Owner>,
+    body: Bytes,
+) -> ApiResult<Response> {
+    stream_common(state, owner, None, body).await
+}
+
+async fn wait_common(
+    state: AppRef,
+    owner: String,
+    thread_id: Option<String>,
+    body: Bytes,
+) -> ApiResult<Response> {
+    let stateless = thread_id.is_none();
+    let (run, _) = enqueue(&state, &owner, thread_id, parse_body(&body)?).await?;
+    let headers = location_headers(&run, stateless, "/join");
+    Ok(wait_response(state, owner, run, headers))
+}
+
+pub(crate) async fn create_wait(
+    State(state): State<AppRef>,
+    Extension(Owner(owner)): Extension<Owner>,
+    Path(thread_id): Path<String>,
+    body: Bytes,
+) -> ApiResult<Response> {
+    wait_common(state, owner, Some(thread_id), body).await
+}
+
+pub(crate) async fn stateless_wait(
+    State(state): State<AppRef>,
+    Extension(Owner(owner)): Extension<Owner>,
+    body: Bytes,
+) -> ApiResult<Response> {
+    wait_common(state, owner, None, body).await
+}
+
+#[derive(Deserialize, Default)]
+pub(crate) struct ListParams {
+    limit: Option<i64>,
+    offset: Option<i64>,
+    status: Option<String>,
+}
+
+pub(crate) async fn list(
+    State(state): State<AppRef>,
+    Extension(Owner(owner)): Extension<Owner>,
+    Path(thread_id): Path<String>,
+    Query(p): Query<ListParams>,
+) -> ApiResult<Json<Vec<Run>>> {
+    load(&state, &owner, &thread_id).await?;
+    let status = match p.status.as_deref() {
+        None => None,
+        Some(s) => {
+            Some(RunStatus::parse(s).ok_or_else(|| ApiError::invalid(format!("unknown run status {s:?}")))?)
+        }
+    };
+    let (limit, offset) = super::assistants::page(p.limit, p.offset)?;
+    let runs = state
+        .db
+        .list_runs(&owner, &thread_id, status, limit, offset)
+        .await?;
+    Ok(Json(runs.into_iter().map(public).collect()))
+}
+
+async fn find(state: &AppRef, owner: &str, thread_id: &str, run_id: &str) -> ApiResult<Run> {
+    state
+        .db
+        .get_run(owner, Some(thread_id), run_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("run {run_id}")))
+}
+
+pub(crate) async fn get_one(
+    State(state): State<AppRef>,
+    Extension(Owner(owner)): Extension<Owner>,
+    Path((thread_id, run_id)): Path<(String, String)>,
+) -> ApiResult<Json<Run>> {
+    Ok(Json(public(find(&state, &owner, &thread_id, &run_id).await?)))
+}
+
+pub(crate) async fn delete(
+    State(state): State<AppRef>,
+    Extension(Owner(owner)): Extension<Owner>,
+    Path((thread_id, run_id)): Path<(String, String)>,
+) -> ApiResult<Response> {
+    let run = find(&state, &owner, &thread_id, &run_id).await?;
+    if !run.status.is_final() {
+        return Err(ApiError::conflict(format!(
+            "run {run_id} is {}; cancel it before deleting it",
+            run.status.as_str()
+        )));
+    }
+    state.db.delete_run(&owner, &thread_id, &run_id).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+pub(crate) async fn join(
+    State(state): State<AppRef>,
+    Extension(Owner(owner)): Extension<Owner>,
+    Path((thread_id, run_id)): Path<(String, String)>,
+) -> ApiResult<Response> {
+    let run = find(&state, &owner, &thread_id, &run_id).await?;
+    if run.status.is_final() && !state.broker.knows(&run_id) {
+        return Ok(Json(settled_body(&state, &owner, &run).await).into_response());
+    }
+    Ok(wait_response(state, owner, run, HeaderMap::new()))
+}
+
+#[derive(Deserialize, Default)]
+pub(crate) struct JoinParams {
+    cancel_on_disconnect: Option<bool>,
+}
+
+pub(crate) async fn join_stream(
+    State(state): State<AppRef>,
+    Extension(Owner(owner)): Extension<Owner>,
+    Path((thread_id, run_id)): Path<(String, String)>,
+    Query(p): Query<JoinParams>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    let run = find(&state, &owner, &thread_id, &run_id).await?;
+    let resumable = run
+        .kwargs
+        .get("stream_resumable")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let last = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    let cursor = match last {
+        Some(id) => id + 1,
+        None if resumable => 0,
+        None => state.broker.len(&run_id),
+    };
+    if run.status.is_final() && !state.broker.knows(&run_id) {
+        let body = settled_body(&state, &owner, &run).await;
+        let frame = wire::sse_frame("values", &body, None);
+        let mut res = Response::new(Body::from(frame));
+        res.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/event-stream"),
+        );
+        return Ok(res);
+    }
+    Ok(sse_response(
+        state,
+        owner,
+        run,
+        cursor,
+        resumable,
+        p.cancel_on_disconnect.unwrap_or(false),
+        HeaderMap::new(),
+    ))
+}
+
+#[derive(Deserialize, Default)]
+pub(crate) struct CancelParams {
+    wait: Option<String>,
+    action: Option<String>,
+}
+
+async fn cancel_one(
+    state: &AppRef,
+    owner: &str,
+    thread_id: Option<&str>,
+    run_id: &str,
+    action: CancelAction,
+) -> ApiResult<Run> {
+    let run = state
+        .db
+        .cancel_run(owner, thread_id, run_id, action)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("run {run_id}")))?;
+    state.cancel_local(run_id, action);
+    Ok(run)
+}
+
+pub(crate) async fn cancel(
+    State(state): State<AppRef>,
+    Extension(Owner(owner)): Extension<Owner>,
+    Path((thread_id, run_id)): Path<(String, String)>,
+    Query(p): Query<CancelParams>,
+) -> ApiResult<Response> {
+    let action = match p.action.as_deref() {
+        None => CancelAction::Interrupt,
+        Some(a) => CancelAction::parse(a)
+            .ok_or_else(|| ApiError::invalid(format!("action must be interrupt or rollback, not {a:?}")))?,
+    };
+    let run = cancel_one(&state, &owner, Some(&thread_id), &run_id, action).await?;
+    if matches!(p.wait.as_deref(), Some("1" | "true")) {
+        if !run.status.is_final() {
+            let _ = tokio::time::timeout(Duration::from_secs(60), wait_outcome(&state, &owner, &run)).await;
+        }
+        return Ok(StatusCode::NO_CONTENT.into_response());
+    }
+    Ok(StatusCode::ACCEPTED.into_response())
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+pub(crate) struct CancelManyBody {
+    status: Option<String>,
+    thread_id: Option<String>,
+    run_ids: Option<Vec<String>>,
+    action: Option<String>,
+}
+
+pub(crate) async fn cancel_many(
+    State(state): State<AppRef>,
+    Extension(Owner(owner)): Extension<Owner>,
+    body: Bytes,
+) -> ApiResult<Response> {
+    let b: CancelManyBody = parse_body(&body)?;
+    let action = match b.action.as_deref() {
+        None => CancelAction::Interrupt,
+        Some(a) => {
+            CancelAction::parse(a).ok_or_else(|| ApiError::invalid(format!("unknown action {a:?}")))?
+        }
+    };
+    let mut targets: Vec<(Option<String>, String)> = Vec::new();
+    if let Some(ids) = b.run_ids {
+        targets.extend(ids.into_iter().map(|id| (b.thread_id.clone(), id)));
+    } else if let Some(tid) = &b.thread_id {
+        let wanted: Vec<RunStatus> = match b.status.as_deref() {
+            Some("pending") => vec![RunStatus::Pending],
+            Some("running") => vec![RunStatus::Running],
+            None | Some("all") => vec![RunStatus::Pending, RunStatus::Running],
+            Some(s) => return Err(ApiError::invalid(format!("unknown status {s:?}"))),
+        };
+        for st in wanted {
+            for r in state.db.list_runs(&owner, tid, Some(st), 1000, 0).await? {
+                targets.push((Some(tid.clone()), r.run_id));
+            }
+        }
+    } else {
+        return Err(ApiError::invalid(
+            "give run_ids, or thread_id (with an optional status)",
+        ));
+    }
+    for (tid, id) in targets {
+        cancel_one(&state, &owner, tid.as_deref(), &id, action).await?;
+    }
+    Ok(StatusCode::NO_CONTENT.into_response())
+}

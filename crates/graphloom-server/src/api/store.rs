@@ -1,0 +1,220 @@
+//! `/store`: long-term memory items, scoped per owner when auth is on.
+
+use super::{AppRef, Owner};
+use crate::error::{parse_body, ApiError, ApiResult};
+use axum::body::Bytes;
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use graphloom_core::store::{IndexFields, Item, ListNamespaces, PutOptions, SearchQuery};
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+use std::time::Duration;
+
+/// Namespaces of an owner live under one hidden first label.
+fn scoped(owner: &str, ns: &[String]) -> Vec<String> {
+    if owner.is_empty() {
+        return ns.to_vec();
+    }
+    let mut v = Vec::with_capacity(ns.len() + 1);
+    v.push(format!("owner:{owner}"));
+    v.extend(ns.iter().cloned());
+    v
+}
+
+fn unscoped(owner: &str, mut ns: Vec<String>) -> Vec<String> {
+    if !owner.is_empty() && !ns.is_empty() {
+        ns.remove(0);
+    }
+    ns
+}
+
+fn item_json(owner: &str, item: Item, score: Option<f64>) -> Value {
+    let mut v = json!({
+        "namespace": unscoped(owner, item.namespace),
+        "key": item.key,
+        "value": item.value,
+        "created_at": item.created_at,
+        "updated_at": item.updated_at,
+    });
+    if let (Some(s), Some(o)) = (score, v.as_object_mut()) {
+        o.insert("score".into(), json!(s));
+    }
+    v
+}
+
+fn check_namespace(ns: &[String]) -> ApiResult<()> {
+    if ns.is_empty() {
+        return Err(ApiError::invalid("namespace must not be empty"));
+    }
+    if ns.iter().any(|l| l.is_empty() || l.contains('.')) {
+        return Err(ApiError::invalid(
+            "namespace labels must be non-empty and contain no '.'",
+        ));
+    }
+    Ok(())
+}
+
+#[derive(Deserialize)]
+struct PutBody {
+    namespace: Vec<String>,
+    key: String,
+    value: Value,
+    index: Option<Value>,
+    ttl: Option<f64>,
+}
+
+pub(crate) async fn put_item(
+    State(state): State<AppRef>,
+    Extension(Owner(owner)): Extension<Owner>,
+    body: Bytes,
+) -> ApiResult<Response> {
+    let b: PutBody = parse_body(&body)?;
+    check_namespace(&b.namespace)?;
+    if !b.value.is_object() {
+        return Err(ApiError::invalid("value must be a JSON object"));
+    }
+    let mut opts = PutOptions::new();
+    if let Some(m) = b.ttl.filter(|m| m.is_finite() && *m > 0.0) {
+        opts = opts.ttl(Duration::from_secs_f64(m * 60.0));
+    }
+    opts = match b.index {
+        None | Some(Value::Null) => opts,
+        Some(Value::Bool(false)) => opts.index(IndexFields::Skip),
+        Some(Value::Array(fields)) => opts.index(IndexFields::Fields(
+            fields
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect(),
+        )),
+        Some(other) => {
+            return Err(ApiError::invalid(format!(
+                "index must be false or a list of paths, not {other}"
+            )))
+        }
+    };
+    state
+        .store
+        .put(&scoped(&owner, &b.namespace), &b.key, b.value, opts)
+        .await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+#[derive(Deserialize)]
+pub(crate) struct GetParams {
+    namespace: Option<String>,
+    key: String,
+}
+
+pub(crate) async fn get_item(
+    State(state): State<AppRef>,
+    Extension(Owner(owner)): Extension<Owner>,
+    Query(p): Query<GetParams>,
+) -> ApiResult<Json<Value>> {
+    let ns: Vec<String> = p
+        .namespace
+        .as_deref()
+        .unwrap_or_default()
+        .split('.')
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect();
+    check_namespace(&ns)?;
+    match state.store.get(&scoped(&owner, &ns), &p.key).await? {
+        Some(item) => Ok(Json(item_json(&owner, item, None))),
+        None => Err(ApiError::not_found(format!("item {}/{}", ns.join("."), p.key))),
+    }
+}
+
+#[derive(Deserialize)]
+struct DeleteBody {
+    namespace: Vec<String>,
+    key: String,
+}
+
+pub(crate) async fn delete_item(
+    State(state): State<AppRef>,
+    Extension(Owner(owner)): Extension<Owner>,
+    body: Bytes,
+) -> ApiResult<Response> {
+    let b: DeleteBody = parse_body(&body)?;
+    check_namespace(&b.namespace)?;
+    state.store.delete(&scoped(&owner, &b.namespace), &b.key).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct SearchBody {
+    namespace_prefix: Vec<String>,
+    filter: Option<Map<String, Value>>,
+    limit: Option<usize>,
+    offset: Option<usize>,
+    query: Option<String>,
+    refresh_ttl: Option<bool>,
+}
+
+pub(crate) async fn search(
+    State(state): State<AppRef>,
+    Extension(Owner(owner)): Extension<Owner>,
+    body: Bytes,
+) -> ApiResult<Json<Value>> {
+    let b: SearchBody = parse_body(&body)?;
+    let q = SearchQuery {
+        filter: b.filter.unwrap_or_default(),
+        query: b.query,
+        limit: b.limit.unwrap_or(10).clamp(1, 1000),
+        offset: b.offset.unwrap_or(0),
+        refresh_ttl: b.refresh_ttl,
+    };
+    let items = state
+        .store
+        .search(&scoped(&owner, &b.namespace_prefix), q)
+        .await?;
+    let items: Vec<Value> = items
+        .into_iter()
+        .map(|s| item_json(&owner, s.item, s.score))
+        .collect();
+    Ok(Json(json!({ "items": items })))
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct NamespacesBody {
+    prefix: Option<Vec<String>>,
+    suffix: Option<Vec<String>>,
+    max_depth: Option<usize>,
+    limit: Option<usize>,
+    offset: Option<usize>,
+}
+
+pub(crate) async fn namespaces(
+    State(state): State<AppRef>,
+    Extension(Owner(owner)): Extension<Owner>,
+    body: Bytes,
+) -> ApiResult<Json<Value>> {
+    let b: NamespacesBody = parse_body(&body)?;
+    let extra = usize::from(!owner.is_empty());
+    let prefix = if owner.is_empty() {
+        b.prefix
+    } else {
+        Some(scoped(&owner, &b.prefix.unwrap_or_default()))
+    };
+    let opts = ListNamespaces {
+        prefix,
+        suffix: b.suffix,
+        max_depth: b.max_depth.map(|d| d + extra),
+        limit: b.limit.unwrap_or(100).clamp(1, 1000),
+        offset: b.offset.unwrap_or(0),
+    };
+    let list: Vec<Vec<String>> = state
+        .store
+        .list_namespaces(opts)
+        .await?
+        .into_iter()
+        .map(|ns| unscoped(&owner, ns))
+        .collect();
+    Ok(Json(json!({ "namespaces": list })))
+}

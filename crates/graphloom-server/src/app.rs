@@ -1,0 +1,325 @@
+//! The server: configuration, start-up (persistence, graphs, system assistants), workers.
+
+use crate::broker::Broker;
+use crate::db::{Db, PgDb, SqliteDb};
+use crate::hosted::{GraphDeps, GraphFactory, HostedGraph};
+use crate::metrics::Metrics;
+use crate::models::{now_rfc3339, Assistant, CancelAction};
+use graphloom_core::checkpoint::DynCheckpointer;
+use graphloom_core::store::DynStore;
+use graphloom_core::CancelToken;
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+use tokio::sync::{watch, Notify};
+
+/// Where the server keeps everything (checkpoints, store, assistants, threads, the run queue).
+#[derive(Clone, Debug)]
+pub enum Database {
+    /// One SQLite file (the embedded default).
+    Sqlite(PathBuf),
+    /// A PostgreSQL URL; several server processes may share it.
+    Postgres(String),
+}
+
+/// Server settings.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// Persistence.
+    pub database: Database,
+    /// Runs executed at once by this process.
+    pub workers: usize,
+    /// Lease of a claimed run; a worker heartbeats every third of it. A run whose lease
+    /// expires (its process died) is taken over by another worker.
+    pub lease: Duration,
+    /// Time limit of background runs (`None`: no limit).
+    pub run_timeout: Option<Duration>,
+    /// API keys (sent as `x-api-key` or `Authorization: Bearer`) and the owner each one
+    /// stands for. Empty: auth off, everything belongs to owner `""`.
+    pub api_keys: HashMap<String, String>,
+    /// Largest request body, in bytes (larger: 413).
+    pub body_limit: usize,
+    /// Allowed CORS origins (`["*"]` for any); empty: no CORS headers.
+    pub cors_origins: Vec<String>,
+    /// How long a graceful shutdown waits for running steps before stopping them (their
+    /// finished writes are kept and the runs resume elsewhere or on restart).
+    pub shutdown_grace: Duration,
+}
+
+impl ServerConfig {
+    /// Defaults on a SQLite file.
+    #[must_use]
+    pub fn sqlite(path: impl Into<PathBuf>) -> Self {
+        Self::new(Database::Sqlite(path.into()))
+    }
+    /// Defaults on PostgreSQL.
+    #[must_use]
+    pub fn postgres(url: impl Into<String>) -> Self {
+        Self::new(Database::Postgres(url.into()))
+    }
+    fn new(database: Database) -> Self {
+        Self {
+            database,
+            workers: 8,
+            lease: Duration::from_secs(30),
+            run_timeout: Some(Duration::from_secs(3600)),
+            api_keys: HashMap::new(),
+            body_limit: 10 * 1024 * 1024,
+            cors_origins: Vec::new(),
+            shutdown_grace: Duration::from_secs(10),
+        }
+    }
+}
+
+/// A run executing in this process.
+pub(crate) struct LocalRun {
+    pub thread_id: String,
+    pub token: CancelToken,
+    pub action: Mutex<Option<CancelAction>>,
+}
+
+/// Shared state of handlers and workers.
+pub struct AppState {
+    pub(crate) db: Arc<dyn Db>,
+    pub(crate) graphs: BTreeMap<String, Arc<dyn HostedGraph>>,
+    pub(crate) checkpointer: Arc<dyn DynCheckpointer>,
+    pub(crate) store: Arc<dyn DynStore>,
+    pub(crate) broker: Broker,
+    pub(crate) metrics: Metrics,
+    pub(crate) config: ServerConfig,
+    pub(crate) worker_id: String,
+    pub(crate) wake: Notify,
+    pub(crate) local: Mutex<HashMap<String, Arc<LocalRun>>>,
+    pub(crate) shutdown: watch::Sender<bool>,
+    pub(crate) validators: BTreeMap<String, Arc<jsonschema::Validator>>,
+}
+
+impl AppState {
+    /// Ask a run executing here to stop now.
+    pub(crate) fn cancel_local(&self, run_id: &str, action: CancelAction) -> bool {
+        let run = self
+            .local
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(run_id)
+            .cloned();
+        match run {
+            Some(r) => {
+                *r.action.lock().unwrap_or_else(PoisonError::into_inner) = Some(action);
+                r.token.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Stop every run of a thread executing here.
+    pub(crate) fn cancel_local_thread(&self, thread_id: &str, action: CancelAction) {
+        let ids: Vec<String> = self
+            .local
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .filter(|(_, r)| r.thread_id == thread_id)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in ids {
+            self.cancel_local(&id, action);
+        }
+    }
+}
+
+/// The id of the system assistant of a graph: UUID v5 of the graph id, as the reference
+/// server computes it, so clients that hard-code it keep working.
+#[must_use]
+pub fn system_assistant_id(graph_id: &str) -> String {
+    let ns = uuid::Uuid::from_u128(0x6ba7_b821_9dad_11d1_80b4_00c0_4fd4_30c8);
+    uuid::Uuid::new_v5(&ns, graph_id.as_bytes()).to_string()
+}
+
+/// Builds a [`Server`].
+pub struct ServerBuilder {
+    config: ServerConfig,
+    graphs: Vec<(String, GraphFactory)>,
+}
+
+impl ServerBuilder {
+    /// A builder with these settings.
+    #[must_use]
+    pub fn new(config: ServerConfig) -> Self {
+        Self {
+            config,
+            graphs: Vec::new(),
+        }
+    }
+
+    /// Register a graph under `graph_id`; it gets a system assistant.
+    #[must_use]
+    pub fn graph(mut self, graph_id: impl Into<String>, factory: GraphFactory) -> Self {
+        self.graphs.push((graph_id.into(), factory));
+        self
+    }
+
+    /// Open the database (running migrations), compile the graphs, create their system
+    /// assistants.
+    ///
+    /// # Errors
+    /// If the database cannot be opened or a graph does not compile.
+    pub async fn build(self) -> Result<Server, StartError> {
+        let (db, checkpointer, store): (Arc<dyn Db>, Arc<dyn DynCheckpointer>, Arc<dyn DynStore>) =
+            match &self.config.database {
+                Database::Sqlite(path) => {
+                    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                        std::fs::create_dir_all(dir).map_err(|e| StartError(e.to_string()))?;
+                    }
+                    let saver = graphloom_sqlite::SqliteSaver::open(path.clone())
+                        .await
+                        .map_err(|e| StartError(e.to_string()))?;
+                    let store = graphloom_sqlite::SqliteStore::open(path.clone())
+                        .await
+                        .map_err(|e| StartError(e.to_string()))?;
+                    let db = SqliteDb::open(path)
+                        .await
+                        .map_err(|e| StartError(e.to_string()))?;
+                    (Arc::new(db), Arc::new(saver), Arc::new(store))
+                }
+                Database::Postgres(url) => {
+                    let saver = graphloom_postgres::PostgresSaver::connect(url)
+                        .await
+                        .map_err(|e| StartError(e.to_string()))?;
+                    let store = graphloom_postgres::PostgresStore::connect(url)
+                        .await
+                        .map_err(|e| StartError(e.to_string()))?;
+                    let db = PgDb::connect(url).await.map_err(|e| StartError(e.to_string()))?;
+                    (Arc::new(db), Arc::new(saver), Arc::new(store))
+                }
+            };
+        let deps = GraphDeps {
+            checkpointer: Arc::clone(&checkpointer),
+            store: Arc::clone(&store),
+        };
+        let mut graphs = BTreeMap::new();
+        let mut validators = BTreeMap::new();
+        for (id, factory) in &self.graphs {
+            let g = factory(&deps).map_err(|e| StartError(format!("graph `{id}`: {e}")))?;
+            let schema = g.input_schema();
+            match jsonschema::validator_for(&schema) {
+                Ok(v) => {
+                    validators.insert(id.clone(), Arc::new(v));
+                }
+                Err(e) => {
+                    tracing::warn!(graph = %id, error = %e, "input schema does not compile; input not validated")
+                }
+            }
+            graphs.insert(id.clone(), g);
+        }
+        for id in graphs.keys() {
+            let now = now_rfc3339();
+            let a = Assistant {
+                assistant_id: system_assistant_id(id),
+                graph_id: id.clone(),
+                config: serde_json::json!({}),
+                context: serde_json::json!({}),
+                created_at: now.clone(),
+                updated_at: now,
+                metadata: serde_json::from_value(serde_json::json!({"created_by": "system"}))
+                    .unwrap_or_default(),
+                version: 1,
+                name: id.clone(),
+                description: None,
+            };
+            match db.create_assistant("", &a).await {
+                Ok(_) | Err(crate::db::DbError::Conflict(_)) => {}
+                Err(e) => return Err(StartError(e.to_string())),
+            }
+        }
+        let (shutdown, _) = watch::channel(false);
+        let state = Arc::new(AppState {
+            db,
+            graphs,
+            checkpointer,
+            store,
+            broker: Broker::default(),
+            metrics: Metrics::new(),
+            worker_id: uuid::Uuid::new_v4().to_string(),
+            wake: Notify::new(),
+            local: Mutex::new(HashMap::new()),
+            shutdown,
+            validators,
+            config: self.config,
+        });
+        Ok(Server { state })
+    }
+}
+
+/// Start-up failure.
+#[derive(Debug, thiserror::Error)]
+#[error("server start: {0}")]
+pub struct StartError(pub String);
+
+/// A built server: call [`Server::serve`] (or take the [`Server::router`] and run the
+/// workers with [`Server::start_workers`]).
+#[derive(Clone)]
+pub struct Server {
+    pub(crate) state: Arc<AppState>,
+}
+
+impl Server {
+    /// A builder.
+    #[must_use]
+    pub fn builder(config: ServerConfig) -> ServerBuilder {
+        ServerBuilder::new(config)
+    }
+
+    /// The HTTP routes.
+    #[must_use]
+    pub fn router(&self) -> axum::Router {
+        crate::api::router(Arc::clone(&self.state))
+    }
+
+    /// Start the worker pool and the TTL sweeper; they stop at [`Server::shutdown`].
+    pub fn start_workers(&self) -> Vec<tokio::task::JoinHandle<()>> {
+        crate::worker::start(Arc::clone(&self.state))
+    }
+
+    /// Begin a graceful shutdown: stop claiming runs, give running steps
+    /// `shutdown_grace` to finish, then stop them keeping their finished writes.
+    pub fn shutdown(&self) {
+        let _ = self.state.shutdown.send(true);
+        self.state.wake.notify_waiters();
+    }
+
+    /// Serve on `listener` with workers until `stop` completes, then shut down gracefully.
+    ///
+    /// # Errors
+    /// If the listener fails.
+    pub async fn serve(
+        &self,
+        listener: tokio::net::TcpListener,
+        stop: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        let workers = self.start_workers();
+        let me = self.clone();
+        let mut rx = self.state.shutdown.subscribe();
+        let http = axum::serve(listener, self.router()).with_graceful_shutdown(async move {
+            tokio::select! {
+                () = stop => {}
+                _ = rx.wait_for(|v| *v) => {}
+            }
+            me.shutdown();
+        });
+        let res = http.await;
+        self.shutdown();
+        for w in workers {
+            let _ = w.await;
+        }
+        res
+    }
+
+    /// The registered graph ids.
+    #[must_use]
+    pub fn graph_ids(&self) -> Vec<String> {
+        self.state.graphs.keys().cloned().collect()
+    }
+}

@@ -1,0 +1,91 @@
+//! Prometheus metrics served at `/metrics`.
+
+use prometheus_client::encoding::text::encode;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+use std::sync::atomic::AtomicU64;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct StatusLabel {
+    pub status: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct NodeLabel {
+    pub graph: String,
+    pub node: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct TokenLabel {
+    pub kind: String,
+}
+
+/// The server's metrics.
+pub struct Metrics {
+    registry: Registry,
+    pub(crate) runs_finished: Family<StatusLabel, Counter>,
+    pub(crate) runs_current: Family<StatusLabel, Gauge>,
+    pub(crate) run_seconds: Histogram,
+    pub(crate) node_seconds: Family<NodeLabel, Histogram>,
+    pub(crate) queue_depth: Gauge,
+    pub(crate) tokens: Family<TokenLabel, Counter>,
+    pub(crate) cost: Counter<f64, AtomicU64>,
+}
+
+impl Metrics {
+    pub(crate) fn new() -> Self {
+        let mut registry = Registry::with_prefix("graphloom");
+        let runs_finished = Family::<StatusLabel, Counter>::default();
+        let runs_current = Family::<StatusLabel, Gauge>::default();
+        let run_seconds = Histogram::new(exponential_buckets(0.001, 2.0, 20));
+        let node_seconds = Family::<NodeLabel, Histogram>::new_with_constructor(|| {
+            Histogram::new(exponential_buckets(0.0005, 2.0, 20))
+        });
+        let queue_depth = Gauge::default();
+        let tokens = Family::<TokenLabel, Counter>::default();
+        let cost = Counter::<f64, AtomicU64>::default();
+        registry.register(
+            "runs_finished",
+            "Runs ended by this process, by final status",
+            runs_finished.clone(),
+        );
+        registry.register("runs", "Runs in the database, by status", runs_current.clone());
+        registry.register("run_duration_seconds", "Wall time of runs", run_seconds.clone());
+        registry.register(
+            "node_duration_seconds",
+            "Wall time of node executions",
+            node_seconds.clone(),
+        );
+        registry.register("queue_depth", "Pending runs in the queue", queue_depth.clone());
+        registry.register("model_tokens", "Model tokens seen in run outputs", tokens.clone());
+        registry.register(
+            "model_cost_usd",
+            "Model cost in US dollars (known prices only)",
+            cost.clone(),
+        );
+        Self {
+            registry,
+            runs_finished,
+            runs_current,
+            run_seconds,
+            node_seconds,
+            queue_depth,
+            tokens,
+            cost,
+        }
+    }
+
+    /// The text exposition.
+    pub(crate) fn render(&self) -> String {
+        let mut out = String::new();
+        if encode(&mut out, &self.registry).is_err() {
+            out.clear();
+        }
+        out
+    }
+}

@@ -1,0 +1,447 @@
+//! The worker pool: claims runs from the durable queue, executes them, heartbeats their
+//! lease, records their outcome.
+
+use crate::app::{AppState, LocalRun};
+use crate::db::{Lease, ThreadOutcome};
+use crate::hosted::{HostedGraph, JsonCommand, JsonRunEvent, JsonRunRequest};
+use crate::metrics::{NodeLabel, StatusLabel, TokenLabel};
+use crate::models::{CancelAction, ClaimedRun, RunStatus, ThreadStatus};
+use crate::wire;
+use futures::StreamExt;
+use graphloom_core::{CancelToken, Durability, NodeSet, StreamMode};
+use serde_json::{json, Map, Value};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+/// How often an idle worker looks at the queue (runs created by another replica are seen
+/// this way; local ones wake a worker at once).
+const POLL: Duration = Duration::from_millis(250);
+
+pub(crate) fn start(state: Arc<AppState>) -> Vec<tokio::task::JoinHandle<()>> {
+    let mut handles: Vec<_> = (0..state.config.workers.max(1))
+        .map(|_| tokio::spawn(worker_loop(Arc::clone(&state))))
+        .collect();
+    handles.push(tokio::spawn(sweeper(state)));
+    handles
+}
+
+async fn worker_loop(state: Arc<AppState>) {
+    let mut shutdown = state.shutdown.subscribe();
+    loop {
+        if *shutdown.borrow() {
+            return;
+        }
+        match state.db.claim_run(&state.worker_id, state.config.lease).await {
+            Ok(Some(claimed)) => execute(&state, claimed).await,
+            Ok(None) => {
+                tokio::select! {
+                    () = state.wake.notified() => {}
+                    () = tokio::time::sleep(POLL) => {}
+                    _ = shutdown.changed() => {}
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "claiming a run failed");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+    }
+}
+
+/// Deletes threads whose TTL has passed.
+async fn sweeper(state: Arc<AppState>) {
+    let mut shutdown = state.shutdown.subscribe();
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_secs(30)) => {}
+            _ = shutdown.changed() => return,
+        }
+        match state.db.expired_threads(100).await {
+            Ok(ids) => {
+                for id in ids {
+                    let _ = state.checkpointer.delete_thread(&id).await;
+                    let _ = state.db.delete_thread_any(&id).await;
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "ttl sweep failed"),
+        }
+    }
+}
+
+fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(Value::as_str)
+}
+
+/// `"*"` or a list of node names.
+pub(crate) fn node_set(v: Option<&Value>) -> NodeSet {
+    match v {
+        Some(Value::String(s)) if s == "*" => NodeSet::All,
+        Some(Value::Array(a)) if !a.is_empty() => {
+            NodeSet::Some(a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+        }
+        _ => NodeSet::None,
+    }
+}
+
+pub(crate) fn parse_command(v: &Value) -> Option<JsonCommand> {
+    let obj = v.as_object()?;
+    let goto = match obj.get("goto") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(a)) => a.clone(),
+        Some(other) => vec![other.clone()],
+    };
+    Some(JsonCommand {
+        update: obj.get("update").filter(|u| !u.is_null()).cloned(),
+        resume: obj.get("resume").filter(|u| !u.is_null()).cloned(),
+        goto,
+    })
+}
+
+/// The graph request of a run from its stored kwargs. A run taken over after a crash
+/// (attempt > 1) that already checkpointed continues from its checkpoint instead of
+/// applying its input again.
+async fn request(
+    state: &AppState,
+    graph: &Arc<dyn HostedGraph>,
+    claimed: &ClaimedRun,
+    modes: Vec<StreamMode>,
+) -> JsonRunRequest {
+    let run = &claimed.run;
+    let kw = &run.kwargs;
+    let config = kw.get("config").cloned().unwrap_or(Value::Null);
+    let mut started = false;
+    if claimed.attempt > 1 {
+        let mut filter = Map::new();
+        filter.insert("run_id".into(), Value::String(run.run_id.clone()));
+        started = graph
+            .history(&run.thread_id, filter, None, Some(1))
+            .await
+            .is_ok_and(|h| !h.is_empty());
+    }
+    let mut metadata: Map<String, Value> = kw
+        .get("metadata")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    for key in ["graph_id", "assistant_id"] {
+        if let Some(v) = kw.get(key) {
+            metadata.insert(key.into(), v.clone());
+        }
+    }
+    let context = match kw.get("context") {
+        Some(Value::Object(m)) if !m.is_empty() => Some(Value::Object(m.clone())),
+        _ => config.get("configurable").filter(|c| c.is_object()).cloned(),
+    };
+    JsonRunRequest {
+        input: if started {
+            None
+        } else {
+            kw.get("input").filter(|v| !v.is_null()).cloned()
+        },
+        command: if started {
+            None
+        } else {
+            kw.get("command").and_then(parse_command)
+        },
+        thread_id: Some(run.thread_id.clone()),
+        checkpoint_id: if started {
+            None
+        } else {
+            str_of(kw, "checkpoint_id").map(str::to_owned)
+        },
+        recursion_limit: config
+            .get("recursion_limit")
+            .and_then(Value::as_u64)
+            .and_then(|n| usize::try_from(n).ok()),
+        interrupt_before: node_set(kw.get("interrupt_before")),
+        interrupt_after: node_set(kw.get("interrupt_after")),
+        durability: match str_of(kw, "durability") {
+            Some("async") => Durability::Async,
+            Some("exit") => Durability::Exit,
+            _ => Durability::Sync,
+        },
+        timeout: state.config.run_timeout,
+        context,
+        metadata,
+        run_id: Some(run.run_id.clone()),
+        modes,
+        subgraphs: kw
+            .get("stream_subgraphs")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+        cancel: None,
+    }
+}
+
+/// Tokens (and cost, where the price is known) of AI messages in an update.
+fn count_usage(state: &AppState, data: &Value) {
+    let Some(obj) = data.as_object() else { return };
+    for update in obj.values() {
+        let Some(msgs) = update.get("messages").and_then(Value::as_array) else {
+            continue;
+        };
+        for m in msgs {
+            let Some(u) = m.get("usage_metadata") else {
+                continue;
+            };
+            for (key, kind) in [("input_tokens", "input"), ("output_tokens", "output")] {
+                if let Some(n) = u.get(key).and_then(Value::as_u64) {
+                    state
+                        .metrics
+                        .tokens
+                        .get_or_create(&TokenLabel { kind: kind.into() })
+                        .inc_by(n);
+                }
+            }
+            if let Some(c) = m.pointer("/response_metadata/cost_usd").and_then(Value::as_f64) {
+                state.metrics.cost.inc_by(c);
+            }
+        }
+    }
+}
+
+async fn execute(state: &Arc<AppState>, claimed: ClaimedRun) {
+    let run = claimed.run.clone();
+    let run_id = run.run_id.clone();
+    let kw = run.kwargs.clone();
+    let graph_id = str_of(&kw, "graph_id").unwrap_or_default().to_owned();
+    state.broker.open(&run_id);
+    state.broker.reset(&run_id);
+    let Some(graph) = state.graphs.get(&graph_id).cloned() else {
+        let err =
+            json!({"error": "GraphNotFound", "message": format!("graph `{graph_id}` is not registered")});
+        state.broker.push(&run_id, "error".into(), err.clone());
+        let _ = state
+            .db
+            .finish_run(&run_id, &state.worker_id, RunStatus::Error)
+            .await;
+        state.broker.finish(&run_id, json!({"__error__": err}));
+        return;
+    };
+    let wire_modes = kw
+        .get("stream_mode")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_else(|| vec!["values".to_owned()]);
+    let wire_modes = wire::parse_stream_modes(&wire_modes)
+        .or_else(|_| wire::parse_stream_modes(&["values".to_owned()]))
+        .ok();
+    let Some(wire_modes) = wire_modes else { return };
+    let requested = wire_modes.core_modes();
+    let mut modes = requested.clone();
+    for m in [StreamMode::Updates, StreamMode::Tasks] {
+        if !modes.contains(&m) {
+            modes.push(m);
+        }
+    }
+    let mut encoder = wire::WireEncoder::new(
+        wire_modes,
+        json!({
+            "run_id": run_id,
+            "thread_id": run.thread_id,
+            "graph_id": graph_id,
+            "assistant_id": run.assistant_id,
+        }),
+    );
+    let token = CancelToken::new();
+    let local = Arc::new(LocalRun {
+        thread_id: run.thread_id.clone(),
+        token: token.clone(),
+        action: Mutex::new(None),
+    });
+    state
+        .local
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .insert(run_id.clone(), Arc::clone(&local));
+    state.broker.push(
+        &run_id,
+        "metadata".into(),
+        json!({"run_id": run_id, "attempt": claimed.attempt}),
+    );
+    let mut req = request(state, &graph, &claimed, modes).await;
+    req.cancel = Some(token.clone());
+
+    // Heartbeats: keep the lease, learn about cancels and about losing the run.
+    let lost = Arc::new(AtomicBool::new(false));
+    let hb = {
+        let state = Arc::clone(state);
+        let lost = Arc::clone(&lost);
+        let local = Arc::clone(&local);
+        let run_id = run_id.clone();
+        tokio::spawn(async move {
+            let every = state.config.lease / 3;
+            loop {
+                tokio::time::sleep(every).await;
+                match state
+                    .db
+                    .heartbeat(&run_id, &state.worker_id, state.config.lease)
+                    .await
+                {
+                    Ok(Lease::Held) => {}
+                    Ok(Lease::Cancel(a)) => {
+                        *local.action.lock().unwrap_or_else(PoisonError::into_inner) = Some(a);
+                        local.token.cancel();
+                    }
+                    Ok(Lease::Lost) => {
+                        lost.store(true, Ordering::SeqCst);
+                        local.token.cancel();
+                        return;
+                    }
+                    Err(e) => tracing::warn!(run_id = %run_id, error = %e, "heartbeat failed"),
+                }
+            }
+        })
+    };
+    // Graceful shutdown: give the run `shutdown_grace`, then stop it (keeping what finished).
+    let stopper = {
+        let state = Arc::clone(state);
+        let token = token.clone();
+        tokio::spawn(async move {
+            let mut rx = state.shutdown.subscribe();
+            if rx.wait_for(|v| *v).await.is_ok() {
+                tokio::time::sleep(state.config.shutdown_grace).await;
+                token.cancel();
+            }
+        })
+    };
+
+    let started = Instant::now();
+    let mut task_start: HashMap<String, Instant> = HashMap::new();
+    let mut result = None;
+    let mut stream = graph.stream(req);
+    while let Some(ev) = stream.next().await {
+        if let JsonRunEvent::Part { mode, ns, data } = &ev {
+            match mode {
+                StreamMode::Updates if ns.is_empty() => count_usage(state, data),
+                StreamMode::Tasks => {
+                    if let Some(id) = str_of(data, "id") {
+                        if data.get("triggers").is_some() || data.get("input").is_some() {
+                            task_start.insert(id.to_owned(), Instant::now());
+                        } else if let Some(t0) = task_start.remove(id) {
+                            state
+                                .metrics
+                                .node_seconds
+                                .get_or_create(&NodeLabel {
+                                    graph: graph_id.clone(),
+                                    node: str_of(data, "name").unwrap_or_default().to_owned(),
+                                })
+                                .observe(t0.elapsed().as_secs_f64());
+                        }
+                    }
+                }
+                _ => {}
+            }
+            if !requested.contains(mode) {
+                continue;
+            }
+        }
+        if let JsonRunEvent::End(_) = &ev {
+            if lost.load(Ordering::SeqCst) {
+                break;
+            }
+        }
+        for (name, data) in encoder.encode(&ev) {
+            state.broker.push(&run_id, name, data);
+        }
+        if let JsonRunEvent::End(r) = ev {
+            result = Some(r);
+        }
+    }
+    hb.abort();
+    stopper.abort();
+    state
+        .local
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .remove(&run_id);
+    if lost.load(Ordering::SeqCst) {
+        tracing::warn!(run_id = %run_id, "lease lost; another worker owns the run now");
+        return;
+    }
+    let action = *local.action.lock().unwrap_or_else(PoisonError::into_inner);
+    let result = result.unwrap_or_else(|| Err(graphloom_core::Error::Cancelled));
+    let cancelled = matches!(result, Err(graphloom_core::Error::Cancelled));
+    if cancelled && action.is_none() {
+        // Stopped by shutdown: hand the run back to the queue; it continues from its
+        // checkpoint on another worker or after restart.
+        let _ = state
+            .db
+            .finish_run(&run_id, &state.worker_id, RunStatus::Pending)
+            .await;
+        let _ = state
+            .db
+            .set_thread_status(&run.thread_id, ThreadStatus::Busy)
+            .await;
+        return;
+    }
+    let (status, thread_status) = match &result {
+        Ok(out) if out.interrupted => (RunStatus::Interrupted, ThreadStatus::Interrupted),
+        Ok(_) => (RunStatus::Success, ThreadStatus::Idle),
+        Err(graphloom_core::Error::Cancelled) => (RunStatus::Interrupted, ThreadStatus::Idle),
+        Err(graphloom_core::Error::RunTimeout { .. }) => (RunStatus::Timeout, ThreadStatus::Error),
+        Err(_) => (RunStatus::Error, ThreadStatus::Error),
+    };
+    let body = wire::wait_body(&result);
+    // The thread's copy of the state, and pending interrupts by task id.
+    let snapshot = graph.get_state(&run.thread_id, None).await.ok().flatten();
+    let mut interrupts = Map::new();
+    if let Some(tasks) = snapshot
+        .as_ref()
+        .and_then(|s| s.get("tasks"))
+        .and_then(Value::as_array)
+    {
+        for t in tasks {
+            if let (Some(id), Some(list)) = (str_of(t, "id"), t.get("interrupts").and_then(Value::as_array)) {
+                if !list.is_empty() {
+                    interrupts.insert(id.to_owned(), Value::Array(list.clone()));
+                }
+            }
+        }
+    }
+    let outcome = ThreadOutcome {
+        status: thread_status,
+        values: snapshot.as_ref().and_then(|s| s.get("values")).cloned(),
+        interrupts: Value::Object(interrupts),
+        error: match &result {
+            Err(e) if !cancelled => Some(json!(e.to_string())),
+            _ => None,
+        },
+    };
+    let rollback = cancelled && action == Some(CancelAction::Rollback);
+    if rollback {
+        let owner = str_of(&kw, "owner").unwrap_or_default();
+        let _ = state.db.delete_run(owner, &run.thread_id, &run_id).await;
+    } else if !state
+        .db
+        .finish_run(&run_id, &state.worker_id, status)
+        .await
+        .unwrap_or(false)
+    {
+        tracing::warn!(run_id = %run_id, "run was taken over before it finished; outcome dropped");
+        return;
+    }
+    let temporary = kw.get("temporary").and_then(Value::as_bool).unwrap_or(false);
+    if temporary {
+        let _ = state.checkpointer.delete_thread(&run.thread_id).await;
+        let _ = state.db.delete_thread_any(&run.thread_id).await;
+    } else if let Err(e) = state.db.set_thread_outcome(&run.thread_id, &outcome).await {
+        tracing::warn!(run_id = %run_id, error = %e, "recording the thread outcome failed");
+    }
+    state
+        .metrics
+        .runs_finished
+        .get_or_create(&StatusLabel {
+            status: status.as_str().into(),
+        })
+        .inc();
+    state.metrics.run_seconds.observe(started.elapsed().as_secs_f64());
+    state.broker.finish(&run_id, body);
+}
