@@ -6,10 +6,15 @@
 
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
+use futures::StreamExt as _;
 use graphloom_core::checkpoint::{CheckpointConfig, DynCheckpointer};
 use graphloom_core::store::DynStore;
-use graphloom_core::{Durability, Interrupt, NodeSet, StreamMode};
-use serde_json::{Map, Value};
+use graphloom_core::{
+    Command, CompiledGraph, Durability, HistoryQuery, Interrupt, NodeSet, Resume, Route, RunConfig, RunEvent,
+    RunInput, RunOutput, RunStatus, State, StateError, StateSnapshot, StreamMode, StreamOptions,
+    DEFAULT_RECURSION_LIMIT, END, START,
+};
+use serde_json::{json, Map, Value};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -67,6 +72,8 @@ pub struct JsonRunRequest {
     pub modes: Vec<StreamMode>,
     /// Include subgraph events.
     pub subgraphs: bool,
+    /// Cancels the run (pass it on as `RunConfig::cancel`).
+    pub cancel: Option<graphloom_core::CancelToken>,
 }
 
 /// How a run ended, in JSON.
@@ -137,4 +144,340 @@ pub trait HostedGraph: Send + Sync + 'static {
         values: Option<Value>,
         as_node: Option<&'a str>,
     ) -> BoxFuture<'a, graphloom_core::Result<CheckpointConfig>>;
+}
+
+/// Host a compiled graph behind the JSON interface.
+#[must_use]
+pub fn hosted<S: State>(g: CompiledGraph<S>) -> Arc<dyn HostedGraph> {
+    Arc::new(g)
+}
+
+/// A [`GraphFactory`] from a function that compiles a typed graph against the server's
+/// checkpointer and store.
+pub fn factory<S, F>(f: F) -> GraphFactory
+where
+    S: State,
+    F: Fn(&GraphDeps) -> graphloom_core::Result<CompiledGraph<S>> + Send + Sync + 'static,
+{
+    Arc::new(move |deps: &GraphDeps| f(deps).map(hosted))
+}
+
+/// Whether `key` looks like an interrupt id (32 lowercase hex digits), as the ids
+/// `Runtime::interrupt` gives out.
+fn is_interrupt_id(key: &str) -> bool {
+    key.len() == 32 && key.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// A resume value from JSON: an object whose keys are all interrupt ids resumes those
+/// interrupts by id; anything else is one value for the single pending interrupt.
+#[must_use]
+pub fn resume_from_json(value: Value) -> Resume {
+    match value {
+        Value::Object(map) if !map.is_empty() && map.keys().all(|k| is_interrupt_id(k)) => {
+            Resume::ById(map.into_iter().collect())
+        }
+        other => Resume::Value(other),
+    }
+}
+
+fn bad_command(field: &str, message: impl Into<String>) -> graphloom_core::Error {
+    graphloom_core::Error::Decode(StateError::Decode {
+        field: format!("command.{field}"),
+        message: message.into(),
+    })
+}
+
+/// A state update from request JSON: an object, or a list of `[key, value]` pairs (as
+/// LangGraph accepts) with distinct keys.
+fn update_json(value: Value) -> graphloom_core::Result<Value> {
+    match value {
+        Value::Array(pairs) => {
+            let mut map = Map::new();
+            for pair in pairs {
+                match pair {
+                    Value::Array(kv) if kv.len() == 2 => {
+                        let mut kv = kv.into_iter();
+                        let (Some(Value::String(k)), Some(v)) = (kv.next(), kv.next()) else {
+                            return Err(bad_command("update", "pairs must be [key, value]"));
+                        };
+                        if map.insert(k.clone(), v).is_some() {
+                            return Err(bad_command("update", format!("key `{k}` given twice")));
+                        }
+                    }
+                    _ => {
+                        return Err(bad_command(
+                            "update",
+                            "a list update must hold [key, value] pairs",
+                        ))
+                    }
+                }
+            }
+            Ok(Value::Object(map))
+        }
+        other => Ok(other),
+    }
+}
+
+/// A [`Command`] from its JSON form, for graph `g`.
+pub fn command_from_json<S: State>(
+    g: &CompiledGraph<S>,
+    cmd: JsonCommand,
+) -> graphloom_core::Result<Command<S>> {
+    let mut out = Command::<S>::new();
+    if let Some(update) = cmd.update.filter(|u| !u.is_null()) {
+        let update = g
+            .empty_state()
+            .update_from_json(update_json(update)?)
+            .map_err(graphloom_core::Error::Decode)?;
+        out.update = Some(update);
+    }
+    out.resume = cmd.resume.map(resume_from_json);
+    for goto in cmd.goto {
+        let route = match goto {
+            Value::String(node) => Route::from(node),
+            Value::Object(mut send) => {
+                let Some(Value::String(node)) = send.remove("node") else {
+                    return Err(bad_command("goto", "a Send needs a `node` string"));
+                };
+                let input = send.remove("input").unwrap_or(Value::Null);
+                Route::Send(graphloom_core::Send::json(node, input))
+            }
+            other => {
+                return Err(bad_command(
+                    "goto",
+                    format!("expected a node name or a Send, got {other}"),
+                ))
+            }
+        };
+        out.goto.push(route);
+    }
+    Ok(out)
+}
+
+fn run_config(req: &JsonRunRequest) -> RunConfig {
+    RunConfig {
+        thread_id: req.thread_id.clone(),
+        checkpoint_id: req.checkpoint_id.clone(),
+        recursion_limit: req.recursion_limit.unwrap_or(DEFAULT_RECURSION_LIMIT),
+        interrupt_before: req.interrupt_before.clone(),
+        interrupt_after: req.interrupt_after.clone(),
+        durability: req.durability,
+        timeout: req.timeout,
+        context: req
+            .context
+            .clone()
+            .map(|c| Arc::new(c) as Arc<dyn std::any::Any + Send + Sync>),
+        metadata: req.metadata.clone(),
+        run_id: req.run_id.clone(),
+        cancel: req.cancel.clone(),
+    }
+}
+
+fn output_json<S: State>(out: RunOutput<S>) -> graphloom_core::Result<JsonRunOutput> {
+    Ok(JsonRunOutput {
+        values: out.values.to_json().map_err(graphloom_core::Error::Decode)?,
+        interrupts: out.interrupts,
+        interrupted: out.status == RunStatus::Interrupted,
+        checkpoint: out.config,
+    })
+}
+
+/// `{thread_id, checkpoint_ns, checkpoint_id, checkpoint_map}` as LangGraph Server shows a
+/// checkpoint.
+#[must_use]
+pub fn checkpoint_json(c: &CheckpointConfig) -> Value {
+    json!({
+        "thread_id": c.thread_id,
+        "checkpoint_ns": c.checkpoint_ns,
+        "checkpoint_id": c.checkpoint_id,
+        "checkpoint_map": null,
+    })
+}
+
+/// A [`StateSnapshot`] as a LangGraph Server `ThreadState` object.
+pub fn thread_state_json<S: State>(snap: &StateSnapshot<S>) -> graphloom_core::Result<Value> {
+    let values = snap.values.to_json().map_err(graphloom_core::Error::Decode)?;
+    let tasks: Vec<Value> = snap
+        .tasks
+        .iter()
+        .map(|t| {
+            json!({
+                "id": t.id,
+                "name": t.name,
+                "path": [],
+                "error": t.error,
+                "interrupts": t.interrupts,
+                "checkpoint": null,
+                "state": null,
+                "result": null,
+            })
+        })
+        .collect();
+    let metadata = match &snap.metadata {
+        Some(m) => serde_json::to_value(m).map_err(|e| bad_state_json(&e))?,
+        None => Value::Null,
+    };
+    Ok(json!({
+        "values": values,
+        "next": snap.next,
+        "tasks": tasks,
+        "checkpoint": checkpoint_json(&snap.config),
+        "metadata": metadata,
+        "created_at": snap.created_at,
+        "parent_checkpoint": snap.parent_config.as_ref().map(checkpoint_json),
+        "interrupts": snap.interrupts,
+        "checkpoint_id": snap.config.checkpoint_id,
+        "parent_checkpoint_id": snap.parent_config.as_ref().and_then(|p| p.checkpoint_id.clone()),
+    }))
+}
+
+fn bad_state_json(e: &serde_json::Error) -> graphloom_core::Error {
+    graphloom_core::Error::Decode(StateError::Decode {
+        field: "metadata".into(),
+        message: e.to_string(),
+    })
+}
+
+/// The drawing data of `g` (see [`HostedGraph::drawing`]).
+fn drawing_json<S: State>(g: &CompiledGraph<S>) -> Value {
+    let mut nodes = vec![json!({"id": START, "type": "schema", "data": START})];
+    for name in g.node_names() {
+        nodes.push(json!({
+            "id": name,
+            "type": "runnable",
+            "data": {"id": ["graphloom", "graph", "Node"], "name": name},
+        }));
+    }
+    nodes.push(json!({"id": END, "type": "schema", "data": END}));
+    let edges: Vec<Value> = g
+        .edges()
+        .into_iter()
+        .map(|(source, target, conditional)| {
+            json!({"source": source, "target": target, "conditional": conditional})
+        })
+        .collect();
+    json!({"nodes": nodes, "edges": edges})
+}
+
+impl<S: State> HostedGraph for CompiledGraph<S> {
+    fn node_names(&self) -> Vec<String> {
+        CompiledGraph::node_names(self).to_vec()
+    }
+
+    fn input_schema(&self) -> Value {
+        // A state's update has the same fields as the state, each optional; the state
+        // schema describes both.
+        self.state_schema()
+    }
+
+    fn output_schema(&self) -> Value {
+        self.state_schema()
+    }
+
+    fn state_schema(&self) -> Value {
+        CompiledGraph::state_schema(self)
+    }
+
+    fn drawing(&self) -> Value {
+        drawing_json(self)
+    }
+
+    fn mermaid(&self) -> String {
+        self.draw_mermaid()
+    }
+
+    fn stream(&self, req: JsonRunRequest) -> BoxStream<'static, JsonRunEvent> {
+        let config = run_config(&req);
+        let input = match (req.command, req.input) {
+            (Some(cmd), _) => match command_from_json(self, cmd) {
+                Ok(c) => RunInput::Command(c),
+                Err(e) => return futures::stream::once(async move { JsonRunEvent::End(Err(e)) }).boxed(),
+            },
+            (None, Some(v)) if !v.is_null() => RunInput::Json(v),
+            (None, _) => RunInput::Continue,
+        };
+        let opts = StreamOptions {
+            modes: req.modes,
+            subgraphs: req.subgraphs,
+        };
+        CompiledGraph::stream(self, input, config, opts)
+            .filter_map(|ev| async move {
+                match ev {
+                    RunEvent::Part(part) => match part.data_json() {
+                        Ok(data) => Some(JsonRunEvent::Part {
+                            mode: part.mode,
+                            ns: part.ns,
+                            data,
+                        }),
+                        Err(e) => {
+                            tracing::warn!(mode = part.mode.as_str(), error = %e, "stream part is not JSON; dropped");
+                            None
+                        }
+                    },
+                    RunEvent::End(out) => Some(JsonRunEvent::End(out.and_then(output_json))),
+                }
+            })
+            .boxed()
+    }
+
+    fn get_state<'a>(
+        &'a self,
+        thread_id: &'a str,
+        checkpoint_id: Option<&'a str>,
+    ) -> BoxFuture<'a, graphloom_core::Result<Option<Value>>> {
+        Box::pin(async move {
+            let mut cfg = RunConfig::thread(thread_id);
+            cfg.checkpoint_id = checkpoint_id.map(str::to_owned);
+            let snap = match CompiledGraph::get_state(self, &cfg).await {
+                Ok(s) => s,
+                Err(graphloom_core::Error::NotFound(_)) => return Ok(None),
+                Err(e) => return Err(e),
+            };
+            if snap.metadata.is_none() {
+                return Ok(None);
+            }
+            thread_state_json(&snap).map(Some)
+        })
+    }
+
+    fn history<'a>(
+        &'a self,
+        thread_id: &'a str,
+        filter: Map<String, Value>,
+        before: Option<String>,
+        limit: Option<usize>,
+    ) -> BoxFuture<'a, graphloom_core::Result<Vec<Value>>> {
+        Box::pin(async move {
+            let cfg = RunConfig::thread(thread_id);
+            let query = HistoryQuery {
+                filter,
+                before,
+                limit,
+            };
+            let snaps = self.get_state_history(&cfg, query).await?;
+            snaps.iter().map(thread_state_json).collect()
+        })
+    }
+
+    fn update_state<'a>(
+        &'a self,
+        thread_id: &'a str,
+        checkpoint_id: Option<&'a str>,
+        values: Option<Value>,
+        as_node: Option<&'a str>,
+    ) -> BoxFuture<'a, graphloom_core::Result<CheckpointConfig>> {
+        Box::pin(async move {
+            let mut cfg = RunConfig::thread(thread_id);
+            cfg.checkpoint_id = checkpoint_id.map(str::to_owned);
+            let update = match values.filter(|v| !v.is_null()) {
+                Some(v) => Some(
+                    self.empty_state()
+                        .update_from_json(update_json(v)?)
+                        .map_err(graphloom_core::Error::Decode)?,
+                ),
+                None => None,
+            };
+            CompiledGraph::update_state(self, &cfg, update, as_node).await
+        })
+    }
 }

@@ -340,6 +340,47 @@ impl<S: State> CompiledGraph<S> {
         }
     }
 
+    /// The graph's edges for drawing, as `(source, target, conditional)`, sorted and
+    /// without duplicates: static edges and join edges are unconditional; conditional
+    /// edges (every target of the path map, or every node and END when there is none) and
+    /// declared `Command` destinations are conditional. The same edges
+    /// [`draw_mermaid`](Self::draw_mermaid) draws.
+    #[must_use]
+    pub fn edges(&self) -> Vec<(String, String, bool)> {
+        let g = &self.inner;
+        let mut out = BTreeSet::new();
+        for (a, b) in &g.declared_edges {
+            out.insert((a.clone(), b.clone(), false));
+        }
+        for j in &g.joins {
+            for s in &j.sources {
+                out.insert((s.clone(), j.target.clone(), false));
+            }
+        }
+        for (src, branches) in &g.branches {
+            for b in branches {
+                match &b.path_map {
+                    Some(map) => {
+                        for target in map.values() {
+                            out.insert((src.clone(), target.clone(), true));
+                        }
+                    }
+                    None => {
+                        for target in g.node_names.iter().map(String::as_str).chain([crate::types::END]) {
+                            out.insert((src.clone(), target.to_owned(), true));
+                        }
+                    }
+                }
+            }
+        }
+        for (name, spec) in &g.nodes {
+            for d in &spec.destinations {
+                out.insert((name.clone(), d.clone(), true));
+            }
+        }
+        out.into_iter().collect()
+    }
+
     /// Mermaid text of the graph; conditional edges are dotted.
     #[must_use]
     pub fn draw_mermaid(&self) -> String {
