@@ -14,7 +14,8 @@
 //! skill_inject_node -> approval_node
 //! approval_node     --awaiting_hitl--> output_format | else synthesis_llm_call
 //! synthesis_llm_call --error--> output_format | --tool calls--> tool_node | else output_format
-//! output_format     -> END (or, once a paused run is resumed, a new turn: system_prompt_node)
+//! output_format     -> END; once a paused run is resumed: system_prompt_node (a new turn, for
+//!                   a gated mutation) or approval_node (for a checkpoint approval)
 //! ```
 //!
 //! - A mutating tool call (`create_entity`) trips the `before_tool_call` gate in
@@ -49,7 +50,7 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-pub use nodes::{get_approval_status, parse_verdict, ApprovalRecord, Verdict};
+pub use nodes::{get_approval_status, parse_verdict, select_skills, ApprovalRecord, Verdict};
 
 /// The graph id the CLI and server register this example under.
 pub const GRAPH_ID: &str = "permit_filing";
@@ -305,12 +306,16 @@ pub fn route_after_synthesis(s: &PermitState) -> &'static str {
     }
 }
 
-/// Routing after [`OUTPUT_FORMAT`]: a resumed pause starts the next turn, else the end.
+/// Routing after [`OUTPUT_FORMAT`]: a resumed mutation pause starts the next turn (whose
+/// resume guard reads the verdict), a resumed checkpoint pause goes back to
+/// [`APPROVAL_NODE`] (which reads it), anything else ends the run.
 pub fn route_after_output(s: &PermitState) -> &'static str {
-    if s.status == status::RESUMING {
-        SYSTEM_PROMPT_NODE
-    } else {
+    if s.status != status::RESUMING {
         END
+    } else if s.pending_mutation.is_none() && s.hitl_approval_id.is_some() {
+        APPROVAL_NODE
+    } else {
+        SYSTEM_PROMPT_NODE
     }
 }
 

@@ -674,8 +674,8 @@ pub async fn approval_node(s: Arc<PermitState>, rt: Runtime) -> NodeResult {
         _ => return Ok(u),
     };
     if let Some(id) = &s.hitl_approval_id {
-        if let Some(rec) = get_approval_status(rt.store(), id).await {
-            if rec.checkpoint_type == checkpoint && rec.status != "pending" {
+        match get_approval_status(rt.store(), id).await {
+            Some(rec) if rec.checkpoint_type == checkpoint && rec.status != "pending" => {
                 let note = Message::system(format!(
                     "HITL: checkpoint {checkpoint} was {} by the reviewer.",
                     rec.status
@@ -683,11 +683,16 @@ pub async fn approval_node(s: Arc<PermitState>, rt: Runtime) -> NodeResult {
                 return Ok(u
                     .hitl_required(false)
                     .hitl_reviewer_id(rec.reviewer_id)
+                    .status(status::RUNNING.into())
                     .messages(vec![note]));
             }
-            if rec.checkpoint_type == checkpoint {
+            Some(rec) if rec.checkpoint_type == checkpoint => {
                 return Ok(u.status(status::AWAITING_HITL.into()));
             }
+            Some(_) => {} // an earlier checkpoint: ask for this one
+            // Fail closed: a verdict that cannot be read keeps the run paused.
+            None if s.status == status::RESUMING => return Ok(u.status(status::AWAITING_HITL.into())),
+            None => {}
         }
     }
     let approval_id = rt.idempotency_key("approval");
