@@ -13,7 +13,7 @@ async fn health_info_openapi_and_metrics() {
     assert_eq!(s.get("/ok").await, (200, json!({"ok": true})));
     let (st, info) = s.get("/info").await;
     assert_eq!(st, 200);
-    assert_eq!(info["graphs"], json!(["approval", "echo", "slow"]));
+    assert_eq!(info["graphs"], json!(["approval", "chatty", "echo", "slow"]));
     let (st, doc) = s.get("/openapi.json").await;
     assert_eq!(st, 200);
     assert!(doc["paths"]["/threads/{thread_id}/runs/stream"]["post"].is_object());

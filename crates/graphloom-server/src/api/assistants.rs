@@ -156,6 +156,8 @@ pub(crate) struct SearchBody {
     offset: Option<i64>,
     sort_by: Option<String>,
     sort_order: Option<String>,
+    #[serde(default)]
+    select: Option<Vec<String>>,
 }
 
 pub(crate) fn sort_order(s: Option<&str>) -> ApiResult<SortOrder> {
@@ -233,7 +235,9 @@ pub(crate) async fn search(
     Extension(Owner(owner)): Extension<Owner>,
     body: Bytes,
 ) -> ApiResult<Response> {
-    let q = query(parse_body(&body)?)?;
+    let mut b: SearchBody = parse_body(&body)?;
+    let select = b.select.take().unwrap_or_default();
+    let q = query(b)?;
     let (list, total) = search_all(&state, &owner, &q).await?;
     let mut headers = HeaderMap::new();
     headers.insert("x-pagination-total", total.into());
@@ -241,7 +245,7 @@ pub(crate) async fn search(
     if next < total {
         headers.insert("x-pagination-next", next.into());
     }
-    Ok((headers, Json(list)).into_response())
+    Ok((headers, Json(super::select_fields(&list, &select)?)).into_response())
 }
 
 pub(crate) async fn count(

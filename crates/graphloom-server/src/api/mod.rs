@@ -172,3 +172,20 @@ async fn json_errors(req: Request, next: Next) -> Response {
     }
     res
 }
+
+/// Serialize `items`, keeping only the `select`ed fields of each (all when `select` is
+/// empty), as the reference server does for search and list endpoints.
+pub(crate) fn select_fields<T: serde::Serialize>(
+    items: &[T],
+    select: &[String],
+) -> Result<serde_json::Value, ApiError> {
+    let mut out = Vec::with_capacity(items.len());
+    for item in items {
+        let mut v = serde_json::to_value(item).map_err(|e| ApiError::internal(e.to_string()))?;
+        if let (Some(obj), false) = (v.as_object_mut(), select.is_empty()) {
+            obj.retain(|k, _| select.iter().any(|s| s == k));
+        }
+        out.push(v);
+    }
+    Ok(serde_json::Value::Array(out))
+}

@@ -565,7 +565,8 @@ pub(crate) async fn list(
     Extension(Owner(owner)): Extension<Owner>,
     Path(thread_id): Path<String>,
     Query(p): Query<ListParams>,
-) -> ApiResult<Json<Vec<Run>>> {
+    Query(pairs): Query<Vec<(String, String)>>,
+) -> ApiResult<Json<Value>> {
     load(&state, &owner, &thread_id).await?;
     let status = match p.status.as_deref() {
         None => None,
@@ -578,7 +579,14 @@ pub(crate) async fn list(
         .db
         .list_runs(&owner, &thread_id, status, limit, offset)
         .await?;
-    Ok(Json(runs.into_iter().map(public).collect()))
+    // `select` repeats (`?select=run_id&select=status`).
+    let select: Vec<String> = pairs
+        .into_iter()
+        .filter(|(k, _)| k == "select")
+        .map(|(_, v)| v)
+        .collect();
+    let runs: Vec<Run> = runs.into_iter().map(public).collect();
+    Ok(Json(super::select_fields(&runs, &select)?))
 }
 
 async fn find(state: &AppRef, owner: &str, thread_id: &str, run_id: &str) -> ApiResult<Run> {

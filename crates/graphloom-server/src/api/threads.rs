@@ -161,15 +161,25 @@ pub(crate) async fn patch(
     State(state): State<AppRef>,
     Extension(Owner(owner)): Extension<Owner>,
     Path(id): Path<String>,
+    headers: HeaderMap,
     body: Bytes,
-) -> ApiResult<Json<Thread>> {
+) -> ApiResult<Response> {
     let b: PatchBody = parse_body(&body)?;
-    state
+    let t = state
         .db
         .patch_thread(&owner, &id, b.metadata.as_ref(), ttl_value(b.ttl)?)
         .await?
-        .map(Json)
-        .ok_or_else(|| ApiError::not_found(format!("thread {id}")))
+        .ok_or_else(|| ApiError::not_found(format!("thread {id}")))?;
+    // `Prefer: return=minimal` (the SDK's `return_minimal=True`): no body.
+    let minimal = headers
+        .get_all("prefer")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.split([',', ';']).any(|p| p.trim() == "return=minimal"));
+    if minimal {
+        return Ok(axum::http::StatusCode::NO_CONTENT.into_response());
+    }
+    Ok(Json(t).into_response())
 }
 
 pub(crate) async fn delete(
@@ -196,6 +206,8 @@ struct SearchBody {
     offset: Option<i64>,
     sort_by: Option<String>,
     sort_order: Option<String>,
+    #[serde(default)]
+    select: Option<Vec<String>>,
 }
 
 fn query(b: SearchBody) -> ApiResult<ThreadQuery> {
@@ -229,7 +241,9 @@ pub(crate) async fn search(
     Extension(Owner(owner)): Extension<Owner>,
     body: Bytes,
 ) -> ApiResult<Response> {
-    let q = query(parse_body(&body)?)?;
+    let mut b: SearchBody = parse_body(&body)?;
+    let select = b.select.take().unwrap_or_default();
+    let q = query(b)?;
     let (list, total) = state.db.search_threads(&owner, &q).await?;
     let mut headers = HeaderMap::new();
     headers.insert("x-pagination-total", total.into());
@@ -237,7 +251,7 @@ pub(crate) async fn search(
     if next < total {
         headers.insert("x-pagination-next", next.into());
     }
-    Ok((headers, Json(list)).into_response())
+    Ok((headers, Json(super::select_fields(&list, &select)?)).into_response())
 }
 
 pub(crate) async fn count(

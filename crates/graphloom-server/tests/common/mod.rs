@@ -74,6 +74,35 @@ pub fn slow(deps: &graphloom_server::GraphDeps) -> graphloom_core::Result<Compil
         .compile()
 }
 
+/// `chatty`: `talk` streams two message chunks and a custom event, then answers
+/// `Hello`; `inner` is a subgraph whose `deep` node writes a custom event and sets `decision`.
+pub fn chatty(deps: &graphloom_server::GraphDeps) -> graphloom_core::Result<CompiledGraph<Chat>> {
+    let inner = StateGraph::<Chat>::new()
+        .add_node("deep", |_s: Arc<Chat>, rt: Runtime| async move {
+            rt.write(json!({"from": "deep"}));
+            Ok(ChatUpdate::new().decision("deep".to_owned()))
+        })
+        .add_edge(START, "deep")
+        .add_edge("deep", END)
+        .compile()?;
+    StateGraph::<Chat>::new()
+        .add_node("talk", |_s: Arc<Chat>, rt: Runtime| async move {
+            rt.write(json!({"progress": 0.5}));
+            for tok in ["Hel", "lo"] {
+                rt.emit_message(json!({"type": "AIMessageChunk", "id": "m1", "content": tok}));
+            }
+            Ok(ChatUpdate::new()
+                .messages(vec![Message::ai("Hello").with_id("m1")])
+                .steps(1))
+        })
+        .add_subgraph_shared("inner", inner)
+        .add_edge(START, "talk")
+        .add_edge("talk", "inner")
+        .add_edge("inner", END)
+        .checkpointer_dyn(Arc::clone(&deps.checkpointer))
+        .compile()
+}
+
 pub struct TestServer {
     pub url: String,
     pub server: Server,
@@ -100,6 +129,7 @@ impl TestServer {
             .graph("echo", factory(echo))
             .graph("approval", factory(approval))
             .graph("slow", factory(slow))
+            .graph("chatty", factory(chatty))
             .build()
             .await
             .unwrap();
