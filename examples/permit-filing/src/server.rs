@@ -3,7 +3,8 @@
 //! - `POST /execute`: runs the pipeline to its end (or its pause) and returns the final
 //!   state as JSON.
 //! - `POST /conversations/{id}/stream`: the same run on thread `{id}`, streamed as
-//!   server-sent events: one `node_end` per finished node, then exactly one `done`.
+//!   server-sent events: one `node_end` per finished node, an `interrupt` when the run pauses
+//!   for a verdict, then exactly one `done`.
 //!
 //! Both take `{"thread_id"?: string, "input"?: object, "resume"?: any}`: `input` is a state
 //! update (as [`crate::sample_input`]); `resume` answers a pending approval instead.
@@ -158,6 +159,10 @@ fn node_end(map: &Map<String, Value>, status: &mut String, tokens_used: &mut u64
     let Some((node, update)) = map.iter().next() else {
         return Event::default().comment("empty update");
     };
+    if node == "__interrupt__" {
+        let body = json!({"event": "interrupt", "data": update});
+        return Event::default().event("interrupt").data(body.to_string());
+    }
     if let Some(s) = update["status"].as_str() {
         s.clone_into(status);
     }
