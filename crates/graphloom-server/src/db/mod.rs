@@ -4,8 +4,12 @@
 //! Every row carries an `owner` (the authenticated principal; `""` with auth off). Every
 //! read and write of a resource is scoped to one owner: another owner's row is "not found".
 
+mod kit;
 mod postgres;
 mod sqlite;
+
+pub use postgres::PgDb;
+pub use sqlite::SqliteDb;
 
 use crate::models::{Assistant, CancelAction, ClaimedRun, Run, RunStatus, Thread, ThreadStatus};
 use async_trait::async_trait;
@@ -197,6 +201,9 @@ pub trait Db: Send + Sync + 'static {
     async fn search_threads(&self, owner: &str, q: &ThreadQuery) -> DbResult<(Vec<Thread>, i64)>;
     /// Ids of threads whose ttl has passed (for the sweeper).
     async fn expired_threads(&self, limit: i64) -> DbResult<Vec<String>>;
+    /// Delete a thread and its runs whatever its owner (the TTL sweeper and temporary
+    /// threads of stateless runs); false when not found.
+    async fn delete_thread_any(&self, id: &str) -> DbResult<bool>;
 
     // ---- runs (the queue) ----
     /// Enqueue a run, applying the multitask strategy atomically. The thread must exist.
