@@ -120,6 +120,14 @@ async fn several_modes_at_once_in_order() {
     let cp = parts.last().unwrap().data_json().unwrap();
     assert!(cp["next"].as_array().unwrap().is_empty());
     assert!(cp["config"]["configurable"]["checkpoint_id"].is_string());
+    // Each checkpoint event names the one before it as its parent.
+    let first_cp = parts[0].data_json().unwrap();
+    assert_eq!(first_cp["tasks"][0]["name"], "model");
+    assert_eq!(
+        cp["parent_config"]["configurable"]["checkpoint_id"],
+        first_cp["config"]["configurable"]["checkpoint_id"]
+    );
+    assert_ne!(cp["parent_config"], cp["config"]);
 }
 
 #[tokio::test]

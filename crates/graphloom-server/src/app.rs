@@ -273,7 +273,6 @@ impl Server {
     }
 
     /// The HTTP routes.
-    #[must_use]
     pub fn router(&self) -> axum::Router {
         crate::api::router(Arc::clone(&self.state))
     }

@@ -367,7 +367,7 @@ async fn execute(state: &Arc<AppState>, claimed: ClaimedRun) {
         return;
     }
     let action = *local.action.lock().unwrap_or_else(PoisonError::into_inner);
-    let result = result.unwrap_or_else(|| Err(graphloom_core::Error::Cancelled));
+    let result = result.unwrap_or(Err(graphloom_core::Error::Cancelled));
     let cancelled = matches!(result, Err(graphloom_core::Error::Cancelled));
     if cancelled && action.is_none() {
         // Stopped by shutdown: hand the run back to the queue; it continues from its

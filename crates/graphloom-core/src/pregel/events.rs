@@ -15,16 +15,19 @@ impl<S: State> Loop<S> {
         if !wants_cp && !wants_dbg {
             return;
         }
-        let next: Vec<String> = plan(&self.g, &self.ls, &self.ns_str)
-            .into_iter()
-            .map(|t| t.node)
+        let planned = plan(&self.g, &self.ls, &self.ns_str);
+        let next: Vec<&str> = planned.iter().map(|t| t.node.as_str()).collect();
+        let tasks: Vec<Value> = planned
+            .iter()
+            .map(|t| json!({"id": t.id, "name": t.node, "interrupts": []}))
             .collect();
         let payload = json!({
             "config": {"configurable": {"thread_id": self.cfg.thread_id, "checkpoint_ns": self.ns_str, "checkpoint_id": self.ls.checkpoint_id}},
-            "parent_config": self.ls.saved_id.as_ref().map(|id| json!({"configurable": {"thread_id": self.cfg.thread_id, "checkpoint_ns": self.ns_str, "checkpoint_id": id}})),
+            "parent_config": self.event_parent.as_ref().map(|id| json!({"configurable": {"thread_id": self.cfg.thread_id, "checkpoint_ns": self.ns_str, "checkpoint_id": id}})),
             "values": self.ls.state.to_json().unwrap_or(Value::Null),
             "metadata": {"source": "loop", "step": self.ls.step},
             "next": next,
+            "tasks": tasks,
         });
         if wants_dbg {
             let p = payload.clone();

@@ -86,6 +86,8 @@ struct Loop<S: State> {
     deadline: Option<Instant>,
     timeout_ms: u64,
     cancel: Option<crate::config::CancelToken>,
+    /// Parent of the last saved checkpoint (for checkpoint stream events).
+    event_parent: Option<String>,
     metadata: serde_json::Map<String, Value>,
 }
 
@@ -156,6 +158,7 @@ pub(crate) async fn run_loop<S: State>(
         interrupt_after: merge_sets(&rc.interrupt_after, is_root),
         deadline,
         cancel: rc.cancel.clone(),
+        event_parent: None,
         timeout_ms: rc
             .timeout
             .map_or(0, |t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
@@ -309,7 +312,7 @@ impl<S: State> Loop<S> {
         };
         let meta = self.meta(source);
         self.saver.put(&parent, cp, meta, nv).await?;
-        self.ls.saved_id = Some(self.ls.checkpoint_id.clone());
+        self.event_parent = self.ls.saved_id.replace(self.ls.checkpoint_id.clone());
         Ok(())
     }
 
