@@ -9,3 +9,4 @@
 pub mod db;
 pub mod hosted;
 pub mod models;
+pub mod wire;

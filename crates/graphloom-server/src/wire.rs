@@ -1,0 +1,1210 @@
+//! Run events on the wire: [`JsonRunEvent`]s turned into the server-sent events the
+//! official `langgraph-sdk` clients read.
+//!
+//! A client asks for wire modes (`stream_mode`: `values`, `updates`, `messages`,
+//! `messages-tuple`, `custom`, `events`, `debug`, `tasks`, `checkpoints`);
+//! [`parse_stream_modes`] checks them and [`WireModes::core_modes`] says which core
+//! [`StreamMode`]s the run must produce for them. A [`WireEncoder`] (one per run) turns each
+//! event of the run into zero or more `(event name, data)` pairs, and [`sse_frame`] writes
+//! one pair as an SSE frame.
+//!
+//! The rules, as LangGraph Server applies them:
+//!
+//! - A part from a subgraph is named `"<name>|<ns1>|<ns2>…"` (`values|sub:1f0…`), for
+//!   every event name except `events` (whose nesting lives in `parent_ids`).
+//! - `messages-tuple` parts go out as event `messages` with data `[chunk, metadata]`.
+//! - `messages` parts are accumulated per message id: `messages/metadata`
+//!   `{id: {"metadata": …}}` once per id, then `messages/partial` `[message so far]` for
+//!   each chunk (content concatenated, tool-call chunks merged by index and parsed into
+//!   `tool_calls`, type `ai`), or `messages/complete` `[message]` for a whole message.
+//! - Interrupts go out as `updates` `{"__interrupt__": […]}` when `updates` was asked for,
+//!   and otherwise as a `values` event with that same data. Since the core reports
+//!   interrupts only in its `updates` mode, [`WireModes::core_modes`] always includes it.
+//! - `events` synthesises `astream_events` v2 dictionaries from task, message and custom
+//!   parts: `on_chain_start` / `on_chain_end` per task (and for the whole graph, first and
+//!   at a successful end), `on_chat_model_stream` per message chunk, `on_custom_event` per
+//!   custom write.
+//! - A failed run ends with `error` `{"error": <error type>, "message": …}`; a run that
+//!   ends well adds nothing (the stream just closes).
+
+use crate::hosted::{JsonRunEvent, JsonRunOutput};
+use graphloom_core::{Error, StreamMode};
+use serde_json::{json, Map, Value};
+use std::collections::HashMap;
+
+/// The comment line sent every few seconds to keep an SSE connection open.
+pub const HEARTBEAT: &str = ": heartbeat\r\n\r\n";
+
+/// The wire stream modes a client asked for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WireModes {
+    /// `values`: the whole state after each step.
+    pub values: bool,
+    /// `updates`: each node's update, and interrupts.
+    pub updates: bool,
+    /// `messages`: accumulated messages (`messages/metadata|partial|complete`).
+    pub messages: bool,
+    /// `messages-tuple`: raw `[chunk, metadata]` pairs as event `messages`.
+    pub messages_tuple: bool,
+    /// `custom`: what nodes write with the stream writer.
+    pub custom: bool,
+    /// `events`: `astream_events` v2-like dictionaries.
+    pub events: bool,
+    /// `debug`: checkpoints and tasks wrapped with step and type.
+    pub debug: bool,
+    /// `tasks`: task starts and results.
+    pub tasks: bool,
+    /// `checkpoints`: each checkpoint as it is created.
+    pub checkpoints: bool,
+}
+
+/// Parse a request's `stream_mode` list. No modes means `["values"]` (LangGraph's
+/// default). An unknown mode is an error carrying its name.
+pub fn parse_stream_modes(modes: &[String]) -> Result<WireModes, String> {
+    let mut m = WireModes::default();
+    if modes.is_empty() {
+        m.values = true;
+        return Ok(m);
+    }
+    for mode in modes {
+        match mode.as_str() {
+            "values" => m.values = true,
+            "updates" => m.updates = true,
+            "messages" => m.messages = true,
+            "messages-tuple" => m.messages_tuple = true,
+            "custom" => m.custom = true,
+            "events" => m.events = true,
+            "debug" => m.debug = true,
+            "tasks" => m.tasks = true,
+            "checkpoints" => m.checkpoints = true,
+            other => return Err(other.to_owned()),
+        }
+    }
+    Ok(m)
+}
+
+impl WireModes {
+    /// The core stream modes a run must produce for these wire modes: `messages` and
+    /// `messages-tuple` need [`StreamMode::Messages`]; `events` needs tasks, messages and
+    /// custom parts; [`StreamMode::Updates`] is always included because interrupts
+    /// arrive through it.
+    #[must_use]
+    pub fn core_modes(&self) -> Vec<StreamMode> {
+        let mut out = Vec::new();
+        let mut add = |on: bool, m: StreamMode| {
+            if on && !out.contains(&m) {
+                out.push(m);
+            }
+        };
+        add(self.values, StreamMode::Values);
+        add(true, StreamMode::Updates);
+        add(
+            self.messages || self.messages_tuple || self.events,
+            StreamMode::Messages,
+        );
+        add(self.custom || self.events, StreamMode::Custom);
+        add(self.tasks || self.events, StreamMode::Tasks);
+        add(self.checkpoints, StreamMode::Checkpoints);
+        add(self.debug, StreamMode::Debug);
+        out
+    }
+}
+
+/// The type name an error is reported under in `error` events and `__error__` bodies,
+/// after LangGraph's exception classes where one fits.
+#[must_use]
+pub fn error_name(e: &Error) -> &'static str {
+    match e {
+        Error::RecursionLimit { .. } => "GraphRecursionError",
+        Error::State { .. } => "InvalidUpdateError",
+        Error::NodeTimeout { .. } | Error::RunTimeout { .. } => "TimeoutError",
+        Error::Node { .. } => "NodeError",
+        Error::BudgetExceeded { .. } => "BudgetExceededError",
+        Error::Cancelled => "CancelledError",
+        Error::NotFound(_) => "NotFoundError",
+        Error::CorruptCheckpoint { .. } => "CorruptCheckpointError",
+        Error::Backend(_) => "BackendError",
+        Error::InvalidGraph(_)
+        | Error::Decode(_)
+        | Error::UnknownNode(_)
+        | Error::InvalidResume(_)
+        | Error::NoCheckpointer(_) => "ValueError",
+        _ => "Error",
+    }
+}
+
+/// `{"error": <type name>, "message": <message>}` for an error.
+#[must_use]
+pub fn error_json(e: &Error) -> Value {
+    json!({"error": error_name(e), "message": e.to_string()})
+}
+
+/// The first event of a run's stream: `metadata` `{"run_id", "attempt"}`.
+#[must_use]
+pub fn metadata_event(run_id: &str, attempt: u32) -> (String, Value) {
+    (
+        "metadata".to_owned(),
+        json!({"run_id": run_id, "attempt": attempt}),
+    )
+}
+
+/// The body of `runs/wait` (and `join`): the final values; for an interrupted run the
+/// values with `"__interrupt__": [...]` added; for a failed run
+/// `{"__error__": {"error", "message"}}`.
+#[must_use]
+pub fn wait_body(out: &Result<JsonRunOutput, Error>) -> Value {
+    match out {
+        Ok(o) => {
+            let mut values = o.values.clone();
+            if o.interrupted && !o.interrupts.is_empty() {
+                let ints = serde_json::to_value(&o.interrupts).unwrap_or(Value::Null);
+                match &mut values {
+                    Value::Object(m) => {
+                        m.insert("__interrupt__".into(), ints);
+                    }
+                    Value::Null => values = json!({"__interrupt__": ints}),
+                    _ => {}
+                }
+            }
+            values
+        }
+        Err(e) => json!({"__error__": error_json(e)}),
+    }
+}
+
+/// One SSE frame: `event: <name>\r\ndata: <compact json>\r\n[id: <id>\r\n]\r\n`. Line
+/// breaks in the name or id (which would end the field) are replaced by spaces; the JSON
+/// is compact, so it is one line.
+#[must_use]
+pub fn sse_frame(event: &str, data: &Value, id: Option<&str>) -> String {
+    let clean = |s: &str| s.replace(['\r', '\n'], " ");
+    let data = serde_json::to_string(data).unwrap_or_else(|_| "null".to_owned());
+    let mut out = format!("event: {}\r\ndata: {data}\r\n", clean(event));
+    if let Some(id) = id {
+        out.push_str("id: ");
+        out.push_str(&clean(id));
+        out.push_str("\r\n");
+    }
+    out.push_str("\r\n");
+    out
+}
+
+/// Turns one run's events into wire events. Keeps what the run needs across events: the
+/// messages accumulated so far (for `messages` mode) and whether the `events` mode has
+/// announced the graph's start.
+#[derive(Debug)]
+pub struct WireEncoder {
+    modes: WireModes,
+    run_meta: Map<String, Value>,
+    /// Accumulated messages by id.
+    messages: HashMap<String, Value>,
+    started: bool,
+    anon: u64,
+}
+
+impl WireEncoder {
+    /// An encoder for a run. `run_meta` (an object: `run_id`, `thread_id`, `graph_id`,
+    /// `assistant_id`, …) is merged into the metadata of message and `events` events.
+    #[must_use]
+    pub fn new(modes: WireModes, run_meta: Value) -> Self {
+        let run_meta = match run_meta {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        };
+        Self {
+            modes,
+            run_meta,
+            messages: HashMap::new(),
+            started: false,
+            anon: 0,
+        }
+    }
+
+    /// The wire events for one run event, in order.
+    pub fn encode(&mut self, ev: &JsonRunEvent) -> Vec<(String, Value)> {
+        let mut out = Vec::new();
+        if self.modes.events && !self.started {
+            self.started = true;
+            out.push((
+                "events".to_owned(),
+                self.root_event("on_chain_start", json!({"input": null})),
+            ));
+        }
+        match ev {
+            JsonRunEvent::Part { mode, ns, data } => self.part(*mode, ns, data, &mut out),
+            JsonRunEvent::End(Ok(o)) => {
+                if self.modes.events {
+                    out.push((
+                        "events".to_owned(),
+                        self.root_event("on_chain_end", json!({"output": o.values})),
+                    ));
+                }
+            }
+            JsonRunEvent::End(Err(e)) => out.push(("error".to_owned(), error_json(e))),
+        }
+        out
+    }
+
+    fn part(&mut self, mode: StreamMode, ns: &[String], data: &Value, out: &mut Vec<(String, Value)>) {
+        let name = |base: &str| {
+            if ns.is_empty() {
+                base.to_owned()
+            } else {
+                format!("{base}|{}", ns.join("|"))
+            }
+        };
+        let m = self.modes;
+        match mode {
+            StreamMode::Values if m.values => out.push((name("values"), data.clone())),
+            StreamMode::Updates => {
+                if m.updates {
+                    out.push((name("updates"), data.clone()));
+                } else if is_interrupt(data) {
+                    out.push((name("values"), data.clone()));
+                }
+            }
+            StreamMode::Messages => {
+                let (chunk, meta) = match data {
+                    Value::Array(pair) if pair.len() == 2 => (pair[0].clone(), pair[1].clone()),
+                    other => (other.clone(), Value::Null),
+                };
+                let meta = self.message_meta(meta);
+                if m.messages_tuple {
+                    out.push((name("messages"), json!([chunk, meta])));
+                }
+                if m.messages {
+                    self.accumulate(chunk.clone(), &meta, &name, out);
+                }
+                if m.events {
+                    out.push(("events".to_owned(), self.model_event(chunk, meta)));
+                }
+            }
+            StreamMode::Custom => {
+                if m.custom {
+                    out.push((name("custom"), data.clone()));
+                }
+                if m.events {
+                    let meta = self.base_meta(ns);
+                    out.push((
+                        "events".to_owned(),
+                        json!({
+                            "event": "on_custom_event",
+                            "name": "custom",
+                            "run_id": self.run_id(),
+                            "data": data,
+                            "metadata": meta,
+                            "tags": [],
+                            "parent_ids": self.root_parents(),
+                        }),
+                    ));
+                }
+            }
+            StreamMode::Tasks => {
+                if m.tasks {
+                    out.push((name("tasks"), data.clone()));
+                }
+                if m.events {
+                    out.push(("events".to_owned(), self.task_event(ns, data)));
+                }
+            }
+            StreamMode::Checkpoints if m.checkpoints => out.push((name("checkpoints"), data.clone())),
+            StreamMode::Debug if m.debug => out.push((name("debug"), data.clone())),
+            _ => {}
+        }
+    }
+
+    fn run_id(&self) -> Value {
+        self.run_meta.get("run_id").cloned().unwrap_or(Value::Null)
+    }
+
+    fn root_parents(&self) -> Value {
+        match self.run_meta.get("run_id") {
+            Some(id) => json!([id]),
+            None => json!([]),
+        }
+    }
+
+    fn base_meta(&self, ns: &[String]) -> Value {
+        let mut meta = self.run_meta.clone();
+        meta.insert("langgraph_checkpoint_ns".into(), json!(ns.join("|")));
+        Value::Object(meta)
+    }
+
+    /// A message's metadata with the run's metadata merged in and `checkpoint_ns` set.
+    fn message_meta(&self, meta: Value) -> Value {
+        let mut meta = match meta {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        };
+        for (k, v) in &self.run_meta {
+            meta.insert(k.clone(), v.clone());
+        }
+        if !meta.contains_key("checkpoint_ns") {
+            let ns = meta
+                .get("langgraph_checkpoint_ns")
+                .cloned()
+                .unwrap_or_else(|| json!(""));
+            meta.insert("checkpoint_ns".into(), ns);
+        }
+        Value::Object(meta)
+    }
+
+    fn root_event(&self, event: &str, data: Value) -> Value {
+        let name = self
+            .run_meta
+            .get("graph_id")
+            .cloned()
+            .unwrap_or_else(|| json!("LangGraph"));
+        json!({
+            "event": event,
+            "name": name,
+            "run_id": self.run_id(),
+            "data": data,
+            "metadata": Value::Object(self.run_meta.clone()),
+            "tags": [],
+            "parent_ids": [],
+        })
+    }
+
+    fn task_event(&self, ns: &[String], data: &Value) -> Value {
+        let node = data.get("name").cloned().unwrap_or(Value::Null);
+        let task_id = data.get("id").cloned().unwrap_or(Value::Null);
+        let mut meta = match self.base_meta(ns) {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        };
+        meta.insert("langgraph_node".into(), node.clone());
+        if let Some(t) = data.get("triggers") {
+            meta.insert("langgraph_triggers".into(), t.clone());
+        }
+        let start = data.get("input").is_some() || data.get("triggers").is_some();
+        let (event, payload) = if start {
+            (
+                "on_chain_start",
+                json!({"input": data.get("input").cloned().unwrap_or(Value::Null)}),
+            )
+        } else {
+            let mut p = Map::new();
+            p.insert(
+                "output".into(),
+                data.get("result").cloned().unwrap_or(Value::Null),
+            );
+            if let Some(err) = data.get("error").filter(|e| !e.is_null()) {
+                p.insert("error".into(), err.clone());
+            }
+            if let Some(ints) = data
+                .get("interrupts")
+                .filter(|i| i.as_array().is_some_and(|a| !a.is_empty()))
+            {
+                p.insert("output".into(), json!({"__interrupt__": ints}));
+            }
+            ("on_chain_end", Value::Object(p))
+        };
+        json!({
+            "event": event,
+            "name": node,
+            "run_id": task_id,
+            "data": payload,
+            "metadata": Value::Object(meta),
+            "tags": [],
+            "parent_ids": self.root_parents(),
+        })
+    }
+
+    fn model_event(&self, chunk: Value, meta: Value) -> Value {
+        let name = chunk
+            .pointer("/response_metadata/model_name")
+            .cloned()
+            .unwrap_or_else(|| json!("ChatModel"));
+        let run_id = chunk.get("id").cloned().unwrap_or(Value::Null);
+        let mut parents = vec![];
+        if let Some(r) = self.run_meta.get("run_id") {
+            parents.push(r.clone());
+        }
+        // The task id is the last part of the node's checkpoint namespace (`node:task_id`).
+        if let Some(task) = meta
+            .get("langgraph_checkpoint_ns")
+            .and_then(Value::as_str)
+            .and_then(|ns| ns.rsplit('|').next())
+            .and_then(|seg| seg.split_once(':'))
+            .map(|(_, id)| id.to_owned())
+        {
+            parents.push(json!(task));
+        }
+        json!({
+            "event": "on_chat_model_stream",
+            "name": name,
+            "run_id": run_id,
+            "data": {"chunk": chunk},
+            "metadata": meta,
+            "tags": [],
+            "parent_ids": parents,
+        })
+    }
+
+    fn accumulate(
+        &mut self,
+        mut chunk: Value,
+        meta: &Value,
+        name: &dyn Fn(&str) -> String,
+        out: &mut Vec<(String, Value)>,
+    ) {
+        let id = match chunk.get("id").and_then(Value::as_str) {
+            Some(id) if !id.is_empty() => id.to_owned(),
+            _ => {
+                self.anon += 1;
+                let id = format!("run-{}-msg-{}", self.run_id().as_str().unwrap_or(""), self.anon);
+                if let Value::Object(m) = &mut chunk {
+                    m.insert("id".into(), json!(id));
+                }
+                id
+            }
+        };
+        let is_chunk = chunk
+            .get("type")
+            .and_then(Value::as_str)
+            .is_some_and(|t| t.ends_with("Chunk"));
+        if !self.messages.contains_key(&id) {
+            out.push((
+                name("messages/metadata"),
+                json!({ id.clone(): {"metadata": meta} }),
+            ));
+        }
+        if is_chunk {
+            let acc = match self.messages.remove(&id) {
+                Some(mut acc) => {
+                    merge_chunk(&mut acc, &chunk);
+                    acc
+                }
+                None => chunk,
+            };
+            out.push((name("messages/partial"), json!([chunk_to_message(&acc)])));
+            self.messages.insert(id, acc);
+        } else {
+            out.push((name("messages/complete"), json!([chunk])));
+            self.messages.insert(id, chunk);
+        }
+    }
+}
+
+fn is_interrupt(data: &Value) -> bool {
+    data.get("__interrupt__")
+        .and_then(Value::as_array)
+        .is_some_and(|a| !a.is_empty())
+}
+
+/// Add `next` into the accumulated chunk `acc`, as LangChain adds message chunks: text
+/// concatenated, content blocks and tool-call chunks merged by `index`, usage summed,
+/// metadata merged.
+fn merge_chunk(acc: &mut Value, next: &Value) {
+    let (Value::Object(a), Value::Object(n)) = (acc, next) else {
+        return;
+    };
+    for (k, v) in n {
+        match k.as_str() {
+            "id" | "type" => {
+                if a.get(k).is_none_or(Value::is_null) {
+                    a.insert(k.clone(), v.clone());
+                }
+            }
+            "content" => {
+                let cur = a.remove("content").unwrap_or(Value::Null);
+                a.insert("content".into(), merge_content(cur, v));
+            }
+            "tool_call_chunks" => {
+                let cur = a.remove(k).unwrap_or_else(|| json!([]));
+                a.insert(k.clone(), merge_indexed(cur, v));
+            }
+            "usage_metadata" => {
+                let cur = a.remove(k).unwrap_or(Value::Null);
+                a.insert(k.clone(), add_numbers(cur, v));
+            }
+            "response_metadata" | "additional_kwargs" => {
+                let mut cur = a.remove(k).unwrap_or_else(|| json!({}));
+                merge_objects(&mut cur, v);
+                a.insert(k.clone(), cur);
+            }
+            _ => {
+                if !v.is_null() {
+                    a.insert(k.clone(), v.clone());
+                }
+            }
+        }
+    }
+}
+
+fn merge_content(cur: Value, next: &Value) -> Value {
+    match (cur, next) {
+        (Value::Null, n) => n.clone(),
+        (c, Value::Null) => c,
+        (Value::String(mut a), Value::String(b)) => {
+            a.push_str(b);
+            Value::String(a)
+        }
+        (Value::String(a), Value::Array(b)) => {
+            let start = if a.is_empty() {
+                json!([])
+            } else {
+                json!([{"type": "text", "text": a}])
+            };
+            merge_indexed(start, &Value::Array(b.clone()))
+        }
+        (Value::Array(a), Value::String(b)) => {
+            let mut a = a;
+            if !b.is_empty() {
+                match a.last_mut() {
+                    Some(Value::Object(last)) if last.get("type") == Some(&json!("text")) => {
+                        let text = last.get("text").and_then(Value::as_str).unwrap_or("").to_owned() + b;
+                        last.insert("text".into(), json!(text));
+                    }
+                    _ => a.push(json!({"type": "text", "text": b})),
+                }
+            }
+            Value::Array(a)
+        }
+        (a @ Value::Array(_), b @ Value::Array(_)) => merge_indexed(a, b),
+        (_, n) => n.clone(),
+    }
+}
+
+/// Merge two lists whose object items may carry an `index`: items with the same index
+/// merge (strings concatenated, first non-null id/name/type kept), others are appended.
+fn merge_indexed(cur: Value, next: &Value) -> Value {
+    let mut items = match cur {
+        Value::Array(a) => a,
+        Value::Null => Vec::new(),
+        other => vec![other],
+    };
+    let Value::Array(next) = next else {
+        return Value::Array(items);
+    };
+    for item in next {
+        let idx = item.get("index").filter(|i| !i.is_null());
+        let target = idx.and_then(|i| items.iter_mut().find(|x| x.get("index") == Some(i)));
+        match (target, item) {
+            (Some(Value::Object(t)), Value::Object(n)) => {
+                for (k, v) in n {
+                    match (t.get_mut(k), v) {
+                        (_, Value::Null) => {}
+                        (Some(Value::String(a)), Value::String(b))
+                            if !matches!(k.as_str(), "id" | "name" | "type") =>
+                        {
+                            a.push_str(b);
+                        }
+                        (Some(cur), _) if !cur.is_null() => {}
+                        _ => {
+                            t.insert(k.clone(), v.clone());
+                        }
+                    }
+                }
+            }
+            _ => items.push(item.clone()),
+        }
+    }
+    Value::Array(items)
+}
+
+fn add_numbers(cur: Value, next: &Value) -> Value {
+    match (cur, next) {
+        (Value::Null, n) => n.clone(),
+        (Value::Object(mut a), Value::Object(b)) => {
+            for (k, v) in b {
+                let c = a.remove(k).unwrap_or(Value::Null);
+                a.insert(k.clone(), add_numbers(c, v));
+            }
+            Value::Object(a)
+        }
+        (Value::Number(a), Value::Number(b)) => match (a.as_i64(), b.as_i64()) {
+            (Some(x), Some(y)) => json!(x.saturating_add(y)),
+            _ => json!(a.as_f64().unwrap_or(0.0) + b.as_f64().unwrap_or(0.0)),
+        },
+        (_, n) => n.clone(),
+    }
+}
+
+fn merge_objects(cur: &mut Value, next: &Value) {
+    match (cur, next) {
+        (Value::Object(a), Value::Object(b)) => {
+            for (k, v) in b {
+                if v.is_null() {
+                    continue;
+                }
+                match a.get_mut(k) {
+                    Some(c @ Value::Object(_)) => merge_objects(c, v),
+                    _ => {
+                        a.insert(k.clone(), v.clone());
+                    }
+                }
+            }
+        }
+        (c, n) => *c = n.clone(),
+    }
+}
+
+/// An accumulated chunk as the message a client sees (LangChain's
+/// `message_chunk_to_message`): type without `Chunk`, tool-call chunks parsed into
+/// `tool_calls` (or `invalid_tool_calls` when their arguments are not JSON yet).
+fn chunk_to_message(acc: &Value) -> Value {
+    let Value::Object(src) = acc else {
+        return acc.clone();
+    };
+    let mut m = src.clone();
+    let ty = m
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("AIMessageChunk")
+        .to_owned();
+    let ty = match ty.as_str() {
+        "AIMessageChunk" => "ai".to_owned(),
+        "HumanMessageChunk" => "human".to_owned(),
+        "SystemMessageChunk" => "system".to_owned(),
+        "ToolMessageChunk" => "tool".to_owned(),
+        "ChatMessageChunk" => "chat".to_owned(),
+        "FunctionMessageChunk" => "function".to_owned(),
+        other => other.trim_end_matches("Chunk").to_owned(),
+    };
+    m.insert("type".into(), json!(ty));
+    m.remove("chunk_position");
+    let chunks = m.remove("tool_call_chunks");
+    if ty == "ai" {
+        let mut calls = Vec::new();
+        let mut invalid = Vec::new();
+        if let Some(Value::Array(chunks)) = chunks {
+            for c in chunks {
+                let args = c.get("args").and_then(Value::as_str).unwrap_or("");
+                let name = c.get("name").cloned().unwrap_or(Value::Null);
+                let id = c.get("id").cloned().unwrap_or(Value::Null);
+                match parse_partial_json(args) {
+                    Some(Value::Object(parsed)) => calls.push(json!({
+                        "name": name, "args": parsed, "id": id, "type": "tool_call",
+                    })),
+                    _ => invalid.push(json!({
+                        "name": name, "args": args, "id": id, "error": null, "type": "invalid_tool_call",
+                    })),
+                }
+            }
+        }
+        if m.get("tool_calls")
+            .and_then(Value::as_array)
+            .is_none_or(Vec::is_empty)
+        {
+            m.insert("tool_calls".into(), Value::Array(calls));
+        }
+        if m.get("invalid_tool_calls")
+            .and_then(Value::as_array)
+            .is_none_or(Vec::is_empty)
+        {
+            m.insert("invalid_tool_calls".into(), Value::Array(invalid));
+        }
+        m.entry("usage_metadata").or_insert(Value::Null);
+    }
+    m.entry("content").or_insert_with(|| json!(""));
+    m.entry("additional_kwargs").or_insert_with(|| json!({}));
+    m.entry("response_metadata").or_insert_with(|| json!({}));
+    m.entry("name").or_insert(Value::Null);
+    Value::Object(m)
+}
+
+/// Parse JSON that may be cut off (tool-call arguments mid-stream): close open strings,
+/// arrays and objects, dropping trailing characters until it parses. Empty text is `{}`.
+fn parse_partial_json(s: &str) -> Option<Value> {
+    if s.trim().is_empty() {
+        return Some(json!({}));
+    }
+    if let Ok(v) = serde_json::from_str(s) {
+        return Some(v);
+    }
+    let cuts: Vec<usize> = s
+        .char_indices()
+        .map(|(i, _)| i)
+        .skip(1)
+        .chain([s.len()])
+        .collect();
+    for &end in cuts.iter().rev() {
+        let prefix = &s[..end];
+        let Some(closers) = closers(prefix) else {
+            continue;
+        };
+        if let Ok(v) = serde_json::from_str::<Value>(&format!("{prefix}{closers}")) {
+            return Some(v);
+        }
+    }
+    None
+}
+
+/// What closes the open strings and brackets of `prefix`, or `None` if it is malformed.
+fn closers(prefix: &str) -> Option<String> {
+    let mut stack: Vec<char> = Vec::new();
+    let mut in_str = false;
+    let mut escaped = false;
+    for c in prefix.chars() {
+        if in_str {
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_str = false;
+            }
+            continue;
+        }
+        match c {
+            '"' => in_str = true,
+            '{' => stack.push('}'),
+            '[' => stack.push(']'),
+            // A closer must match the innermost open bracket.
+            '}' | ']' if stack.pop() != Some(c) => return None,
+            _ => {}
+        }
+    }
+    if escaped {
+        return None;
+    }
+    let mut out = String::new();
+    if in_str {
+        out.push('"');
+    }
+    out.extend(stack.iter().rev());
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hosted::{hosted, HostedGraph, JsonCommand, JsonRunRequest};
+    use futures::StreamExt;
+    use graphloom_core::checkpoint::InMemorySaver;
+    use graphloom_core::{JsonState, JsonUpdate, NodeError, NodeOutput, Runtime, StateGraph, END, START};
+    use std::sync::Arc;
+
+    fn upd(v: Value) -> NodeOutput<JsonState> {
+        let u: JsonUpdate = v.as_object().cloned().unwrap().into();
+        NodeOutput::Update(u)
+    }
+
+    fn shape() -> JsonState {
+        JsonState::from_reducer_names([("log", "append"), ("answer", "last")]).unwrap()
+    }
+
+    fn modes(m: &[&str]) -> WireModes {
+        parse_stream_modes(&m.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>()).unwrap()
+    }
+
+    /// Run `g` and encode its events for wire modes `m`.
+    async fn wire(
+        g: &Arc<dyn HostedGraph>,
+        m: &[&str],
+        input: Option<Value>,
+        command: Option<JsonCommand>,
+        subgraphs: bool,
+    ) -> Vec<(String, Value)> {
+        let wm = modes(m);
+        let req = JsonRunRequest {
+            input,
+            command,
+            thread_id: Some("t".into()),
+            modes: wm.core_modes(),
+            subgraphs,
+            run_id: Some("run-1".into()),
+            ..JsonRunRequest::default()
+        };
+        let mut enc = WireEncoder::new(
+            wm,
+            json!({"run_id": "run-1", "thread_id": "t", "graph_id": "g", "assistant_id": "a1"}),
+        );
+        let mut out = Vec::new();
+        let mut s = g.stream(req);
+        while let Some(ev) = s.next().await {
+            out.extend(enc.encode(&ev));
+        }
+        out
+    }
+
+    fn names(evs: &[(String, Value)]) -> Vec<&str> {
+        evs.iter().map(|(n, _)| n.as_str()).collect()
+    }
+
+    fn two_nodes() -> Arc<dyn HostedGraph> {
+        hosted(
+            StateGraph::with_shape(shape())
+                .add_node("a", |_s: Arc<JsonState>, _rt| async {
+                    Ok(upd(json!({"log": ["a"]})))
+                })
+                .add_node("b", |_s: Arc<JsonState>, _rt| async {
+                    Ok(upd(json!({"log": ["b"]})))
+                })
+                .add_edge(START, "a")
+                .add_edge("a", "b")
+                .add_edge("b", END)
+                .checkpointer(InMemorySaver::new())
+                .compile()
+                .unwrap(),
+        )
+    }
+
+    fn asking() -> Arc<dyn HostedGraph> {
+        hosted(
+            StateGraph::with_shape(shape())
+                .add_node("ask", |_s: Arc<JsonState>, rt: Runtime| async move {
+                    let v = rt.interrupt("ok?")?;
+                    Ok(upd(json!({"answer": v})))
+                })
+                .add_edge(START, "ask")
+                .add_edge("ask", END)
+                .checkpointer(InMemorySaver::new())
+                .compile()
+                .unwrap(),
+        )
+    }
+
+    #[test]
+    fn sse_frame_bytes() {
+        assert_eq!(
+            sse_frame("values", &json!({"a": [1, "x\ny"]}), None),
+            "event: values\r\ndata: {\"a\":[1,\"x\\ny\"]}\r\n\r\n"
+        );
+        assert_eq!(
+            sse_frame("updates|sub:1", &json!(null), Some("7")),
+            "event: updates|sub:1\r\ndata: null\r\nid: 7\r\n\r\n"
+        );
+        assert_eq!(
+            sse_frame("a\r\nb", &json!(1), None),
+            "event: a  b\r\ndata: 1\r\n\r\n"
+        );
+        assert_eq!(HEARTBEAT, ": heartbeat\r\n\r\n");
+    }
+
+    #[test]
+    fn stream_modes_parse_and_map_to_core_modes() {
+        assert_eq!(parse_stream_modes(&[]).unwrap(), modes(&["values"]));
+        assert_eq!(
+            parse_stream_modes(&["values".into(), "nope".into()]),
+            Err("nope".to_owned())
+        );
+        assert_eq!(
+            modes(&["values"]).core_modes(),
+            vec![StreamMode::Values, StreamMode::Updates]
+        );
+        assert_eq!(
+            modes(&["messages-tuple"]).core_modes(),
+            vec![StreamMode::Updates, StreamMode::Messages]
+        );
+        let ev = modes(&["events"]).core_modes();
+        for m in [
+            StreamMode::Messages,
+            StreamMode::Tasks,
+            StreamMode::Custom,
+            StreamMode::Updates,
+        ] {
+            assert!(ev.contains(&m), "{m:?}");
+        }
+        let all = modes(&[
+            "values",
+            "updates",
+            "messages",
+            "messages-tuple",
+            "custom",
+            "events",
+            "debug",
+            "tasks",
+            "checkpoints",
+        ]);
+        assert_eq!(all.core_modes().len(), 7);
+    }
+
+    #[tokio::test]
+    async fn values_and_updates_in_order_and_nothing_at_a_good_end() {
+        let evs = wire(
+            &two_nodes(),
+            &["values", "updates"],
+            Some(json!({"log": ["in"]})),
+            None,
+            false,
+        )
+        .await;
+        assert_eq!(
+            evs,
+            vec![
+                ("values".into(), json!({"log": ["in"], "answer": null})),
+                ("updates".into(), json!({"a": {"log": ["a"]}})),
+                ("values".into(), json!({"log": ["in", "a"], "answer": null})),
+                ("updates".into(), json!({"b": {"log": ["b"]}})),
+                ("values".into(), json!({"log": ["in", "a", "b"], "answer": null})),
+            ]
+        );
+        let only_values = wire(&two_nodes(), &["values"], Some(json!({})), None, false).await;
+        assert_eq!(names(&only_values), vec!["values"; 3]);
+    }
+
+    #[tokio::test]
+    async fn interrupts_as_updates_or_as_values() {
+        let g = asking();
+        let evs = wire(&g, &["updates"], Some(json!({})), None, false).await;
+        let (name, data) = evs.last().unwrap();
+        assert_eq!(name, "updates");
+        assert_eq!(data["__interrupt__"][0]["value"], json!("ok?"));
+        assert_eq!(data["__interrupt__"][0]["id"].as_str().unwrap().len(), 32);
+
+        let g = asking();
+        let evs = wire(&g, &["values"], Some(json!({})), None, false).await;
+        assert_eq!(names(&evs), vec!["values", "values"]);
+        assert_eq!(evs[1].1["__interrupt__"][0]["value"], json!("ok?"));
+
+        // Resumed by a command: the run finishes and its last values carry the answer.
+        let cmd = JsonCommand {
+            resume: Some(json!("yes")),
+            ..JsonCommand::default()
+        };
+        let evs = wire(&g, &["values"], None, Some(cmd), false).await;
+        assert_eq!(evs.last().unwrap().1["answer"], json!("yes"));
+        assert!(evs.iter().all(|(_, d)| d.get("__interrupt__").is_none()));
+    }
+
+    #[tokio::test]
+    async fn subgraph_parts_carry_their_namespace_in_the_name() {
+        let child = StateGraph::with_shape(JsonState::from_reducer_names([("log", "append")]).unwrap())
+            .add_node("inner", |_s: Arc<JsonState>, _rt| async {
+                Ok(upd(json!({"log": ["inner"]})))
+            })
+            .add_edge(START, "inner")
+            .add_edge("inner", END)
+            .compile()
+            .unwrap();
+        let g = hosted(
+            StateGraph::with_shape(shape())
+                .add_subgraph_shared("sub", child)
+                .add_edge(START, "sub")
+                .add_edge("sub", END)
+                .checkpointer(InMemorySaver::new())
+                .compile()
+                .unwrap(),
+        );
+        let evs = wire(&g, &["updates"], Some(json!({})), None, true).await;
+        let sub: Vec<&(String, Value)> = evs
+            .iter()
+            .filter(|(n, _)| n.starts_with("updates|sub:"))
+            .collect();
+        assert_eq!(sub.len(), 1, "{evs:?}");
+        assert_eq!(sub[0].1, json!({"inner": {"log": ["inner"]}}));
+        assert!(evs.iter().any(|(n, d)| n == "updates" && d.get("sub").is_some()));
+        // Without subgraphs only the root's events.
+        let evs = wire(&g, &["updates"], Some(json!({})), None, false).await;
+        assert_eq!(names(&evs), vec!["updates"]);
+    }
+
+    fn chatty() -> Arc<dyn HostedGraph> {
+        hosted(
+            StateGraph::with_shape(shape())
+                .add_node("talk", |_s: Arc<JsonState>, rt: Runtime| async move {
+                    rt.emit_message(json!({"type": "AIMessageChunk", "id": "m1", "content": "Hel",
+                        "tool_call_chunks": [{"type": "tool_call_chunk", "index": 0, "id": "c1", "name": "f", "args": "{\"a\": "}],
+                        "usage_metadata": {"input_tokens": 3, "output_tokens": 1, "total_tokens": 4}}));
+                    rt.emit_message(json!({"type": "AIMessageChunk", "id": "m1", "content": "lo",
+                        "tool_call_chunks": [{"type": "tool_call_chunk", "index": 0, "id": null, "name": null, "args": "1}"}],
+                        "usage_metadata": {"input_tokens": 0, "output_tokens": 2, "total_tokens": 2}}));
+                    rt.emit_message(json!({"type": "tool", "id": "m2", "content": "done", "tool_call_id": "c1"}));
+                    rt.write(json!({"progress": 1}));
+                    Ok(upd(json!({"log": ["talked"]})))
+                })
+                .add_edge(START, "talk")
+                .add_edge("talk", END)
+                .checkpointer(InMemorySaver::new())
+                .compile()
+                .unwrap(),
+        )
+    }
+
+    #[tokio::test]
+    async fn messages_tuple_sends_chunks_with_metadata() {
+        let evs = wire(&chatty(), &["messages-tuple"], Some(json!({})), None, false).await;
+        assert_eq!(names(&evs), vec!["messages"; 3]);
+        let [chunk, meta] = evs[0].1.as_array().unwrap().as_slice() else {
+            panic!("not a pair")
+        };
+        assert_eq!(chunk["content"], json!("Hel"));
+        assert_eq!(meta["langgraph_node"], json!("talk"));
+        assert_eq!(meta["graph_id"], json!("g"));
+        assert_eq!(meta["assistant_id"], json!("a1"));
+        assert_eq!(meta["run_id"], json!("run-1"));
+        assert_eq!(meta["checkpoint_ns"], meta["langgraph_checkpoint_ns"]);
+        assert_eq!(evs[1].1[0]["content"], json!("lo"), "tuple mode sends deltas");
+    }
+
+    #[tokio::test]
+    async fn messages_mode_accumulates() {
+        let evs = wire(&chatty(), &["messages"], Some(json!({})), None, false).await;
+        assert_eq!(
+            names(&evs),
+            vec![
+                "messages/metadata",
+                "messages/partial",
+                "messages/partial",
+                "messages/metadata",
+                "messages/complete"
+            ]
+        );
+        assert_eq!(evs[0].1["m1"]["metadata"]["langgraph_node"], json!("talk"));
+        let first = &evs[1].1[0];
+        assert_eq!(first["type"], json!("ai"));
+        assert_eq!(first["content"], json!("Hel"));
+        assert!(first.get("tool_call_chunks").is_none());
+        assert_eq!(
+            first["tool_calls"][0]["args"],
+            json!({}),
+            "cut-off args parse partially"
+        );
+        let second = &evs[2].1[0];
+        assert_eq!(second["id"], json!("m1"));
+        assert_eq!(second["content"], json!("Hello"));
+        assert_eq!(
+            second["tool_calls"],
+            json!([{"name": "f", "args": {"a": 1}, "id": "c1", "type": "tool_call"}])
+        );
+        assert_eq!(second["invalid_tool_calls"], json!([]));
+        assert_eq!(
+            second["usage_metadata"],
+            json!({"input_tokens": 3, "output_tokens": 3, "total_tokens": 6})
+        );
+        assert_eq!(evs[3].1["m2"]["metadata"]["langgraph_node"], json!("talk"));
+        assert_eq!(
+            evs[4].1,
+            json!([{"type": "tool", "id": "m2", "content": "done", "tool_call_id": "c1"}])
+        );
+
+        // Both message modes at once, plus custom.
+        let evs = wire(
+            &chatty(),
+            &["messages", "messages-tuple", "custom"],
+            Some(json!({})),
+            None,
+            false,
+        )
+        .await;
+        assert_eq!(evs.iter().filter(|(n, _)| n == "messages").count(), 3);
+        assert_eq!(evs.iter().filter(|(n, _)| n == "messages/partial").count(), 2);
+        assert_eq!(
+            evs.last().unwrap(),
+            &("custom".to_owned(), json!({"progress": 1}))
+        );
+    }
+
+    #[tokio::test]
+    async fn events_mode_synthesises_astream_events() {
+        let evs = wire(&chatty(), &["events"], Some(json!({})), None, false).await;
+        assert!(evs.iter().all(|(n, _)| n == "events"));
+        let kinds: Vec<(&str, &str)> = evs
+            .iter()
+            .map(|(_, d)| (d["event"].as_str().unwrap(), d["name"].as_str().unwrap_or("")))
+            .collect();
+        assert_eq!(kinds.first(), Some(&("on_chain_start", "g")));
+        assert_eq!(kinds.last(), Some(&("on_chain_end", "g")));
+        assert!(kinds.contains(&("on_chain_start", "talk")));
+        assert!(kinds.contains(&("on_chain_end", "talk")));
+        assert!(kinds.contains(&("on_custom_event", "custom")));
+        let stream: Vec<&Value> = evs
+            .iter()
+            .map(|(_, d)| d)
+            .filter(|d| d["event"] == json!("on_chat_model_stream"))
+            .collect();
+        assert_eq!(stream.len(), 3);
+        assert_eq!(stream[0]["data"]["chunk"]["content"], json!("Hel"));
+        assert_eq!(stream[0]["parent_ids"][0], json!("run-1"));
+        let start = evs
+            .iter()
+            .find(|(_, d)| d["event"] == json!("on_chain_start") && d["name"] == json!("talk"))
+            .unwrap();
+        assert_eq!(
+            stream[0]["parent_ids"][1], start.1["run_id"],
+            "the model event hangs under its task"
+        );
+        for (_, d) in &evs {
+            for key in [
+                "event",
+                "name",
+                "run_id",
+                "data",
+                "metadata",
+                "tags",
+                "parent_ids",
+            ] {
+                assert!(d.get(key).is_some(), "{key} missing in {d}");
+            }
+        }
+        let end = evs.last().unwrap();
+        assert_eq!(end.1["data"]["output"]["log"], json!(["talked"]));
+    }
+
+    #[tokio::test]
+    async fn a_failed_run_ends_with_an_error_event() {
+        let g = hosted(
+            StateGraph::with_shape(shape())
+                .add_node("boom", |_s: Arc<JsonState>, _rt| async {
+                    Err::<NodeOutput<JsonState>, _>(NodeError::fatal("kaput"))
+                })
+                .add_edge(START, "boom")
+                .add_edge("boom", END)
+                .checkpointer(InMemorySaver::new())
+                .compile()
+                .unwrap(),
+        );
+        let evs = wire(&g, &["values"], Some(json!({})), None, false).await;
+        let (name, data) = evs.last().unwrap();
+        assert_eq!(name, "error");
+        assert_eq!(data["error"], json!("NodeError"));
+        assert!(data["message"].as_str().unwrap().contains("kaput"));
+        assert_eq!(
+            error_json(&Error::RecursionLimit { limit: 3 })["error"],
+            json!("GraphRecursionError")
+        );
+    }
+
+    #[test]
+    fn wait_body_shapes() {
+        let done = JsonRunOutput {
+            values: json!({"a": 1}),
+            interrupts: vec![],
+            interrupted: false,
+            checkpoint: None,
+        };
+        assert_eq!(wait_body(&Ok(done.clone())), json!({"a": 1}));
+        let paused = JsonRunOutput {
+            interrupts: vec![graphloom_core::Interrupt {
+                id: "i1".into(),
+                value: json!("ok?"),
+            }],
+            interrupted: true,
+            ..done
+        };
+        assert_eq!(
+            wait_body(&Ok(paused)),
+            json!({"a": 1, "__interrupt__": [{"id": "i1", "value": "ok?"}]})
+        );
+        assert_eq!(
+            wait_body(&Err(Error::RunTimeout { after_ms: 5 })),
+            json!({"__error__": {"error": "TimeoutError", "message": "run timed out after 5 ms"}})
+        );
+    }
+
+    #[test]
+    fn partial_json() {
+        assert_eq!(parse_partial_json(""), Some(json!({})));
+        assert_eq!(parse_partial_json("{\"a\": [1, 2"), Some(json!({"a": [1, 2]})));
+        assert_eq!(parse_partial_json("{\"a\": \"he"), Some(json!({"a": "he"})));
+        assert_eq!(parse_partial_json("{\"a\": 1, \"b"), Some(json!({"a": 1})));
+        assert_eq!(parse_partial_json("{\"q\": \"x\\"), Some(json!({"q": "x"})));
+        assert_eq!(parse_partial_json("]"), None);
+    }
+
+    #[test]
+    fn content_blocks_merge_by_index() {
+        let mut acc = json!({"type": "AIMessageChunk", "id": "m", "content": [{"type": "text", "text": "a", "index": 0}]});
+        merge_chunk(
+            &mut acc,
+            &json!({"content": [{"type": "text", "text": "b", "index": 0}, {"type": "text", "text": "c", "index": 1}]}),
+        );
+        assert_eq!(
+            acc["content"],
+            json!([{"type": "text", "text": "ab", "index": 0}, {"type": "text", "text": "c", "index": 1}])
+        );
+    }
+}
