@@ -5,7 +5,7 @@
 use anyhow::Context;
 use clap::Parser;
 use graphloom_core::checkpoint::DynCheckpointer;
-use graphloom_core::store::DynStore;
+use graphloom_core::store::{DynStore, SearchQuery};
 use graphloom_core::{Command, Message, RunConfig, RunInput, RunStatus};
 use permit_filing::{default_model, graph, sample_input, server, PermitState};
 use std::io::Write;
@@ -39,7 +39,7 @@ async fn main() -> anyhow::Result<()> {
     let db = args.db.clone().unwrap_or_else(|| tmp.path().join("permit.db"));
     let saver: Arc<dyn DynCheckpointer> = Arc::new(graphloom_sqlite::SqliteSaver::open(&db).await?);
     let store: Arc<dyn DynStore> = Arc::new(graphloom_sqlite::SqliteStore::open(&db).await?);
-    let g = graph(saver, store, default_model())?;
+    let g = graph(saver, Arc::clone(&store), default_model())?;
 
     if let Some(addr) = args.serve {
         let listener = tokio::net::TcpListener::bind(&addr).await?;
@@ -91,6 +91,22 @@ async fn main() -> anyhow::Result<()> {
             .context("resume failed")?;
     }
     report(&out.values);
+    let created = store
+        .search(
+            &permit_filing::skills::entities_ns(),
+            SearchQuery::new().limit(100),
+        )
+        .await?;
+    println!(
+        "-- knowledge-graph entities created (mutations): {}",
+        created.len()
+    );
+    for e in created {
+        println!(
+            "   {} {} ({})",
+            e.item.value["kind"], e.item.value["name"], e.item.key
+        );
+    }
     Ok(())
 }
 

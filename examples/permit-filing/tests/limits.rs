@@ -156,3 +156,36 @@ async fn the_default_iteration_limit_is_twenty() {
     assert_eq!(out.values.consecutive_failed_resolves, 20);
     assert_eq!(out.values.hitl_checkpoint_type.as_deref(), Some("force_clarify"));
 }
+
+#[tokio::test]
+async fn an_operator_call_cap_from_budgeted_model_is_typed_and_resumable_too() {
+    use graphloom_core::checkpoint::{DynCheckpointer, InMemorySaver};
+    use graphloom_core::store::DynStore;
+    use graphloom_core::InMemoryStore;
+    use graphloom_llm::{Budget, BudgetedModel, UsageTracker};
+    use std::sync::Arc;
+
+    let script = ScriptedModel::new([
+        tool_reply("c1", "entity_resolve", json!({"query": "Mitchell Ranch 1H"})),
+        text_reply("Resolved."),
+    ]);
+    let tracker = UsageTracker::shared();
+    let capped = BudgetedModel::new(script.clone(), Arc::clone(&tracker), Budget::unlimited().calls(1));
+    let saver: Arc<dyn DynCheckpointer> = Arc::new(InMemorySaver::new());
+    let store: Arc<dyn DynStore> = Arc::new(InMemoryStore::new());
+    let g = graph(saver, store, Arc::new(capped.clone())).unwrap();
+    let cfg = RunConfig::thread("calls");
+    let err = g
+        .invoke_input(RunInput::Json(sample_input()), cfg.clone())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::BudgetExceeded { budget, node, .. } if budget == "model_calls" && node == INITIAL_LLM_CALL),
+        "{err:?}"
+    );
+    assert_eq!(script.calls(), 1);
+    capped.set_budget(Budget::unlimited().calls(5));
+    let done = g.invoke_input(RunInput::Continue, cfg).await.unwrap();
+    assert_eq!(done.values.status, status::COMPLETED);
+    assert_eq!(tracker.totals().calls, 2);
+}
