@@ -960,12 +960,47 @@ async fn stress(dbs: Vec<Arc<dyn Db>>, workers_per_db: usize) {
     }
 }
 
+/// Ten `reject` runs created at once on one idle thread, spread over the replicas: exactly
+/// one gets in.
+async fn reject_race(dbs: &[Arc<dyn Db>]) {
+    dbs[0]
+        .create_thread(ALICE, &thread("race", json!({})))
+        .await
+        .unwrap();
+    let tasks: Vec<_> = (0..10)
+        .map(|i| {
+            let db = Arc::clone(&dbs[i % dbs.len()]);
+            tokio::spawn(async move {
+                let mut new = enqueue("race");
+                new.reject_if_busy = true;
+                db.create_run(&new).await
+            })
+        })
+        .collect();
+    let (mut ok, mut busy) = (0, 0);
+    for t in tasks {
+        match t.await.unwrap() {
+            Ok(_) => ok += 1,
+            Err(DbError::Busy(_)) => busy += 1,
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert_eq!((ok, busy), (1, 9));
+    assert_eq!(
+        dbs[0].list_runs(ALICE, "race", None, 0, 0).await.unwrap().len(),
+        1
+    );
+    assert!(dbs[0].delete_thread(ALICE, "race").await.unwrap());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sqlite_queue_under_eight_workers() {
     let dir = tempfile::tempdir().unwrap();
     let db = SqliteDb::open(dir.path().join("queue.db")).await.unwrap();
     let started = std::time::Instant::now();
-    stress(vec![Arc::new(db)], 8).await;
+    let dbs: Vec<Arc<dyn Db>> = vec![Arc::new(db)];
+    reject_race(&dbs).await;
+    stress(dbs, 8).await;
     eprintln!("sqlite: 200 runs in {:?}", started.elapsed());
 }
 
@@ -974,6 +1009,8 @@ async fn postgres_queue_across_two_replicas() {
     let (url, _guard) = test_database().await;
     let (a, b) = tokio::join!(PgDb::connect(&url), PgDb::connect(&url));
     let started = std::time::Instant::now();
-    stress(vec![Arc::new(a.unwrap()), Arc::new(b.unwrap())], 8).await;
+    let dbs: Vec<Arc<dyn Db>> = vec![Arc::new(a.unwrap()), Arc::new(b.unwrap())];
+    reject_race(&dbs).await;
+    stress(dbs, 8).await;
     eprintln!("postgres: 200 runs in {:?}", started.elapsed());
 }

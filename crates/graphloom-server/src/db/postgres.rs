@@ -130,12 +130,17 @@ const RUN_COLS: &str = "run_id, thread_id, assistant_id, created_at, updated_at,
 
 /// Claimable runs (`$1` = now): pending and due, or running with an expired lease; a
 /// pending run waits for every running run of its thread (a dead worker's expired one is
-/// taken over first), an expired running run only for live ones.
+/// taken over first), an expired running run only for live ones. Of a thread's due pending
+/// runs only the oldest is claimable, so concurrent claimers spread over threads instead of
+/// queueing up on the runs of one.
 const CLAIMABLE: &str = "((r.status = 'pending' AND r.due_at <= $1) \
         OR (r.status = 'running' AND r.lease_expires_at < $1)) \
     AND NOT EXISTS (SELECT 1 FROM server_runs o WHERE o.thread_id = r.thread_id \
         AND o.run_id <> r.run_id AND o.status = 'running' \
-        AND (r.status = 'pending' OR o.lease_expires_at >= $1))";
+        AND (r.status = 'pending' OR o.lease_expires_at >= $1)) \
+    AND NOT (r.status = 'pending' AND EXISTS (SELECT 1 FROM server_runs p \
+        WHERE p.thread_id = r.thread_id AND p.status = 'pending' AND p.due_at <= $1 \
+        AND (p.created_at, p.run_id) < (r.created_at, r.run_id)))";
 
 /// The server's storage in PostgreSQL.
 #[derive(Debug, Clone)]
@@ -835,14 +840,18 @@ impl Db for PgDb {
     }
 
     async fn claim_run(&self, worker: &str, lease: Duration) -> DbResult<Option<ClaimedRun>> {
+        // Threads passed over in this call (another claimer holds them).
+        let mut passed: Vec<String> = Vec::new();
         for _ in 0..CLAIM_TRIES {
             let mut tx = self.pool.begin().await?;
             let now = now_micros();
             let picked: Option<(String, String)> = sqlx::query_as(&format!(
                 "SELECT r.run_id, r.thread_id FROM server_runs r WHERE {CLAIMABLE} \
+                 AND r.thread_id <> ALL($2::text[]) \
                  ORDER BY r.created_at, r.run_id LIMIT 1 FOR UPDATE OF r SKIP LOCKED"
             ))
             .bind(now)
+            .bind(&passed)
             .fetch_optional(&mut *tx)
             .await?;
             let Some((run_id, thread_id)) = picked else {
@@ -857,16 +866,21 @@ impl Db for PgDb {
             .fetch_optional(&mut *tx)
             .await?;
             if locked.is_none() {
-                tx.rollback().await?;
-                tokio::task::yield_now().await;
-                continue;
+                let exists: bool =
+                    sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM server_threads WHERE thread_id = $1)")
+                        .bind(&thread_id)
+                        .fetch_one(&mut *tx)
+                        .await?;
+                // A run whose thread is gone has nothing to serialise with (as on SQLite).
+                if exists {
+                    tx.rollback().await?;
+                    passed.push(thread_id);
+                    continue;
+                }
             }
             // With the thread locked, a fresh snapshot sees every committed claim on it.
             let still: bool = sqlx::query_scalar(&format!(
-                "SELECT EXISTS (SELECT 1 FROM server_runs r WHERE r.run_id = $2 AND {CLAIMABLE} \
-                 AND NOT EXISTS (SELECT 1 FROM server_runs p WHERE p.thread_id = r.thread_id \
-                     AND r.status = 'pending' AND p.status = 'pending' AND p.due_at <= $1 \
-                     AND (p.created_at, p.run_id) < (r.created_at, r.run_id)))"
+                "SELECT EXISTS (SELECT 1 FROM server_runs r WHERE r.run_id = $2 AND {CLAIMABLE})"
             ))
             .bind(now)
             .bind(&run_id)
@@ -874,7 +888,7 @@ impl Db for PgDb {
             .await?;
             if !still {
                 tx.rollback().await?;
-                tokio::task::yield_now().await;
+                passed.push(thread_id);
                 continue;
             }
             let row = sqlx::query(&format!(

@@ -118,6 +118,17 @@ const THREAD_COLS: &str = "thread_id, created_at, updated_at, state_updated_at, 
 const RUN_COLS: &str = "run_id, thread_id, assistant_id, created_at, updated_at, status, metadata, kwargs, \
      multitask_strategy, attempt, cancel_action";
 
+/// The oldest claimable run (`?1` = now): pending and due, or running with an expired
+/// lease. A pending run waits for every running run of its thread (a dead worker's expired
+/// one is taken over first); an expired running run waits only for live ones.
+const CLAIMABLE: &str = "SELECT r.run_id, r.thread_id FROM server_runs r \
+     WHERE ((r.status = 'pending' AND r.due_at <= ?1) \
+         OR (r.status = 'running' AND r.lease_expires_at < ?1)) \
+       AND NOT EXISTS (SELECT 1 FROM server_runs o WHERE o.thread_id = r.thread_id \
+         AND o.run_id <> r.run_id AND o.status = 'running' \
+         AND (r.status = 'pending' OR o.lease_expires_at >= ?1)) \
+     ORDER BY r.created_at, r.run_id LIMIT 1";
+
 /// The server's storage in SQLite.
 #[derive(Debug, Clone)]
 pub struct SqliteDb {
@@ -897,22 +908,21 @@ impl Db for SqliteDb {
     }
 
     async fn claim_run(&self, worker: &str, lease: Duration) -> DbResult<Option<ClaimedRun>> {
+        // A look without the write lock first: idle workers polling an empty queue then
+        // never take SQLite's write lock away from the checkpointer.
+        let any: Option<(String, String)> = sqlx::query_as(CLAIMABLE)
+            .bind(now_micros())
+            .fetch_optional(&self.reader)
+            .await?;
+        if any.is_none() {
+            return Ok(None);
+        }
         let mut tx = self.write().await?;
         let now = now_micros();
-        // A pending run waits for every running run of its thread (a dead worker's expired
-        // one is taken over first); an expired running run waits only for live ones.
-        let picked: Option<(String, String)> = sqlx::query_as(
-            "SELECT r.run_id, r.thread_id FROM server_runs r \
-             WHERE ((r.status = 'pending' AND r.due_at <= ?1) \
-                 OR (r.status = 'running' AND r.lease_expires_at < ?1)) \
-               AND NOT EXISTS (SELECT 1 FROM server_runs o WHERE o.thread_id = r.thread_id \
-                 AND o.run_id <> r.run_id AND o.status = 'running' \
-                 AND (r.status = 'pending' OR o.lease_expires_at >= ?1)) \
-             ORDER BY r.created_at, r.run_id LIMIT 1",
-        )
-        .bind(now)
-        .fetch_optional(&mut *tx)
-        .await?;
+        let picked: Option<(String, String)> = sqlx::query_as(CLAIMABLE)
+            .bind(now)
+            .fetch_optional(&mut *tx)
+            .await?;
         let Some((run_id, thread_id)) = picked else {
             tx.commit().await?;
             return Ok(None);
