@@ -437,15 +437,17 @@ pub async fn tool_node(
         .filter(|pm| pm.status == "approved" && calls.len() == 1 && calls[0].id == pm.tool_call_id)
         .cloned();
     let conv = s.conversation_id.clone();
+    let visible = skills::visible_tools(&s.agent_type, &s.injected_skill_ids);
     if replay.is_none() {
-        if let Some((call, capability)) = calls
-            .iter()
-            .find_map(|c| mutating_capability(&c.name).map(|cap| (c, cap)))
-        {
+        // Only tools this agent is offered can be gated; any other name is an unknown tool.
+        if let Some((call, capability)) = calls.iter().find_map(|c| {
+            mutating_capability(&c.name)
+                .filter(|_| visible.iter().any(|v| v == &c.name))
+                .map(|cap| (c, cap))
+        }) {
             return Ok(gate(u, &s, &rt, call, capability, &conv).await);
         }
     }
-    let visible = skills::visible_tools(&s.agent_type, &s.injected_skill_ids);
     let state_json = s.to_json().unwrap_or(Value::Null);
     let mut messages = Vec::new();
     let mut recent = s.recent_entity_context.clone();

@@ -289,15 +289,24 @@ async fn without_skills_the_synthesis_call_is_skipped() {
 
 #[tokio::test]
 async fn a_general_agent_loads_no_domain_skill() {
-    let s = setup(ScriptedModel::new([text_reply(
-        "I can only help with general questions.",
-    )]));
+    let s = setup(ScriptedModel::new([
+        create_operator_reply(),
+        text_reply("I can only help with general questions."),
+    ]));
     let mut input = sample_input();
     input["agent_type"] = json!("general");
-    s.graph
+    let out = s
+        .graph
         .invoke_input(RunInput::Json(input), RunConfig::thread("general"))
         .await
         .unwrap();
+    // create_entity is not offered to a general agent: no approval, no mutation, an error result.
+    assert_eq!(out.status, RunStatus::Done);
+    assert_eq!(out.values.status, status::COMPLETED);
+    assert!(tool_messages_for(&out.values, "call_create_1")[0]
+        .text()
+        .contains("unknown tool"));
+    assert!(entities(&s.store).await.is_empty());
     let req = &s.model.requests()[0];
     let tools: Vec<&str> = req.options.tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(
