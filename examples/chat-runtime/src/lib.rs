@@ -5,7 +5,7 @@
 //! wire.
 //!
 //! ```text
-//! route (wire::DataStreamEncoder)            AiEvents -> `0:` `9:` `a:` `e:` `d:` lines
+//! route (route::router, wire)               POST /api/v1/ai/chat; AiEvents -> `0:` `9:` `a:` `e:` `d:` lines
 //!   -> ChatRuntime::run_chat_stream          graph run id, relay pump: client + billing
 //!     -> GraphExecutor::run_graph            { stream, final_result }; emits `done` once
 //!       -> graph: agent <-> tools -> END     agent: CompletionAdapter; tools: ToolRunner
@@ -20,6 +20,7 @@
 pub mod adapter;
 pub mod events;
 pub mod executor;
+pub mod route;
 pub mod runtime;
 pub mod tools;
 pub mod wire;
@@ -29,6 +30,7 @@ pub use events::{AiEvent, Correlation, EventEnvelope, GraphLlmCaller, LlmCaller,
 pub use executor::{
     FinalResult, GraphExecutor, GraphFinal, GraphRun, GraphRunRequest, InProcGraphExecutor, RunError,
 };
+pub use route::router;
 pub use runtime::{BillingSink, ChargeReceipt, ChatRequest, ChatRun, ChatRuntime, InMemoryBilling};
 pub use tools::{knowledge_search, redact, ToolContract, ToolErrorCode, ToolOutcome, ToolRunner};
 pub use wire::{decode_line, encode_data_stream, DataStreamEncoder, DATA_STREAM_HEADER};

@@ -22,6 +22,10 @@ struct Args {
     /// The question.
     #[arg(long, default_value = "How do I reset my password?")]
     question: String,
+    /// Serve `POST /api/v1/ai/chat` on this address (e.g. `127.0.0.1:3000`) instead of
+    /// running one turn.
+    #[arg(long)]
+    serve: Option<String>,
 }
 
 #[tokio::main]
@@ -33,6 +37,15 @@ async fn main() -> anyhow::Result<()> {
     let g = graph(Arc::new(saver), Arc::new(InMemoryStore::new()), default_model())?;
     let billing = InMemoryBilling::new();
     let runtime = ChatRuntime::new(Arc::new(InProcGraphExecutor::new(g)), billing.clone());
+    if let Some(addr) = args.serve {
+        let listener = tokio::net::TcpListener::bind(&addr).await?;
+        println!(
+            "serving POST http://{}/api/v1/ai/chat (data stream protocol)",
+            listener.local_addr()?
+        );
+        axum::serve(listener, chat_runtime::router(runtime)).await?;
+        return Ok(());
+    }
     let mut run = runtime.run_chat_stream(ChatRequest {
         caller: LlmCaller {
             billing_account_id: "acct-demo".into(),
