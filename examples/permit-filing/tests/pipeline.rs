@@ -407,3 +407,56 @@ async fn request_metadata_can_ask_for_a_checkpoint() {
         .iter()
         .any(|m| m.text().contains("supervisor_review was approved")));
 }
+
+#[tokio::test]
+async fn memory_node_injects_working_and_episodic_memory_after_the_prompt() {
+    use graphloom_core::store::{DynStore, PutOptions};
+    let s = setup(ScriptedModel::new([text_reply("Noted.")]));
+    let wm = ["working_memory".to_owned(), "conv-mitchell-ranch".to_owned()];
+    let put = |ns: Vec<String>, key: &'static str, value: serde_json::Value| {
+        let store = s.store.clone();
+        async move {
+            DynStore::put(&*store, &ns, key, value, PutOptions::default())
+                .await
+                .unwrap()
+        }
+    };
+    put(
+        wm.to_vec(),
+        "scratchpad",
+        json!({"text": "Operator wants the W-1 filed this week."}),
+    )
+    .await;
+    put(
+        wm.to_vec(),
+        "entities",
+        json!({"items": ["Well: 42-329-12345 (Mitchell Ranch 1H)"]}),
+    )
+    .await;
+    put(
+        vec!["episodic".into(), "tenant-permian".into()],
+        "s1",
+        json!({"summary": "Previously filed Rule 37 exception for Mitchell Ranch 2H"}),
+    )
+    .await;
+    let out = s
+        .graph
+        .invoke_input(RunInput::Json(sample_input()), RunConfig::thread("memory"))
+        .await
+        .unwrap();
+    assert_eq!(
+        out.values.memory_context["scratchpad"]["text"],
+        "Operator wants the W-1 filed this week."
+    );
+    let req = &s.model.requests()[0].messages;
+    let mem = req
+        .iter()
+        .position(|m| m.text().starts_with("=== Memory Context ==="))
+        .expect("memory context");
+    assert!(mem >= 1, "after the stable system prefix");
+    let text = req[mem].text();
+    assert!(text.contains("[Working Memory -- Scratchpad]\nOperator wants the W-1 filed this week."));
+    assert!(text.contains("- Well: 42-329-12345 (Mitchell Ranch 1H)"));
+    assert!(text.contains("Previously filed Rule 37 exception for Mitchell Ranch 2H"));
+    assert_eq!(req.last().unwrap().kind, MessageKind::Human);
+}
