@@ -1,0 +1,329 @@
+//! `graphloom`: serve the example graphs over the LangGraph Server API, run a graph with a
+//! live view, inspect threads checkpoint by checkpoint, draw graphs.
+
+mod registry;
+mod render;
+mod threads;
+
+use anyhow::{bail, Context as _};
+use clap::{Parser, Subcommand, ValueEnum};
+use graphloom_core::checkpoint::DynCheckpointer;
+use graphloom_core::store::DynStore;
+use graphloom_server::{GraphDeps, Server, ServerConfig};
+use serde_json::Value;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+#[derive(Parser)]
+#[command(
+    name = "graphloom",
+    version,
+    about = "Durable agent graphs: serve, run, inspect, draw"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(clap::Args, Clone)]
+struct DbArgs {
+    /// SQLite file (the default persistence).
+    #[arg(long, default_value = "graphloom.db")]
+    db: PathBuf,
+    /// PostgreSQL URL instead of SQLite.
+    #[arg(long)]
+    database_url: Option<String>,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Serve the example graphs over the LangGraph Server HTTP API.
+    Serve {
+        #[command(flatten)]
+        db: DbArgs,
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1:2024")]
+        addr: String,
+        /// Runs executed at once.
+        #[arg(long, default_value_t = 8)]
+        workers: usize,
+        /// API key, as KEY or KEY=OWNER (repeat for several owners). Without any, auth is off.
+        #[arg(long = "api-key")]
+        api_keys: Vec<String>,
+        /// Allowed CORS origin (repeatable; `*` for any).
+        #[arg(long = "cors")]
+        cors: Vec<String>,
+    },
+    /// Run a graph here and show what happens, node by node.
+    Run {
+        /// Graph id (see `graphloom graphs`).
+        graph: String,
+        /// Input as JSON, or @file with JSON; default: the graph's sample input.
+        #[arg(long)]
+        input: Option<String>,
+        /// Thread id (default: a new one). Reuse it to continue a conversation.
+        #[arg(long)]
+        thread: Option<String>,
+        /// Resume value for an interrupt, as JSON (non-interactive).
+        #[arg(long)]
+        resume: Option<String>,
+        /// Print the raw events as JSON lines, for scripts.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        db: DbArgs,
+    },
+    /// Inspect threads stored in the database.
+    Threads {
+        #[command(subcommand)]
+        what: threads::ThreadCmd,
+        #[command(flatten)]
+        db: DbArgs,
+    },
+    /// Draw a graph.
+    Draw {
+        /// Graph id.
+        graph: String,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = DrawFormat::Mermaid)]
+        format: DrawFormat,
+        /// Output file (default: standard output for Mermaid, `<graph>.<format>` otherwise).
+        #[arg(long, short)]
+        output: Option<PathBuf>,
+    },
+    /// List the graphs this command knows.
+    Graphs,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum DrawFormat {
+    Mermaid,
+    Svg,
+    Png,
+}
+
+/// Persistence for local commands.
+pub(crate) async fn open_deps(db: &DbArgs) -> anyhow::Result<GraphDeps> {
+    let (checkpointer, store): (Arc<dyn DynCheckpointer>, Arc<dyn DynStore>) = match &db.database_url {
+        Some(url) => (
+            Arc::new(
+                graphloom_postgres::PostgresSaver::connect(url)
+                    .await
+                    .with_context(|| "cannot open the PostgreSQL checkpointer")?,
+            ),
+            Arc::new(graphloom_postgres::PostgresStore::connect(url).await?),
+        ),
+        None => (
+            Arc::new(
+                graphloom_sqlite::SqliteSaver::open(db.db.clone())
+                    .await
+                    .with_context(|| format!("cannot open {}", db.db.display()))?,
+            ),
+            Arc::new(graphloom_sqlite::SqliteStore::open(db.db.clone()).await?),
+        ),
+    };
+    Ok(GraphDeps { checkpointer, store })
+}
+
+/// Parse `--input`: JSON text or `@file`; errors point at the line and column.
+pub(crate) fn parse_json_arg(what: &str, arg: &str) -> anyhow::Result<Value> {
+    let (text, origin) = match arg.strip_prefix('@') {
+        Some(path) => (
+            std::fs::read_to_string(path).with_context(|| format!("cannot read {what} file {path}"))?,
+            path.to_owned(),
+        ),
+        None => (arg.to_owned(), format!("--{what}")),
+    };
+    serde_json::from_str(&text).map_err(|e| {
+        let line = text.lines().nth(e.line().saturating_sub(1)).unwrap_or_default();
+        let caret = " ".repeat(e.column().saturating_sub(1));
+        anyhow::anyhow!(
+            "{what} is not valid JSON ({origin}, line {}, column {}): {e}\n  {line}\n  {caret}^",
+            e.line(),
+            e.column()
+        )
+    })
+}
+
+/// When `GRAPHLOOM_MODEL` is set, check now that the model can be built, with what to set.
+fn check_model() -> anyhow::Result<()> {
+    let Ok(spec) = std::env::var("GRAPHLOOM_MODEL") else {
+        return Ok(());
+    };
+    graphloom_llm::init_chat_model(&spec).map(|_| ()).map_err(|e| {
+        anyhow::anyhow!(
+            "GRAPHLOOM_MODEL={spec} cannot be used: {e}\n\
+             Set the provider's key (OPENAI_API_KEY, ANTHROPIC_API_KEY; OPENAI_BASE_URL for an \
+             OpenAI-compatible server), or unset GRAPHLOOM_MODEL to run offline with the scripted model."
+        )
+    })
+}
+
+async fn serve(
+    db: DbArgs,
+    addr: String,
+    workers: usize,
+    api_keys: Vec<String>,
+    cors: Vec<String>,
+) -> anyhow::Result<()> {
+    let mut cfg = match &db.database_url {
+        Some(url) => ServerConfig::postgres(url.clone()),
+        None => ServerConfig::sqlite(db.db.clone()),
+    };
+    cfg.workers = workers;
+    cfg.cors_origins = cors;
+    for k in api_keys {
+        let (key, owner) = k.split_once('=').unwrap_or((k.as_str(), k.as_str()));
+        cfg.api_keys.insert(key.to_owned(), owner.to_owned());
+    }
+    let auth_off = cfg.api_keys.is_empty();
+    let mut builder = Server::builder(cfg);
+    for e in registry::all() {
+        builder = builder.graph(e.id, e.factory);
+    }
+    let server = builder.build().await?;
+    let listener = tokio::net::TcpListener::bind(&addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr}"))?;
+    let local = listener.local_addr()?;
+    if auth_off && !local.ip().is_loopback() {
+        eprintln!("warning: listening on {local} with auth off; pass --api-key to require keys");
+    }
+    let store = match &db.database_url {
+        Some(_) => "PostgreSQL".to_owned(),
+        None => format!("SQLite {}", db.db.display()),
+    };
+    println!(
+        "graphloom listening on http://{local} ({store}); graphs: {}",
+        server.graph_ids().join(", ")
+    );
+    server
+        .serve(listener, async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await?;
+    Ok(())
+}
+
+async fn draw(graph: &str, format: DrawFormat, output: Option<PathBuf>) -> anyhow::Result<()> {
+    let entry = registry::find(graph)?;
+    let dir = std::env::temp_dir().join(format!("graphloom-draw-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir)?;
+    let deps = open_deps(&DbArgs {
+        db: dir.join("draw.db"),
+        database_url: None,
+    })
+    .await?;
+    let g = (entry.factory)(&deps)?;
+    let text = g.mermaid();
+    let result = match format {
+        DrawFormat::Mermaid => match output {
+            Some(p) => std::fs::write(&p, &text).with_context(|| format!("cannot write {}", p.display())),
+            None => {
+                println!("{text}");
+                Ok(())
+            }
+        },
+        DrawFormat::Svg | DrawFormat::Png => {
+            let ext = if format == DrawFormat::Svg { "svg" } else { "png" };
+            let out = output.unwrap_or_else(|| PathBuf::from(format!("{}.{ext}", entry.id)));
+            let src = dir.join("graph.mmd");
+            std::fs::write(&src, &text)?;
+            match std::process::Command::new("mmdc").arg("-i").arg(&src).arg("-o").arg(&out).status() {
+                Ok(s) if s.success() => {
+                    println!("wrote {}", out.display());
+                    Ok(())
+                }
+                Ok(s) => Err(anyhow::anyhow!("mmdc failed ({s})")),
+                Err(_) => Err(anyhow::anyhow!(
+                    "no renderer for {ext}: install the Mermaid CLI (`npm install -g @mermaid-js/mermaid-cli`, \
+                     which provides `mmdc`), or print Mermaid text with `--format mermaid` and paste it \
+                     into https://mermaid.live"
+                )),
+            }
+        }
+    };
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+async fn main_inner(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Cmd::Serve {
+            db,
+            addr,
+            workers,
+            api_keys,
+            cors,
+        } => {
+            check_model()?;
+            serve(db, addr, workers, api_keys, cors).await
+        }
+        Cmd::Run {
+            graph,
+            input,
+            thread,
+            resume,
+            json,
+            db,
+        } => {
+            let entry = registry::find(&graph)?;
+            check_model()?;
+            let input = match input {
+                Some(arg) => parse_json_arg("input", &arg)?,
+                None => (entry.sample)(),
+            };
+            let resume = resume.map(|r| parse_json_arg("resume", &r)).transpose()?;
+            let deps = open_deps(&db).await?;
+            let g = (entry.factory)(&deps)?;
+            render::run(g, entry.id, input, thread, resume, json).await
+        }
+        Cmd::Threads { what, db } => threads::run(what, &db).await,
+        Cmd::Draw {
+            graph,
+            format,
+            output,
+        } => draw(&graph, format, output).await,
+        Cmd::Graphs => {
+            for e in registry::all() {
+                println!("{:<22} {}", e.id, e.about);
+            }
+            Ok(())
+        }
+    }
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    // `graphloom threads diff x | head` closes the pipe early: end quietly, as Unix tools do.
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let msg = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or_default();
+        if msg.contains("Broken pipe") {
+            std::process::exit(0);
+        }
+        default_hook(info);
+    }));
+    let cli = Cli::parse();
+    match main_inner(cli).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Refuse an empty thread id early with a clear message.
+pub(crate) fn require_thread(id: &str) -> anyhow::Result<()> {
+    if id.trim().is_empty() {
+        bail!("a thread id is required");
+    }
+    Ok(())
+}

@@ -1,0 +1,208 @@
+//! `graphloom threads`: what happened on a thread, checkpoint by checkpoint.
+
+use crate::{open_deps, registry, DbArgs};
+use anyhow::Context as _;
+use clap::Subcommand;
+use graphloom_core::checkpoint::{CheckpointConfig, ListQuery};
+use graphloom_server::hosted::HostedGraph;
+use graphloom_server::GraphDeps;
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// Thread subcommands.
+#[derive(Subcommand)]
+pub enum ThreadCmd {
+    /// Threads in the database, newest activity first.
+    List {
+        /// At most this many.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+    },
+    /// The latest state of a thread: values, next nodes, pending interrupts.
+    Show {
+        /// Thread id.
+        thread: String,
+    },
+    /// The thread's checkpoints, newest first.
+    History {
+        /// Thread id.
+        thread: String,
+        /// At most this many checkpoints.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+    },
+    /// What changed between consecutive checkpoints, oldest first.
+    Diff {
+        /// Thread id.
+        thread: String,
+    },
+}
+
+/// The graph a thread was run with (saved in its checkpoints' metadata by `graphloom run`
+/// and by the server).
+async fn graph_of(deps: &GraphDeps, thread: &str) -> anyhow::Result<Arc<dyn HostedGraph>> {
+    crate::require_thread(thread)?;
+    let tuple = deps
+        .checkpointer
+        .get_tuple(&CheckpointConfig::thread(thread))
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("thread `{thread}` has no checkpoints in this database"))?;
+    let meta = serde_json::to_value(&tuple.metadata)?;
+    let id = meta
+        .get("graph_id")
+        .and_then(Value::as_str)
+        .ok_or_else(|| anyhow::anyhow!("thread `{thread}` does not say which graph ran it"))?;
+    let entry = registry::find(id)?;
+    Ok((entry.factory)(deps)?)
+}
+
+fn changes(old: &Value, new: &Value) -> Vec<String> {
+    let empty = Map::new();
+    let a = old.as_object().unwrap_or(&empty);
+    let b = new.as_object().unwrap_or(&empty);
+    let mut out = Vec::new();
+    let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+    for k in keys {
+        match (a.get(k), b.get(k)) {
+            (Some(x), Some(y)) if x == y => {}
+            (Some(Value::Array(x)), Some(Value::Array(y))) if y.len() > x.len() && y.starts_with(x) => {
+                for item in &y[x.len()..] {
+                    out.push(format!("  {k} += {}", clip(item)));
+                }
+            }
+            (None, Some(y)) => out.push(format!("  {k} = {}", clip(y))),
+            (Some(_), None) => out.push(format!("  {k} removed")),
+            (Some(x), Some(y)) => out.push(format!("  {k}: {} -> {}", clip(x), clip(y))),
+            (None, None) => {}
+        }
+    }
+    out
+}
+
+fn clip(v: &Value) -> String {
+    let s = v.to_string();
+    if s.chars().count() > 160 {
+        format!("{}…", s.chars().take(160).collect::<String>())
+    } else {
+        s
+    }
+}
+
+fn line(s: &Value) -> String {
+    let meta = s.get("metadata").cloned().unwrap_or(Value::Null);
+    format!(
+        "{}  step {:>3}  {:<7} next {}  {}",
+        s.pointer("/checkpoint/checkpoint_id")
+            .and_then(Value::as_str)
+            .unwrap_or("?"),
+        meta.get("step").map_or_else(|| "?".into(), Value::to_string),
+        meta.get("source").and_then(Value::as_str).unwrap_or(""),
+        s.get("next").map_or_else(String::new, Value::to_string),
+        s.get("created_at").and_then(Value::as_str).unwrap_or(""),
+    )
+}
+
+/// Run a thread subcommand.
+pub async fn run(cmd: ThreadCmd, db: &DbArgs) -> anyhow::Result<()> {
+    let deps = open_deps(db).await?;
+    match cmd {
+        ThreadCmd::List { limit } => {
+            let all = deps
+                .checkpointer
+                .list(&ListQuery {
+                    checkpoint_ns: Some(String::new()),
+                    ..ListQuery::default()
+                })
+                .await
+                .context("listing checkpoints")?;
+            let mut latest: BTreeMap<String, (String, Value)> = BTreeMap::new();
+            for t in all {
+                let meta = serde_json::to_value(&t.metadata)?;
+                let e = latest
+                    .entry(t.config.thread_id.clone())
+                    .or_insert((String::new(), Value::Null));
+                if t.checkpoint.id > e.0 {
+                    *e = (t.checkpoint.id.clone(), meta);
+                }
+            }
+            let mut rows: Vec<_> = latest.into_iter().collect();
+            rows.sort_by(|a, b| b.1 .0.cmp(&a.1 .0));
+            if rows.is_empty() {
+                println!("no threads in this database");
+            }
+            for (thread, (cp, meta)) in rows.into_iter().take(limit) {
+                println!(
+                    "{thread:<38} {:<22} step {:>3}  last checkpoint {cp}",
+                    meta.get("graph_id").and_then(Value::as_str).unwrap_or("?"),
+                    meta.get("step").map_or_else(|| "?".into(), Value::to_string),
+                );
+            }
+        }
+        ThreadCmd::Show { thread } => {
+            let g = graph_of(&deps, &thread).await?;
+            let s = g
+                .get_state(&thread, None)
+                .await?
+                .ok_or_else(|| anyhow::anyhow!("thread `{thread}` has no state"))?;
+            println!("{}", line(&s));
+            if let Some(ints) = s
+                .get("interrupts")
+                .and_then(Value::as_array)
+                .filter(|i| !i.is_empty())
+            {
+                println!("paused at {} interrupt(s):", ints.len());
+                for i in ints {
+                    println!(
+                        "  {} {}",
+                        i.get("id").and_then(Value::as_str).unwrap_or(""),
+                        clip(&i["value"])
+                    );
+                }
+            }
+            println!(
+                "{}",
+                serde_json::to_string_pretty(s.get("values").unwrap_or(&Value::Null))?
+            );
+        }
+        ThreadCmd::History { thread, limit } => {
+            let g = graph_of(&deps, &thread).await?;
+            for s in g.history(&thread, Map::new(), None, Some(limit)).await? {
+                println!("{}", line(&s));
+            }
+        }
+        ThreadCmd::Diff { thread } => {
+            let g = graph_of(&deps, &thread).await?;
+            let mut hist = g.history(&thread, Map::new(), None, Some(1000)).await?;
+            hist.reverse();
+            let mut prev = Value::Object(Map::new());
+            for s in &hist {
+                println!("{}", line(s));
+                let values = s.get("values").cloned().unwrap_or(Value::Null);
+                for c in changes(&prev, &values) {
+                    println!("{c}");
+                }
+                prev = values;
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::changes;
+    use serde_json::json;
+
+    #[test]
+    fn diff_shows_appends_replacements_and_removals() {
+        let c = changes(
+            &json!({"a": [1], "b": 1, "gone": true}),
+            &json!({"a": [1, 2], "b": 2, "new": "x"}),
+        );
+        assert_eq!(
+            c,
+            vec!["  a += 2", "  b: 1 -> 2", "  gone removed", "  new = \"x\""]
+        );
+    }
+}
