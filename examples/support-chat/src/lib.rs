@@ -2,6 +2,8 @@
 //! self-correction (seed 001).
 //!
 //! ```text
+//!       invalid -> END
+//!             ^
 //! START -> ingress --safe--> planner --tool_use--> tool_router -> tool_executor -> verifier
 //!             |                 |                                                   |  |
 //!             | unsafe          +--generate--> generator <-------------success------+  |
@@ -11,9 +13,10 @@
 //!            END                                          generator asks for clarification)
 //! ```
 //!
-//! - `ingress` validates the input (a fatal error for invalid input: nothing else runs),
-//!   loads the user profile from the store and applies the safety policy (an unsafe message
-//!   gets a refusal and skips planning).
+//! - `ingress` validates the input (invalid input ends the turn at once with phase
+//!   `rejected`, the reason in [`AgentState::rejection`], and the offending message removed
+//!   from the thread), loads the user profile from the store and applies the safety policy
+//!   (an unsafe message gets a refusal and skips planning).
 //! - `planner` asks the model for a structured [`Plan`]: `generate` or `tool_use` with calls.
 //! - `tool_router` keeps calls to known, permitted tools (at most
 //!   [`SupportConfig::max_tools_per_step`]).
@@ -66,7 +69,8 @@ pub struct AgentState {
     pub user_id: String,
     /// Permissions and preferences loaded at ingress.
     pub user_context: Value,
-    /// `ingress`, `plan`, `execute`, `verify`, `generate`, `summarize`, `done`, `refused`.
+    /// `ingress`, `plan`, `execute`, `verify`, `generate`, `summarize`, `done`, `refused`,
+    /// `rejected`.
     pub phase: String,
     /// Temporary storage: the verifier's feedback, the clarification flag.
     pub scratchpad: Value,
@@ -87,6 +91,18 @@ pub struct AgentState {
     pub tool_outputs: Vec<ToolOutput>,
     /// Long-term memory: one line per turn, oldest first.
     pub summary: String,
+}
+
+impl AgentState {
+    /// Why ingress rejected the turn's input, if it did.
+    #[must_use]
+    pub fn rejection(&self) -> Option<&str> {
+        if self.phase == "rejected" {
+            self.scratchpad.get("rejection").and_then(Value::as_str)
+        } else {
+            None
+        }
+    }
 }
 
 /// The planner's decision.
@@ -184,17 +200,16 @@ pub fn graph_with(
         .add_node("generator", node!(nodes::generator))
         .add_node("summarizer", node!(nodes::summarizer))
         .add_edge(START, "ingress")
-        .add_conditional_edges(
-            "ingress",
-            |s: &AgentState| {
-                if s.safety_check {
-                    "planner"
-                } else {
-                    "summarizer"
-                }
-            },
-        )
-        .destinations("ingress", ["planner", "summarizer"])
+        .add_conditional_edges("ingress", |s: &AgentState| {
+            if s.safety_check {
+                "planner"
+            } else if s.phase == "rejected" {
+                END
+            } else {
+                "summarizer"
+            }
+        })
+        .destinations("ingress", ["planner", "summarizer", END])
         .add_conditional_edges("planner", |s: &AgentState| {
             if s.next_step == "tool_use" {
                 "tool_router"

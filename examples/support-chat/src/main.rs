@@ -44,6 +44,10 @@ async fn main() -> anyhow::Result<()> {
         println!("user> {text}");
         let out = run_turn(&g, &args.thread, "u-123", text, |e| print_event(&e)).await?;
         let s = &out.values;
+        if let Some(reason) = s.rejection() {
+            println!("  rejected: {reason}\n");
+            continue;
+        }
         println!(
             "\n  phase={} retries={} tokens_used={} context={} messages\n",
             s.phase,

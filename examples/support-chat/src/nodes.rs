@@ -57,8 +57,22 @@ fn tokens(m: &Message) -> i64 {
 
 pub(crate) async fn ingress(s: Arc<AgentState>, rt: Runtime, d: Arc<Deps>) -> NodeResult {
     let text = last_human(&s);
-    validate(&s.user_id, text.as_deref(), &d.config)
-        .map_err(|e| NodeError::fatal(format!("invalid input: {e}")))?;
+    if let Err(reason) = validate(&s.user_id, text.as_deref(), &d.config) {
+        // Rejected: the offending message leaves the thread and nothing else runs.
+        let removal: Vec<Message> = s
+            .messages
+            .last()
+            .filter(|m| m.kind == MessageKind::Human)
+            .and_then(|m| m.id.clone())
+            .map(Message::remove)
+            .into_iter()
+            .collect();
+        return Ok(AgentStateUpdate::new()
+            .safety_check(false)
+            .phase("rejected".into())
+            .scratchpad(json!({"rejection": format!("invalid input: {reason}")}))
+            .messages(removal));
+    }
     let text = text.unwrap_or_default();
     let mut user_context = json!({"tier": "standard"});
     if let Some(store) = rt.store() {

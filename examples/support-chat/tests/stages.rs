@@ -35,16 +35,30 @@ async fn invalid_input_is_rejected_at_ingress_before_any_model_call() {
         ("u-1", "   ", "the message is empty"),
         ("u-1", long.as_str(), "the limit is 40"),
     ];
-    for (i, (user, text, why)) in cases.iter().enumerate() {
+    for (user, text, why) in cases {
         let mut events = Vec::new();
-        let err = run_turn(&g, &format!("t-invalid-{i}"), user, text, |e| events.push(e))
+        let s = run_turn(&g, "t-invalid", user, text, |e| events.push(e))
             .await
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("invalid input") && err.contains(why), "{err}");
+            .unwrap()
+            .values;
+        let reason = s.rejection().unwrap();
+        assert!(
+            reason.starts_with("invalid input") && reason.contains(why),
+            "{reason}"
+        );
+        assert!(!s.safety_check);
         assert!(events.is_empty());
+        assert!(s.messages.is_empty(), "the rejected message left the thread");
+        assert!(s.summary.is_empty(), "nothing after ingress ran");
     }
     assert_eq!(model.calls(), 0);
+
+    // The thread is clean: a valid message afterwards is answered with only itself as history.
+    let (out, _) = turn(&g, "t-invalid", "hello").await;
+    let s = out.unwrap().values;
+    assert_eq!(s.rejection(), None);
+    let texts: Vec<String> = s.messages.iter().map(|m| m.text()).collect();
+    assert_eq!(texts, ["hello", "never"]);
 }
 
 #[tokio::test]
