@@ -6,7 +6,16 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
+mod api;
+pub mod app;
+pub mod broker;
 pub mod db;
+pub mod error;
 pub mod hosted;
+pub mod metrics;
 pub mod models;
 pub mod wire;
+mod worker;
+
+pub use app::{system_assistant_id, Database, Server, ServerBuilder, ServerConfig, StartError};
+pub use hosted::{factory, hosted, GraphDeps, GraphFactory, HostedGraph};

@@ -34,7 +34,16 @@ async fn worker_loop(state: Arc<AppState>) {
             return;
         }
         match state.db.claim_run(&state.worker_id, state.config.lease).await {
-            Ok(Some(claimed)) => execute(&state, claimed).await,
+            Ok(Some(claimed)) => {
+                let span = tracing::info_span!(
+                    "run",
+                    run_id = %claimed.run.run_id,
+                    thread_id = %claimed.run.thread_id,
+                    assistant_id = %claimed.run.assistant_id,
+                    attempt = claimed.attempt,
+                );
+                tracing::Instrument::instrument(execute(&state, claimed), span).await;
+            }
             Ok(None) => {
                 tokio::select! {
                     () = state.wake.notified() => {}
