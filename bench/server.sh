@@ -1,0 +1,192 @@
+#!/usr/bin/env bash
+# Server benchmark: graphloom's server (bench_server, SQLite file) vs `langgraph dev`
+# (langgraph-api, in-memory runtime) on this machine, with one load generator (bench_load).
+#
+#   bash bench/server.sh [--clients N] [--duration SECS] [--warmup SECS] [--idle-threads N]
+#
+# Per server: start it, run `wait` and `stream` (warm-up, then timed; the agent graph on a
+# fresh thread per run), stop it; start a fresh one, create --idle-threads threads each
+# interrupted (the `interrupter` graph), read its peak RSS (VmHWM), stop it. Then a table.
+# Environment:
+#   SKIP_LANGGRAPH=1 / SKIP_GRAPHLOOM=1  reuse bench/out/server_{langgraph,graphloom}*.json
+#   LG_JOBS    `langgraph dev --n-jobs-per-worker` (default 8, as graphloom's default of 8
+#              workers; without the flag `langgraph dev` executes 1 run at a time)
+#   SKIP_IDLE=1   skip the idle-threads memory case (the longest part with `langgraph dev`)
+#   SKIP_TMPFS=1  skip the extra graphloom run with its SQLite file on /dev/shm
+#   GL_PORT, LG_PORT  ports (default 8123, 8124)
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+VENV=bench/.venv
+OUT=bench/out
+LANGGRAPH_VERSION=1.2.22
+LANGGRAPH_CLI_VERSION=0.4.40
+LANGGRAPH_API_VERSION=0.16.7
+LANGGRAPH_RUNTIME_INMEM_VERSION=0.36.7
+LG_JOBS=${LG_JOBS:-8}
+GL_PORT=${GL_PORT:-8123}
+LG_PORT=${LG_PORT:-8124}
+LOAD_ARGS=()
+IDLE_ARGS=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --clients) LOAD_ARGS+=(--clients "$2"); IDLE_ARGS+=(--clients "$2"); shift 2 ;;
+        --duration|--warmup) LOAD_ARGS+=("$1" "$2"); shift 2 ;;
+        --idle-threads) IDLE_ARGS+=(--idle-threads "$2"); shift 2 ;;
+        *) echo "unknown option $1" >&2; exit 2 ;;
+    esac
+done
+mkdir -p "$OUT"
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/graphloom/target}
+cargo build -q --release -p graphloom-bench --bin bench_server --bin bench_load
+BIN=$CARGO_TARGET_DIR/release
+
+server_pid=""
+stop_server() {
+    if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
+        # The process and its children (langgraph dev may fork).
+        local kids
+        kids=$(pgrep -P "$server_pid" || true)
+        kill -TERM "$server_pid" $kids 2>/dev/null || true
+        for _ in $(seq 1 100); do
+            kill -0 "$server_pid" 2>/dev/null || break
+            sleep 0.1
+        done
+        kill -KILL "$server_pid" $kids 2>/dev/null || true
+        wait "$server_pid" 2>/dev/null || true
+    fi
+    server_pid=""
+}
+trap stop_server EXIT
+
+wait_ready() { # url
+    for _ in $(seq 1 300); do
+        if curl -sf "$1/ok" >/dev/null 2>&1; then return 0; fi
+        kill -0 "$server_pid" 2>/dev/null || { echo "server exited; log:" >&2; tail -n 30 "$LOG" >&2; exit 1; }
+        sleep 0.2
+    done
+    echo "server did not come up; log:" >&2; tail -n 30 "$LOG" >&2; exit 1
+}
+
+start_graphloom() {
+    LOG=$OUT/server_graphloom.log
+    "$BIN/bench_server" --addr "127.0.0.1:$GL_PORT" >"$LOG" 2>&1 &
+    server_pid=$!
+    wait_ready "http://127.0.0.1:$GL_PORT"
+}
+
+start_graphloom_tmpfs() {
+    # The same server with its SQLite file on tmpfs: commits cost no disk flush, which
+    # separates the fsync cost of the default (durable) setup from CPU.
+    LOG=$OUT/server_graphloom_tmpfs.log
+    rm -f /dev/shm/graphloom-bench.db*
+    "$BIN/bench_server" --addr "127.0.0.1:$GL_PORT" --db /dev/shm/graphloom-bench.db >"$LOG" 2>&1 &
+    server_pid=$!
+    wait_ready "http://127.0.0.1:$GL_PORT"
+}
+
+LG_DIR=$OUT/langgraph-dev
+start_langgraph() {
+    LOG=$OUT/server_langgraph.log
+    # A fresh working copy: `langgraph dev` resolves graph paths against, and keeps its
+    # in-memory state's snapshots (.langgraph_api/) in, the current directory.
+    rm -rf "$LG_DIR"
+    mkdir -p "$LG_DIR"
+    cp bench/server/agent.py bench/server/langgraph.json "$LG_DIR/"
+    (cd "$LG_DIR" && exec env LANGSMITH_TRACING=false LANGGRAPH_CLI_NO_ANALYTICS=1 \
+        "$ROOT/$VENV/bin/langgraph" dev --no-browser --no-reload --port "$LG_PORT" \
+        --n-jobs-per-worker "$LG_JOBS" --server-log-level WARNING) >"$LOG" 2>&1 &
+    server_pid=$!
+    wait_ready "http://127.0.0.1:$LG_PORT"
+}
+
+run_server() { # label start-fn port [no-idle]
+    local label=$1 start=$2 port=$3 url="http://127.0.0.1:$3"
+    echo "== $label: wait, stream"
+    $start
+    "$BIN/bench_load" --url "$url" --label "$label" --pid "$server_pid" --scenarios wait,stream \
+        "${LOAD_ARGS[@]}" --json "$OUT/server_${label}.json" >/dev/null
+    stop_server
+    [ -z "${4:-}" ] && [ "${SKIP_IDLE:-0}" != 1 ] || return 0
+    echo "== $label: idle interrupted threads"
+    $start
+    "$BIN/bench_load" --url "$url" --label "$label" --pid "$server_pid" --scenarios idle \
+        "${IDLE_ARGS[@]}" --json "$OUT/server_${label}_idle.json" >/dev/null
+    stop_server
+}
+
+if [ "${SKIP_GRAPHLOOM:-0}" != 1 ]; then
+    run_server graphloom start_graphloom "$GL_PORT"
+    if [ "${SKIP_TMPFS:-0}" != 1 ] && [ -d /dev/shm ]; then
+        run_server graphloom_tmpfs start_graphloom_tmpfs "$GL_PORT" no-idle
+        rm -f /dev/shm/graphloom-bench.db*
+    fi
+fi
+
+if [ "${SKIP_LANGGRAPH:-0}" != 1 ]; then
+    if [ ! -x "$VENV/bin/python" ]; then
+        python3 -m venv "$VENV"
+    fi
+    if ! "$VENV/bin/python" - "$LANGGRAPH_VERSION" "$LANGGRAPH_CLI_VERSION" "$LANGGRAPH_API_VERSION" \
+        "$LANGGRAPH_RUNTIME_INMEM_VERSION" <<'PYEOF' 2>/dev/null; then
+import importlib.metadata as m, sys
+names = ["langgraph", "langgraph-cli", "langgraph-api", "langgraph-runtime-inmem"]
+sys.exit(0 if all(m.version(k) == v for k, v in zip(names, sys.argv[1:])) else 1)
+PYEOF
+        "$VENV/bin/pip" install -q --disable-pip-version-check "langgraph==$LANGGRAPH_VERSION" \
+            "langgraph-cli[inmem]==$LANGGRAPH_CLI_VERSION" "langgraph-api==$LANGGRAPH_API_VERSION" \
+            "langgraph-runtime-inmem==$LANGGRAPH_RUNTIME_INMEM_VERSION"
+    fi
+    run_server langgraph start_langgraph "$LG_PORT"
+fi
+
+PY=python3
+[ -x "$VENV/bin/python" ] && PY="$VENV/bin/python"
+"$PY" - "$OUT" <<'PYEOF' | tee "$OUT/server.txt"
+import json, os, sys
+
+out = sys.argv[1]
+def load(name):
+    with open(os.path.join(out, name)) as f:
+        return {r["scenario"]: r for r in json.load(f)["results"]}
+def load_idle(name):
+    return load(name) if os.path.exists(os.path.join(out, name)) and os.environ.get("SKIP_IDLE") != "1" else {}
+gl = {**load("server_graphloom.json"), **load_idle("server_graphloom_idle.json")}
+lg = {**load("server_langgraph.json"), **load_idle("server_langgraph_idle.json")}
+
+def f(x, d=1):
+    return "-" if x is None else f"{x:,.{d}f}"
+
+w = gl["wait"]
+print(f"\n{w['clients']} clients, {w['seconds']:.0f} s per scenario; load average at the end: "
+      f"graphloom {gl['stream']['loadavg']}, langgraph {lg['stream']['loadavg']}\n")
+print("| scenario | graphloom rps | p50 ms | p99 ms | langgraph dev rps | p50 ms | p99 ms | rps ratio | p99 ratio |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+tp = os.path.join(out, "server_graphloom_tmpfs.json")
+tm = load("server_graphloom_tmpfs.json") if os.path.exists(tp) else {}
+rows = [(s, "", gl[s]) for s in ("wait", "stream")] + [(s, " (SQLite on tmpfs)", tm[s]) for s in tm]
+for s, note, a in rows:
+    b = lg[s]
+    print(f"| runs/{s}{note} | {f(a['rps'])} | {f(a['p50_ms'],2)} | {f(a['p99_ms'],2)} | {f(b['rps'])} | "
+          f"{f(b['p50_ms'],2)} | {f(b['p99_ms'],2)} | {a['rps']/b['rps']:.1f}x | {b['p99_ms']/a['p99_ms']:.1f}x lower |")
+print()
+print("| scenario | graphloom server CPU ms/run | client CPU ms/run | errors | langgraph dev server CPU ms/run | client CPU ms/run | errors |")
+print("|---|---:|---:|---:|---:|---:|---:|")
+for s, note, a in rows:
+    b = lg[s]
+    print(f"| runs/{s}{note} | {f(a['server_cpu_ms_per_run'],2)} | {f(a['client_cpu_ms_per_run'],2)} | {a['errors']} | "
+          f"{f(b['server_cpu_ms_per_run'],2)} | {f(b['client_cpu_ms_per_run'],2)} | {b['errors']} |")
+if "idle" not in gl or "idle" not in lg:
+    sys.exit(0)
+a, b = gl["idle"], lg["idle"]
+print()
+print(f"| {a['threads']:,} idle interrupted threads | graphloom | langgraph dev | ratio |")
+print("|---|---:|---:|---:|")
+print(f"| peak RSS (VmHWM), MiB | {f(a['peak_rss_mib'])} | {f(b['peak_rss_mib'])} | {b['peak_rss_mib']/a['peak_rss_mib']:.1f}x less |")
+print(f"| RSS before / after, MiB | {f(a['rss_before_mib'])} / {f(a['rss_after_mib'])} | {f(b['rss_before_mib'])} / {f(b['rss_after_mib'])} | |")
+print(f"| time to create them, s | {f(a['seconds'])} | {f(b['seconds'])} | |")
+if a.get("rps_per_fifth") and b.get("rps_per_fifth"):
+    fifths = lambda r: " / ".join(f"{x:,.0f}" for x in r["rps_per_fifth"])
+    print(f"| threads/s per fifth | {fifths(a)} | {fifths(b)} | |")
+PYEOF
