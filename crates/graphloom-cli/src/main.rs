@@ -171,6 +171,17 @@ async fn serve(
         Some(url) => ServerConfig::postgres(url.clone()),
         None => ServerConfig::sqlite(db.db.clone()),
     };
+    // Structured logs: `RUST_LOG` filters (default info), `GRAPHLOOM_LOG_FORMAT=json` for JSON lines.
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let logs = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let _ = if std::env::var("GRAPHLOOM_LOG_FORMAT").is_ok_and(|f| f == "json") {
+        logs.json().try_init()
+    } else {
+        logs.compact().try_init()
+    };
     cfg.workers = workers;
     cfg.cors_origins = cors;
     for k in api_keys {

@@ -28,8 +28,9 @@ pub enum MessageKind {
     Remove,
 }
 
-/// A tool call requested by the model.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+/// A tool call requested by the model. Serialised as LangChain does, with
+/// `"type": "tool_call"`; read with or without it.
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
 pub struct ToolCall {
     /// Id the tool result refers back to.
     pub id: String,
@@ -38,6 +39,18 @@ pub struct ToolCall {
     /// Arguments as the model wrote them.
     #[serde(default)]
     pub args: Value,
+}
+
+impl Serialize for ToolCall {
+    fn serialize<Ser: serde::Serializer>(&self, s: Ser) -> Result<Ser::Ok, Ser::Error> {
+        use serde::ser::SerializeStruct as _;
+        let mut st = s.serialize_struct("ToolCall", 4)?;
+        st.serialize_field("name", &self.name)?;
+        st.serialize_field("args", &self.args)?;
+        st.serialize_field("id", &self.id)?;
+        st.serialize_field("type", "tool_call")?;
+        st.end()
+    }
 }
 
 /// One chat message.
@@ -250,6 +263,11 @@ mod tests {
         let v = serde_json::json!({"type":"ai","content":"hi","id":"1","tool_calls":[{"id":"c","name":"t","args":{"q":1}}],"usage_metadata":{"input_tokens":3}});
         let m: Message = serde_json::from_value(v.clone()).unwrap_or_else(|_| Message::human(""));
         assert_eq!(m.kind, MessageKind::Ai);
-        assert_eq!(serde_json::to_value(&m).ok(), Some(v));
+        // Written back the way LangChain writes tool calls: with `"type": "tool_call"`.
+        let mut expected = v;
+        expected["tool_calls"][0]["type"] = serde_json::json!("tool_call");
+        assert_eq!(serde_json::to_value(&m).ok(), Some(expected.clone()));
+        let again: Message = serde_json::from_value(expected).unwrap_or_else(|_| Message::human(""));
+        assert_eq!(again, m);
     }
 }
