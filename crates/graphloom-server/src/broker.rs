@@ -36,10 +36,15 @@ struct Entry {
 #[derive(Default, Clone)]
 pub struct Broker {
     runs: Arc<Mutex<HashMap<String, Arc<Entry>>>>,
+    /// When ended logs were last dropped (the sweep runs at most every few seconds, not on
+    /// every new run).
+    swept: Arc<Mutex<Option<Instant>>>,
 }
 
 /// How long a finished run's log stays for late joiners and reconnects.
-const KEEP_AFTER_END: Duration = Duration::from_secs(300);
+const KEEP_AFTER_END: Duration = Duration::from_secs(120);
+/// How often ended logs are looked for.
+const SWEEP_EVERY: Duration = Duration::from_secs(5);
 
 /// What a subscriber gets next.
 #[derive(Debug)]
@@ -61,15 +66,25 @@ impl Broker {
 
     /// Start (or keep) the log of a run. Idempotent.
     pub fn open(&self, run_id: &str) {
-        let mut runs = self.runs.lock().unwrap_or_else(PoisonError::into_inner);
         let now = Instant::now();
-        runs.retain(|_, e| {
-            e.log
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .ended_at
-                .is_none_or(|t| now.duration_since(t) < KEEP_AFTER_END)
-        });
+        let sweep = {
+            let mut swept = self.swept.lock().unwrap_or_else(PoisonError::into_inner);
+            let due = swept.is_none_or(|t| now.duration_since(t) >= SWEEP_EVERY);
+            if due {
+                *swept = Some(now);
+            }
+            due
+        };
+        let mut runs = self.runs.lock().unwrap_or_else(PoisonError::into_inner);
+        if sweep {
+            runs.retain(|_, e| {
+                e.log
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .ended_at
+                    .is_none_or(|t| now.duration_since(t) < KEEP_AFTER_END)
+            });
+        }
         runs.entry(run_id.to_owned()).or_default();
     }
 

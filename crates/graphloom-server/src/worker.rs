@@ -399,50 +399,71 @@ async fn execute(state: &Arc<AppState>, claimed: ClaimedRun) {
         Err(_) => (RunStatus::Error, ThreadStatus::Error),
     };
     let body = wire::wait_body(&result);
-    // The thread's copy of the state, and pending interrupts by task id.
-    let snapshot = graph.get_state(&run.thread_id, None).await.ok().flatten();
-    let mut interrupts = Map::new();
-    if let Some(tasks) = snapshot
-        .as_ref()
-        .and_then(|s| s.get("tasks"))
-        .and_then(Value::as_array)
-    {
-        for t in tasks {
-            if let (Some(id), Some(list)) = (str_of(t, "id"), t.get("interrupts").and_then(Value::as_array)) {
-                if !list.is_empty() {
-                    interrupts.insert(id.to_owned(), Value::Array(list.clone()));
+    let temporary = kw.get("temporary").and_then(Value::as_bool).unwrap_or(false);
+    let rollback = cancelled && action == Some(CancelAction::Rollback);
+    // The thread's copy of the state, and pending interrupts by task id. A run that ended
+    // well hands back its values; otherwise the latest checkpoint says where it stopped.
+    let (values, interrupts) = match &result {
+        Ok(out) if !out.interrupted => (Some(out.values.clone()), Map::new()),
+        _ if temporary => (None, Map::new()),
+        _ => {
+            let snapshot = graph.get_state(&run.thread_id, None).await.ok().flatten();
+            let mut interrupts = Map::new();
+            let tasks = snapshot
+                .as_ref()
+                .and_then(|s| s.get("tasks"))
+                .and_then(Value::as_array);
+            for t in tasks.into_iter().flatten() {
+                if let (Some(id), Some(list)) =
+                    (str_of(t, "id"), t.get("interrupts").and_then(Value::as_array))
+                {
+                    if !list.is_empty() {
+                        interrupts.insert(id.to_owned(), Value::Array(list.clone()));
+                    }
                 }
             }
+            (
+                snapshot.and_then(|mut s| s.get_mut("values").map(Value::take)),
+                interrupts,
+            )
         }
-    }
+    };
     let outcome = ThreadOutcome {
         status: thread_status,
-        values: snapshot.as_ref().and_then(|s| s.get("values")).cloned(),
+        values,
         interrupts: Value::Object(interrupts),
         error: match &result {
             Err(e) if !cancelled => Some(json!(e.to_string())),
             _ => None,
         },
     };
-    let rollback = cancelled && action == Some(CancelAction::Rollback);
-    if rollback {
+    let recorded = if rollback {
         let owner = str_of(&kw, "owner").unwrap_or_default();
         let _ = state.db.delete_run(owner, &run.thread_id, &run_id).await;
-    } else if !state
-        .db
-        .finish_run(&run_id, &state.worker_id, status)
-        .await
-        .unwrap_or(false)
-    {
-        tracing::warn!(run_id = %run_id, "run was taken over before it finished; outcome dropped");
-        return;
+        state
+            .db
+            .set_thread_outcome(&run.thread_id, &outcome)
+            .await
+            .map(|()| true)
+    } else if temporary {
+        state.db.finish_run(&run_id, &state.worker_id, status).await
+    } else {
+        state
+            .db
+            .finish_run_with_outcome(&run_id, &state.worker_id, status, &run.thread_id, &outcome)
+            .await
+    };
+    match recorded {
+        Ok(true) => {}
+        Ok(false) => {
+            tracing::warn!(run_id = %run_id, "run was taken over before it finished; outcome dropped");
+            return;
+        }
+        Err(e) => tracing::warn!(run_id = %run_id, error = %e, "recording the run's outcome failed"),
     }
-    let temporary = kw.get("temporary").and_then(Value::as_bool).unwrap_or(false);
     if temporary {
         let _ = state.checkpointer.delete_thread(&run.thread_id).await;
         let _ = state.db.delete_thread_any(&run.thread_id).await;
-    } else if let Err(e) = state.db.set_thread_outcome(&run.thread_id, &outcome).await {
-        tracing::warn!(run_id = %run_id, error = %e, "recording the thread outcome failed");
     }
     state
         .metrics

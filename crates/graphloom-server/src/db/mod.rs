@@ -230,6 +230,16 @@ pub trait Db: Send + Sync + 'static {
     /// End a run held by `worker` with a final status. False when the lease was lost
     /// (another worker owns it now): nothing is written.
     async fn finish_run(&self, run_id: &str, worker: &str, status: RunStatus) -> DbResult<bool>;
+    /// [`finish_run`](Db::finish_run) and [`set_thread_outcome`](Db::set_thread_outcome) in
+    /// one transaction: nothing is written when the lease was lost.
+    async fn finish_run_with_outcome(
+        &self,
+        run_id: &str,
+        worker: &str,
+        status: RunStatus,
+        thread_id: &str,
+        outcome: &ThreadOutcome,
+    ) -> DbResult<bool>;
     /// Ask a run to stop. A pending run ends `interrupted` at once (or is deleted for
     /// rollback); a running one gets the request, which its worker sees on its next heartbeat.
     /// Returns the run as it is after the request; None when not found.

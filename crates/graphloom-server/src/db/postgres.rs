@@ -341,6 +341,51 @@ fn push_page(qb: &mut QueryBuilder<'_, Postgres>, limit: i64, offset: i64) {
     qb.push(" OFFSET ").push_bind(offset);
 }
 
+/// The UPDATE that ends (or requeues) a run held by a worker.
+fn finish_sql(status: RunStatus) -> &'static str {
+    match status {
+        // Back to the queue (e.g. a worker shutting down): claimable again at once.
+        RunStatus::Pending => {
+            "UPDATE server_runs SET status = $1, worker = NULL, lease_expires_at = NULL, due_at = $2, \
+             updated_at = $2 WHERE run_id = $3 AND worker = $4 AND status = 'running'"
+        }
+        RunStatus::Running => {
+            "UPDATE server_runs SET status = $1, updated_at = $2 \
+             WHERE run_id = $3 AND worker = $4 AND status = 'running'"
+        }
+        _ => {
+            "UPDATE server_runs SET status = $1, lease_expires_at = NULL, updated_at = $2 \
+             WHERE run_id = $3 AND worker = $4 AND status = 'running'"
+        }
+    }
+}
+
+type PgQuery<'q> = sqlx::query::Query<'q, Postgres, sqlx::postgres::PgArguments>;
+
+fn finish_query<'q>(run_id: &'q str, worker: &'q str, status: RunStatus, now: i64) -> PgQuery<'q> {
+    sqlx::query(finish_sql(status))
+        .bind(status.as_str())
+        .bind(now)
+        .bind(run_id)
+        .bind(worker)
+}
+
+fn outcome_query<'q>(id: &'q str, outcome: &'q ThreadOutcome, now: i64) -> PgQuery<'q> {
+    sqlx::query(OUTCOME_SQL)
+        .bind(outcome.status.as_str())
+        .bind(outcome.values.as_ref().map(Json))
+        .bind(Json(&outcome.interrupts))
+        .bind(opt_bind(outcome.error.as_ref()))
+        .bind(now)
+        .bind(id)
+}
+
+/// The UPDATE that records a run's outcome on its thread.
+const OUTCOME_SQL: &str =
+    "UPDATE server_threads SET status = $1, state_values = COALESCE($2, state_values), \
+    interrupts = $3, error = $4, state_updated_at = $5, updated_at = $5, \
+    expires_at = $5 + ttl_us WHERE thread_id = $6";
+
 #[async_trait]
 impl Db for PgDb {
     async fn create_assistant(&self, owner: &str, a: &Assistant) -> DbResult<Assistant> {
@@ -647,20 +692,33 @@ impl Db for PgDb {
     }
 
     async fn set_thread_outcome(&self, id: &str, outcome: &ThreadOutcome) -> DbResult<()> {
-        sqlx::query(
-            "UPDATE server_threads SET status = $1, state_values = COALESCE($2, state_values), \
-             interrupts = $3, error = $4, state_updated_at = $5, updated_at = $5, \
-             expires_at = $5 + ttl_us WHERE thread_id = $6",
-        )
-        .bind(outcome.status.as_str())
-        .bind(outcome.values.as_ref().map(Json))
-        .bind(Json(&outcome.interrupts))
-        .bind(opt_bind(outcome.error.as_ref()))
-        .bind(now_micros())
-        .bind(id)
-        .execute(&self.pool)
-        .await?;
+        outcome_query(id, outcome, now_micros())
+            .execute(&self.pool)
+            .await?;
         Ok(())
+    }
+
+    async fn finish_run_with_outcome(
+        &self,
+        run_id: &str,
+        worker: &str,
+        status: RunStatus,
+        thread_id: &str,
+        outcome: &ThreadOutcome,
+    ) -> DbResult<bool> {
+        let now = now_micros();
+        let mut tx = self.pool.begin().await?;
+        let n = finish_query(run_id, worker, status, now)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        if n == 0 {
+            tx.rollback().await?;
+            return Ok(false);
+        }
+        outcome_query(thread_id, outcome, now).execute(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(true)
     }
 
     async fn set_thread_status(&self, id: &str, status: ThreadStatus) -> DbResult<()> {
@@ -933,26 +991,7 @@ impl Db for PgDb {
     }
 
     async fn finish_run(&self, run_id: &str, worker: &str, status: RunStatus) -> DbResult<bool> {
-        let sql = match status {
-            // Back to the queue (e.g. a worker shutting down): claimable again at once.
-            RunStatus::Pending => {
-                "UPDATE server_runs SET status = $1, worker = NULL, lease_expires_at = NULL, due_at = $2, \
-                 updated_at = $2 WHERE run_id = $3 AND worker = $4 AND status = 'running'"
-            }
-            RunStatus::Running => {
-                "UPDATE server_runs SET status = $1, updated_at = $2 \
-                 WHERE run_id = $3 AND worker = $4 AND status = 'running'"
-            }
-            _ => {
-                "UPDATE server_runs SET status = $1, lease_expires_at = NULL, updated_at = $2 \
-                 WHERE run_id = $3 AND worker = $4 AND status = 'running'"
-            }
-        };
-        let n = sqlx::query(sql)
-            .bind(status.as_str())
-            .bind(now_micros())
-            .bind(run_id)
-            .bind(worker)
+        let n = finish_query(run_id, worker, status, now_micros())
             .execute(&self.pool)
             .await?
             .rows_affected();

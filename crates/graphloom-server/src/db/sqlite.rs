@@ -357,6 +357,57 @@ fn push_page(qb: &mut QueryBuilder<'_, Sqlite>, limit: i64, offset: i64) {
         .push_bind(offset);
 }
 
+/// The UPDATE that ends (or requeues) a run held by a worker.
+fn finish_sql(status: RunStatus) -> &'static str {
+    match status {
+        // Back to the queue (e.g. a worker shutting down): claimable again at once.
+        RunStatus::Pending => {
+            "UPDATE server_runs SET status = ?1, worker = NULL, lease_expires_at = NULL, due_at = ?2, \
+             updated_at = ?2 WHERE run_id = ?3 AND worker = ?4 AND status = 'running'"
+        }
+        RunStatus::Running => {
+            "UPDATE server_runs SET status = ?1, updated_at = ?2 \
+             WHERE run_id = ?3 AND worker = ?4 AND status = 'running'"
+        }
+        _ => {
+            "UPDATE server_runs SET status = ?1, lease_expires_at = NULL, updated_at = ?2 \
+             WHERE run_id = ?3 AND worker = ?4 AND status = 'running'"
+        }
+    }
+}
+
+type SqliteQuery<'q> = sqlx::query::Query<'q, Sqlite, sqlx::sqlite::SqliteArguments<'q>>;
+
+fn finish_query<'q>(run_id: &'q str, worker: &'q str, status: RunStatus, now: i64) -> SqliteQuery<'q> {
+    sqlx::query(finish_sql(status))
+        .bind(status.as_str())
+        .bind(now)
+        .bind(run_id)
+        .bind(worker)
+}
+
+fn outcome_query<'q>(id: &'q str, outcome: &ThreadOutcome, now: i64) -> DbResult<SqliteQuery<'q>> {
+    let error = outcome
+        .error
+        .as_ref()
+        .filter(|e| !e.is_null())
+        .map(text)
+        .transpose()?;
+    Ok(sqlx::query(OUTCOME_SQL)
+        .bind(outcome.status.as_str())
+        .bind(outcome.values.as_ref().map(text).transpose()?)
+        .bind(text(&outcome.interrupts)?)
+        .bind(error)
+        .bind(now)
+        .bind(id))
+}
+
+/// The UPDATE that records a run's outcome on its thread.
+const OUTCOME_SQL: &str =
+    "UPDATE server_threads SET status = ?1, state_values = COALESCE(?2, state_values), \
+    interrupts = ?3, error = ?4, state_updated_at = ?5, updated_at = ?5, \
+    expires_at = CASE WHEN ttl_us IS NULL THEN NULL ELSE ?5 + ttl_us END WHERE thread_id = ?6";
+
 #[async_trait]
 impl Db for SqliteDb {
     async fn create_assistant(&self, owner: &str, a: &Assistant) -> DbResult<Assistant> {
@@ -695,28 +746,33 @@ impl Db for SqliteDb {
     }
 
     async fn set_thread_outcome(&self, id: &str, outcome: &ThreadOutcome) -> DbResult<()> {
-        let now = now_micros();
-        sqlx::query(
-            "UPDATE server_threads SET status = ?1, state_values = COALESCE(?2, state_values), \
-             interrupts = ?3, error = ?4, state_updated_at = ?5, updated_at = ?5, \
-             expires_at = CASE WHEN ttl_us IS NULL THEN NULL ELSE ?5 + ttl_us END WHERE thread_id = ?6",
-        )
-        .bind(outcome.status.as_str())
-        .bind(outcome.values.as_ref().map(text).transpose()?)
-        .bind(text(&outcome.interrupts)?)
-        .bind(
-            outcome
-                .error
-                .as_ref()
-                .filter(|e| !e.is_null())
-                .map(text)
-                .transpose()?,
-        )
-        .bind(now)
-        .bind(id)
-        .execute(&self.writer)
-        .await?;
+        outcome_query(id, outcome, now_micros())?
+            .execute(&self.writer)
+            .await?;
         Ok(())
+    }
+
+    async fn finish_run_with_outcome(
+        &self,
+        run_id: &str,
+        worker: &str,
+        status: RunStatus,
+        thread_id: &str,
+        outcome: &ThreadOutcome,
+    ) -> DbResult<bool> {
+        let now = now_micros();
+        let mut tx = self.write().await?;
+        let n = finish_query(run_id, worker, status, now)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        if n == 0 {
+            tx.rollback().await?;
+            return Ok(false);
+        }
+        outcome_query(thread_id, outcome, now)?.execute(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(true)
     }
 
     async fn set_thread_status(&self, id: &str, status: ThreadStatus) -> DbResult<()> {
@@ -968,27 +1024,7 @@ impl Db for SqliteDb {
     }
 
     async fn finish_run(&self, run_id: &str, worker: &str, status: RunStatus) -> DbResult<bool> {
-        let now = now_micros();
-        let sql = match status {
-            // Back to the queue (e.g. a worker shutting down): claimable again at once.
-            RunStatus::Pending => {
-                "UPDATE server_runs SET status = ?1, worker = NULL, lease_expires_at = NULL, due_at = ?2, \
-                 updated_at = ?2 WHERE run_id = ?3 AND worker = ?4 AND status = 'running'"
-            }
-            RunStatus::Running => {
-                "UPDATE server_runs SET status = ?1, updated_at = ?2 \
-                 WHERE run_id = ?3 AND worker = ?4 AND status = 'running'"
-            }
-            _ => {
-                "UPDATE server_runs SET status = ?1, lease_expires_at = NULL, updated_at = ?2 \
-                 WHERE run_id = ?3 AND worker = ?4 AND status = 'running'"
-            }
-        };
-        let n = sqlx::query(sql)
-            .bind(status.as_str())
-            .bind(now)
-            .bind(run_id)
-            .bind(worker)
+        let n = finish_query(run_id, worker, status, now_micros())
             .execute(&self.writer)
             .await?
             .rows_affected();
