@@ -78,6 +78,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 mod agent;
+pub mod supervisor;
 mod tool;
 mod tool_node;
 
@@ -85,5 +86,6 @@ pub use agent::{
     create_react_agent, tools_condition, AgentOptions, AgentState, AgentStateUpdate, AGENT_NODE, TOOLS_NODE,
 };
 pub use graphloom_derive::tool;
+pub use supervisor::{create_supervisor, Handoff, SupervisorAgent, SupervisorOptions, SupervisorRouter};
 pub use tool::{FnTool, Tool, ToolError, ToolErrorCode, ToolOutput, ToolRuntime, DEFAULT_MAX_RESULT_BYTES};
 pub use tool_node::{redact, NodeFuture, ToolNode, DEFAULT_TOOL_TIMEOUT};

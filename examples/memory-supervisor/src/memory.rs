@@ -1,0 +1,205 @@
+//! The memory tiers on the graph's store.
+//!
+//! | tier | what | where |
+//! |---|---|---|
+//! | L1 working memory | this session's recent turns | the conversation in the state |
+//! | L2 session facts | facts stated in this session, CIAR-scored | store `["memory", user, "sessions", session]` |
+//! | L3 long-term knowledge | the user's facts, across sessions and threads | store `["memory", user, "knowledge"]` |
+//!
+//! Every namespace starts with the user id, which comes from the runtime
+//! ([`crate::resolve_ids`]): one user's searches never see another's items. A fact stated
+//! again overwrites itself (its key is its words, [`crate::ciar::fact_key`]).
+
+use crate::ciar::{self, PROMOTION_THRESHOLD};
+use crate::runtime_ids::{Ids, NoUser};
+use crate::state::{MemoryHit, StoredFact, Tier};
+use graphloom_core::store::{DynStore, HashEmbedder, IndexConfig, PutOptions, SearchItem, SearchQuery};
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+/// Searches ranked by similarity keep hits scoring at least this.
+pub const MIN_RELEVANCE: f64 = 0.2;
+/// Dimensions of the offline embedder.
+pub const EMBEDDING_DIMS: usize = 256;
+
+/// The vector index the example's stores use: the deterministic offline
+/// [`HashEmbedder`] over each item's `content`. Swap in a real embedder for semantic search.
+#[must_use]
+pub fn memory_index() -> IndexConfig {
+    IndexConfig::new(EMBEDDING_DIMS, Arc::new(HashEmbedder::new(EMBEDDING_DIMS))).fields(["content"])
+}
+
+/// A memory failure.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum MemoryError {
+    /// No user to read or write memory for.
+    #[error(transparent)]
+    NoUser(#[from] NoUser),
+    /// The graph has no store.
+    #[error("the graph has no store for long-term memory")]
+    NoStore,
+    /// The store failed.
+    #[error("memory store: {0}")]
+    Store(#[from] graphloom_core::Error),
+}
+
+/// Namespace of a session's facts (L2).
+#[must_use]
+pub fn session_namespace(ids: &Ids) -> Vec<String> {
+    vec![
+        "memory".into(),
+        ids.user_id.clone(),
+        "sessions".into(),
+        ids.session_id.clone(),
+    ]
+}
+
+/// Namespace of a user's long-term knowledge (L3).
+#[must_use]
+pub fn long_term_namespace(user_id: &str) -> Vec<String> {
+    vec!["memory".into(), user_id.to_owned(), "knowledge".into()]
+}
+
+/// The memory of one user in one session.
+#[derive(Clone)]
+pub struct Memory {
+    store: Arc<dyn DynStore>,
+    ids: Ids,
+}
+
+impl std::fmt::Debug for Memory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Memory")
+            .field("ids", &self.ids)
+            .finish_non_exhaustive()
+    }
+}
+
+fn hit(tier: Tier, item: SearchItem) -> MemoryHit {
+    let v = &item.item.value;
+    MemoryHit {
+        tier,
+        key: item.item.key.clone(),
+        content: v
+            .get("content")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
+        ciar: v.get("ciar").and_then(Value::as_f64).unwrap_or_default(),
+        score: item.score.map(|s| (s * 1000.0).round() / 1000.0),
+    }
+}
+
+fn relevant(items: Vec<SearchItem>, tier: Tier) -> Vec<MemoryHit> {
+    items
+        .into_iter()
+        .filter(|i| i.score.is_none_or(|s| s >= MIN_RELEVANCE))
+        .map(|i| hit(tier, i))
+        .collect()
+}
+
+impl Memory {
+    /// The memory of `ids` on `store`.
+    #[must_use]
+    pub fn new(store: Arc<dyn DynStore>, ids: Ids) -> Self {
+        Self { store, ids }
+    }
+
+    /// Whose memory this is.
+    #[must_use]
+    pub fn ids(&self) -> &Ids {
+        &self.ids
+    }
+
+    /// Score `content`, write it to the session's facts (L2) and, when it scores at least
+    /// [`PROMOTION_THRESHOLD`], to the user's long-term knowledge (L3).
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn remember(&self, content: &str, source: &str) -> Result<StoredFact, MemoryError> {
+        let c = ciar::score(content, 0.0, 0.0);
+        let key = ciar::fact_key(content);
+        let promoted = c.score >= PROMOTION_THRESHOLD;
+        let value = json!({
+            "content": content,
+            "ciar": c.score,
+            "certainty": c.certainty,
+            "impact": c.impact,
+            "source": source,
+            "session_id": self.ids.session_id,
+            "promoted": promoted,
+        });
+        self.store
+            .put(
+                &session_namespace(&self.ids),
+                &key,
+                value.clone(),
+                PutOptions::new(),
+            )
+            .await?;
+        if promoted {
+            self.store
+                .put(
+                    &long_term_namespace(&self.ids.user_id),
+                    &key,
+                    value,
+                    PutOptions::new(),
+                )
+                .await?;
+        }
+        Ok(StoredFact {
+            key,
+            content: content.to_owned(),
+            ciar: c.score,
+            promoted,
+        })
+    }
+
+    /// This session's facts (L2) relevant to `query` with a CIAR score of at least
+    /// `min_ciar`.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn search_session(
+        &self,
+        query: &str,
+        min_ciar: f64,
+        limit: usize,
+    ) -> Result<Vec<MemoryHit>, MemoryError> {
+        let q = SearchQuery::new()
+            .query(query)
+            .filter("ciar", json!({"$gte": min_ciar}))
+            .limit(limit);
+        let items = self.store.search(&session_namespace(&self.ids), q).await?;
+        Ok(relevant(items, Tier::L2))
+    }
+
+    /// The user's long-term knowledge (L3) relevant to `query`, from every session.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn search_long_term(&self, query: &str, limit: usize) -> Result<Vec<MemoryHit>, MemoryError> {
+        let q = SearchQuery::new().query(query).limit(limit);
+        let items = self
+            .store
+            .search(&long_term_namespace(&self.ids.user_id), q)
+            .await?;
+        Ok(relevant(items, Tier::L3))
+    }
+
+    /// The user's most recently updated long-term facts.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn recent_long_term(&self, limit: usize) -> Result<Vec<MemoryHit>, MemoryError> {
+        let items = self
+            .store
+            .search(
+                &long_term_namespace(&self.ids.user_id),
+                SearchQuery::new().limit(limit),
+            )
+            .await?;
+        Ok(items.into_iter().map(|i| hit(Tier::L3, i)).collect())
+    }
+}
