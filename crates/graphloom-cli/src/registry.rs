@@ -46,7 +46,10 @@ pub fn all() -> Vec<Entry> {
             support_chat,
             "seed 001: ingress -> planner -> tools -> verifier -> streaming generator"
         ),
-        // entry!(memory_supervisor, "seed 002: supervisor routing to memory sub-graphs, store-backed"),
+        entry!(
+            memory_supervisor,
+            "seed 002: supervisor routing to memory sub-graphs, store-backed"
+        ),
         entry!(
             chat_runtime,
             "seed 003: chat executor with a redacting tool pipeline and usage events"
