@@ -180,8 +180,12 @@ async fn a_hanging_node_times_out_with_a_typed_error() {
     );
 }
 
-#[tokio::test]
-async fn run_timeout_ends_the_run_and_keeps_finished_siblings() {
+/// Two parallel nodes: `fast` (counts its calls) and `slow`, which hangs until `slow_ok`.
+fn fast_and_hanging() -> (
+    CompiledGraph<Counter>,
+    Arc<AtomicUsize>,
+    Arc<std::sync::atomic::AtomicBool>,
+) {
     let fast_calls = Arc::new(AtomicUsize::new(0));
     let f = Arc::clone(&fast_calls);
     let slow_ok = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -207,6 +211,12 @@ async fn run_timeout_ends_the_run_and_keeps_finished_siblings() {
         .checkpointer(InMemorySaver::new())
         .compile()
         .unwrap();
+    (g, fast_calls, slow_ok)
+}
+
+#[tokio::test]
+async fn run_timeout_ends_the_run_and_keeps_finished_siblings() {
+    let (g, fast_calls, slow_ok) = fast_and_hanging();
     let cfg = RunConfig::thread("to").timeout(Duration::from_millis(100));
     let err = g.invoke(CounterUpdate::new(), cfg.clone()).await.unwrap_err();
     assert!(matches!(err, Error::RunTimeout { after_ms: 100 }), "{err}");
@@ -256,31 +266,7 @@ async fn cached_node_is_not_run_again_for_the_same_key() {
 
 #[tokio::test]
 async fn cancel_token_stops_a_running_step_and_keeps_finished_siblings() {
-    let fast_calls = Arc::new(AtomicUsize::new(0));
-    let f = Arc::clone(&fast_calls);
-    let slow_ok = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let s2 = Arc::clone(&slow_ok);
-    let g = StateGraph::<Counter>::new()
-        .add_node("fast", move |_s, _rt| {
-            f.fetch_add(1, Ordering::SeqCst);
-            async { Ok(CounterUpdate::new().n(1)) }
-        })
-        .add_node("slow", move |_s, _rt| {
-            let ok = s2.load(Ordering::SeqCst);
-            async move {
-                if !ok {
-                    std::future::pending::<()>().await;
-                }
-                Ok(CounterUpdate::new().n(10))
-            }
-        })
-        .add_edge(START, "fast")
-        .add_edge(START, "slow")
-        .add_edge("fast", END)
-        .add_edge("slow", END)
-        .checkpointer(InMemorySaver::new())
-        .compile()
-        .unwrap();
+    let (g, fast_calls, slow_ok) = fast_and_hanging();
     let token = CancelToken::new();
     let mut cfg = RunConfig::thread("c");
     cfg.cancel = Some(token.clone());

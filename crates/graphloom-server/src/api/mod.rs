@@ -173,6 +173,23 @@ async fn json_errors(req: Request, next: Next) -> Response {
     res
 }
 
+/// A search page: the items (with only the `select`ed fields, when given) and the
+/// `X-Pagination-Total` / `X-Pagination-Next` headers the clients read.
+pub(crate) fn page_response<T: serde::Serialize>(
+    list: &[T],
+    total: i64,
+    offset: i64,
+    select: &[String],
+) -> crate::error::ApiResult<Response> {
+    let mut headers = axum::http::HeaderMap::new();
+    headers.insert("x-pagination-total", total.into());
+    let next = offset + i64::try_from(list.len()).unwrap_or(0);
+    if next < total {
+        headers.insert("x-pagination-next", next.into());
+    }
+    Ok((headers, axum::Json(select_fields(list, select)?)).into_response())
+}
+
 /// Serialize `items`, keeping only the `select`ed fields of each (all when `select` is
 /// empty), as the reference server does for search and list endpoints.
 pub(crate) fn select_fields<T: serde::Serialize>(

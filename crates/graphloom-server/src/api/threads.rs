@@ -245,13 +245,7 @@ pub(crate) async fn search(
     let select = b.select.take().unwrap_or_default();
     let q = query(b)?;
     let (list, total) = state.db.search_threads(&owner, &q).await?;
-    let mut headers = HeaderMap::new();
-    headers.insert("x-pagination-total", total.into());
-    let next = q.offset + i64::try_from(list.len()).unwrap_or(0);
-    if next < total {
-        headers.insert("x-pagination-next", next.into());
-    }
-    Ok((headers, Json(super::select_fields(&list, &select)?)).into_response())
+    super::page_response(&list, total, q.offset, &select)
 }
 
 pub(crate) async fn count(
