@@ -256,10 +256,12 @@ impl<S: State> CompiledGraph<S> {
         let (done_tx, done_rx) = oneshot::channel();
         let run = self.shared(&config, Some(StreamSink::new(tx, &opts.modes, opts.subgraphs)));
         let inner = Arc::clone(&self.inner);
-        tokio::spawn(async move {
+        // The run carries the caller's span (a server's `run` span, say) into its task, so
+        // node spans nest under it.
+        tokio::spawn(tracing::Instrument::in_current_span(async move {
             let out = execute(inner, input, config, run).await;
             let _ = done_tx.send(out);
-        });
+        }));
         RunStream {
             rx: Some(rx),
             done: Some(done_rx),

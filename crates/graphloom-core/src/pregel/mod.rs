@@ -611,7 +611,10 @@ impl<S: State> Loop<S> {
         } else if !to_run.is_empty() {
             let mut set = tokio::task::JoinSet::new();
             for (i, run) in to_run {
-                set.spawn(async move { (i, run.execute().await) });
+                // Spawned tasks keep the current span, so their node spans nest under it.
+                set.spawn(tracing::Instrument::in_current_span(async move {
+                    (i, run.execute().await)
+                }));
             }
             loop {
                 let next = match self.bounded(set.join_next()).await {

@@ -292,7 +292,19 @@ impl<S: State> TaskRun<S> {
                 NodeInput::State(s) => NodeInput::State(Arc::clone(s)),
                 NodeInput::Packet(p) => NodeInput::Packet(p.clone()),
             };
-            let fut = (spec.func)(input, rt.clone());
+            // One `node` span per attempt. Without a subscriber listening it is a no-op:
+            // no field is evaluated and nothing is allocated.
+            let span = tracing::info_span!(
+                "node",
+                graphloom.node = self.task.node.as_str(),
+                graphloom.task_id = self.task.id.as_str(),
+                graphloom.step = self.step,
+                graphloom.attempt = i64::try_from(attempt).unwrap_or(i64::MAX),
+                otel.status_code = tracing::field::Empty,
+                otel.status_description = tracing::field::Empty,
+            );
+            let fut = span.in_scope(|| (spec.func)(input, rt.clone()));
+            let fut = tracing::Instrument::instrument(fut, span.clone());
             let result = match spec.timeout {
                 Some(t) => match tokio::time::timeout(t, fut).await {
                     Ok(r) => r,
@@ -338,6 +350,10 @@ impl<S: State> TaskRun<S> {
                     };
                 }
                 Err(e) => {
+                    if !span.is_disabled() {
+                        span.record("otel.status_code", "ERROR");
+                        span.record("otel.status_description", tracing::field::display(&e));
+                    }
                     let retry = policy
                         .as_ref()
                         .is_some_and(|p| attempt < max_attempts && (p.retry_on)(&e));
