@@ -17,6 +17,8 @@
 //!   [`NodeResultExt::node`] keeps budget errors typed for the run.
 //! - [`prompt_hash`]: a canonical SHA-256 of a call, the one place it is computed.
 //! - [`ScriptedModel`]: replies from a list, for tests and offline examples.
+//! - [`telemetry`]: every call runs in a `chat` `tracing` span with the OpenTelemetry GenAI
+//!   attributes (provider, model, token usage, finish reason), a no-op without a subscriber.
 //!
 //! Messages are core's [`Message`] (LangChain's JSON shape), re-exported here; what models
 //! add to them is read with [`MessageExt`].
@@ -124,6 +126,7 @@ mod serde_util;
 mod spec;
 mod stream_into;
 mod structured;
+pub mod telemetry;
 mod tracker;
 mod usage;
 

@@ -5,6 +5,7 @@ use crate::error::{Error, Result};
 use crate::message::{new_message_id, AiParts, MessageExt};
 use crate::model::{ChatModel, ChunkStream};
 use crate::options::ChatOptions;
+use crate::telemetry::{traced_invoke, traced_stream};
 use crate::usage::{estimate_tokens, Usage};
 use futures::StreamExt;
 use graphloom_core::{Message, ToolCall};
@@ -363,6 +364,19 @@ impl ChatModel for ScriptedModel {
         "scripted"
     }
     async fn invoke(&self, messages: &[Message], options: &ChatOptions) -> Result<Message> {
+        traced_invoke("scripted", &self.inner.name, self.answer(messages, options)).await
+    }
+    fn stream(&self, messages: &[Message], options: &ChatOptions) -> ChunkStream {
+        traced_stream(
+            "scripted",
+            &self.inner.name,
+            self.answer_stream(messages, options),
+        )
+    }
+}
+
+impl ScriptedModel {
+    async fn answer(&self, messages: &[Message], options: &ChatOptions) -> Result<Message> {
         let reply = self.next(messages, options, false)?;
         wait(reply.delay, options.timeout).await?;
         let input = input_estimate(messages);
@@ -385,7 +399,7 @@ impl ChatModel for ScriptedModel {
             ReplyKind::ToolCalls(text, calls) => Ok(self.parts(input, reply.usage, text, calls)),
         }
     }
-    fn stream(&self, messages: &[Message], options: &ChatOptions) -> ChunkStream {
+    fn answer_stream(&self, messages: &[Message], options: &ChatOptions) -> ChunkStream {
         let input = input_estimate(messages);
         let timeout = options.timeout;
         let prepared = self

@@ -8,6 +8,7 @@ use crate::http::{error_message, sse_stream, HttpSettings, RetryConfig, SseDecod
 use crate::message::AiParts;
 use crate::model::{ChatModel, ChunkStream};
 use crate::options::ChatOptions;
+use crate::telemetry::{traced_invoke, traced_stream};
 use crate::usage::Usage;
 use graphloom_core::Message;
 use serde_json::Value;
@@ -336,13 +337,16 @@ impl ChatModel for AnthropicModel {
     }
     async fn invoke(&self, messages: &[Message], options: &ChatOptions) -> Result<Message> {
         let cfg = &self.cfg;
-        let (body, structured) =
-            wire::request_body(&cfg.model, messages, options, cfg.default_max_tokens, false);
-        let bytes = cfg
-            .http
-            .post_json(PROVIDER, &self.endpoint(), &body, options.timeout)
-            .await?;
-        parse_response(&bytes, structured.as_deref())
+        traced_invoke(PROVIDER, &cfg.model, async {
+            let (body, structured) =
+                wire::request_body(&cfg.model, messages, options, cfg.default_max_tokens, false);
+            let bytes = cfg
+                .http
+                .post_json(PROVIDER, &self.endpoint(), &body, options.timeout)
+                .await?;
+            parse_response(&bytes, structured.as_deref())
+        })
+        .await
     }
     fn stream(&self, messages: &[Message], options: &ChatOptions) -> ChunkStream {
         let cfg = &self.cfg;
@@ -355,12 +359,13 @@ impl ChatModel for AnthropicModel {
             structured,
             ..Decoder::default()
         };
-        sse_stream(
+        let stream = sse_stream(
             PROVIDER.to_owned(),
             connect,
             decoder,
             options.timeout.unwrap_or(cfg.http.timeout),
-        )
+        );
+        traced_stream(PROVIDER, &cfg.model, stream)
     }
 }
 

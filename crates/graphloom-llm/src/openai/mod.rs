@@ -11,6 +11,7 @@ use crate::http::{sse_stream, HttpSettings, RetryConfig, SseDecoder};
 use crate::message::AiParts;
 use crate::model::{ChatModel, ChunkStream};
 use crate::options::ChatOptions;
+use crate::telemetry::{traced_invoke, traced_stream};
 use crate::usage::Usage;
 use graphloom_core::Message;
 use std::sync::Arc;
@@ -230,12 +231,15 @@ impl ChatModel for OpenAiModel {
     }
     async fn invoke(&self, messages: &[Message], options: &ChatOptions) -> Result<Message> {
         let cfg = &self.cfg;
-        let body = wire::request_body(&cfg.model, messages, options, None, cfg.max_tokens_field);
-        let bytes = cfg
-            .http
-            .post_json(&cfg.provider, &self.endpoint(), &body, options.timeout)
-            .await?;
-        parse_response(&cfg.provider, &bytes)
+        traced_invoke(&cfg.provider, &cfg.model, async {
+            let body = wire::request_body(&cfg.model, messages, options, None, cfg.max_tokens_field);
+            let bytes = cfg
+                .http
+                .post_json(&cfg.provider, &self.endpoint(), &body, options.timeout)
+                .await?;
+            parse_response(&cfg.provider, &bytes)
+        })
+        .await
     }
     fn stream(&self, messages: &[Message], options: &ChatOptions) -> ChunkStream {
         let cfg = &self.cfg;
@@ -256,12 +260,13 @@ impl ChatModel for OpenAiModel {
             saw_finish: false,
             saw_usage: false,
         };
-        sse_stream(
+        let stream = sse_stream(
             cfg.provider.clone(),
             connect,
             decoder,
             options.timeout.unwrap_or(cfg.http.timeout),
-        )
+        );
+        traced_stream(&cfg.provider, &cfg.model, stream)
     }
 }
 
