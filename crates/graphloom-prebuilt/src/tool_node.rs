@@ -375,26 +375,39 @@ impl ToolNode {
         let timeout = entry.tool.timeout().unwrap_or(self.timeout);
         let cap = entry.tool.max_result_bytes().unwrap_or(self.max_result_bytes);
         let name = call.name.clone();
-        let fut = entry.tool.call(args, tool_rt);
+        let span = tool_span(call);
+        let fut = span.in_scope(|| entry.tool.call(args, tool_rt));
         Box::pin(async move {
-            let task = tokio::spawn(tokio::time::timeout(timeout, fut));
-            let output = match task.await {
-                Ok(Ok(result)) => result?,
-                Ok(Err(_elapsed)) => {
-                    return Err(ToolError::timeout(format!(
-                        "`{name}` did not finish within {} ms",
-                        timeout.as_millis()
-                    )))
-                }
-                Err(_join) => return Err(ToolError::execution(format!("`{name}` crashed"))),
+            // The spawned call keeps the span, so what the tool traces nests under it.
+            let task = tokio::spawn(tracing::Instrument::instrument(
+                tokio::time::timeout(timeout, fut),
+                span.clone(),
+            ));
+            let result = match task.await {
+                Ok(Ok(result)) => result,
+                Ok(Err(_elapsed)) => Err(ToolError::timeout(format!(
+                    "`{name}` did not finish within {} ms",
+                    timeout.as_millis()
+                ))),
+                Err(_join) => Err(ToolError::execution(format!("`{name}` crashed"))),
             };
-            let size = output.to_text().len();
-            if size > cap {
-                return Err(ToolError::execution(format!(
-                    "the result of `{name}` is {size} bytes, over the limit of {cap} bytes; ask for less (narrow the query or page through the results)"
-                )));
+            let result = result.and_then(|output| {
+                let size = output.to_text().len();
+                if size > cap {
+                    return Err(ToolError::execution(format!(
+                        "the result of `{name}` is {size} bytes, over the limit of {cap} bytes; ask for less (narrow the query or page through the results)"
+                    )));
+                }
+                Ok(output)
+            });
+            if let Err(e) = &result {
+                if !span.is_disabled() {
+                    span.record("otel.status_code", "ERROR");
+                    span.record("otel.status_description", e.message.as_str());
+                    span.record("error.type", e.code.as_str());
+                }
             }
-            Ok(output)
+            result
         })
     }
 
@@ -438,6 +451,27 @@ impl ToolNode {
             })
         }
     }
+}
+
+/// An `execute_tool` span with the OpenTelemetry GenAI attributes of a tool call; errors
+/// (failure, timeout, oversized result) are recorded on it when the call ends.
+fn tool_span(call: &ToolCall) -> tracing::Span {
+    let span = tracing::info_span!(
+        "execute_tool",
+        otel.name = tracing::field::Empty,
+        otel.kind = "internal",
+        otel.status_code = tracing::field::Empty,
+        otel.status_description = tracing::field::Empty,
+        gen_ai.operation.name = "execute_tool",
+        gen_ai.tool.name = call.name.as_str(),
+        gen_ai.tool.call.id = call.id.as_str(),
+        gen_ai.tool.type = "function",
+        error.type = tracing::field::Empty,
+    );
+    if !span.is_disabled() {
+        span.record("otel.name", format!("execute_tool {}", call.name));
+    }
+    span
 }
 
 fn error_message(call: &ToolCall, e: &ToolError) -> Message {
