@@ -9,6 +9,7 @@ use anyhow::{bail, Context as _};
 use clap::{Parser, Subcommand, ValueEnum};
 use graphloom_core::checkpoint::DynCheckpointer;
 use graphloom_core::store::DynStore;
+use graphloom_server::telemetry::{self, TelemetryConfig};
 use graphloom_server::{GraphDeps, Server, ServerConfig};
 use serde_json::Value;
 use std::path::PathBuf;
@@ -54,6 +55,11 @@ enum Cmd {
         /// Allowed CORS origin (repeatable; `*` for any).
         #[arg(long = "cors")]
         cors: Vec<String>,
+        /// Export OpenTelemetry traces over OTLP/HTTP to this collector base URL (traces go
+        /// to `<URL>/v1/traces`); wins over OTEL_EXPORTER_OTLP_ENDPOINT and
+        /// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT.
+        #[arg(long, value_name = "URL")]
+        otlp_endpoint: Option<String>,
     },
     /// Run a graph here and show what happens, node by node.
     Run {
@@ -160,28 +166,40 @@ fn check_model() -> anyhow::Result<()> {
     })
 }
 
-async fn serve(
+/// Options of `graphloom serve`.
+struct ServeArgs {
     db: DbArgs,
     addr: String,
     workers: usize,
     api_keys: Vec<String>,
     cors: Vec<String>,
-) -> anyhow::Result<()> {
+    otlp_endpoint: Option<String>,
+}
+
+async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let ServeArgs {
+        db,
+        addr,
+        workers,
+        api_keys,
+        cors,
+        otlp_endpoint,
+    } = args;
     let mut cfg = match &db.database_url {
         Some(url) => ServerConfig::postgres(url.clone()),
         None => ServerConfig::sqlite(db.db.clone()),
     };
-    // Structured logs: `RUST_LOG` filters (default info), `GRAPHLOOM_LOG_FORMAT=json` for JSON lines.
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let logs = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    let _ = if std::env::var("GRAPHLOOM_LOG_FORMAT").is_ok_and(|f| f == "json") {
-        logs.json().try_init()
-    } else {
-        logs.compact().try_init()
-    };
+    // Structured logs (`RUST_LOG`, default info; `GRAPHLOOM_LOG_FORMAT=json` for JSON lines)
+    // and, with an OTLP endpoint, traces. The guard sends pending spans when serve ends.
+    let mut telemetry = TelemetryConfig::from_env();
+    if let Some(url) = otlp_endpoint {
+        telemetry = telemetry.with_otlp_endpoint(url);
+    }
+    let traces_url = telemetry.traces_url();
+    let _telemetry = telemetry::init_tracing(&telemetry)?;
+    if let Some(url) = traces_url {
+        tracing::info!(url = %url, service = %telemetry.service_name, "exporting traces over OTLP/HTTP");
+    }
     cfg.workers = workers;
     cfg.cors_origins = cors;
     for k in api_keys {
@@ -267,9 +285,18 @@ async fn main_inner(cli: Cli) -> anyhow::Result<()> {
             workers,
             api_keys,
             cors,
+            otlp_endpoint,
         } => {
             check_model()?;
-            serve(db, addr, workers, api_keys, cors).await
+            serve(ServeArgs {
+                db,
+                addr,
+                workers,
+                api_keys,
+                cors,
+                otlp_endpoint,
+            })
+            .await
         }
         Cmd::Run {
             graph,

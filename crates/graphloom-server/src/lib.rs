@@ -3,6 +3,16 @@
 //! Hosts compiled graphs as assistants and serves `/assistants`, `/threads`, `/runs` and
 //! `/store` in the shapes the official `langgraph-sdk` clients expect, with runs going
 //! through a durable queue in the same database as the checkpoints.
+//!
+//! # Traces (OpenTelemetry)
+//!
+//! [`telemetry::init_tracing`] installs structured logs and, when
+//! `OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` is set (or
+//! [`telemetry::TelemetryConfig::with_otlp_endpoint`], `graphloom serve --otlp-endpoint`),
+//! exports traces over OTLP/HTTP (protobuf): one trace per run, `run` > `node` >
+//! `chat <model>` / `execute_tool <name>`, with the OpenTelemetry GenAI attributes.
+//! `OTEL_SERVICE_NAME` defaults to `graphloom`. Exporting needs the `otel` feature; without
+//! an endpoint nothing is exported and no exporter thread runs.
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
@@ -14,6 +24,7 @@ pub mod error;
 pub mod hosted;
 pub mod metrics;
 pub mod models;
+pub mod telemetry;
 pub mod wire;
 mod worker;
 

@@ -35,12 +35,16 @@ async fn worker_loop(state: Arc<AppState>) {
         }
         match state.db.claim_run(&state.worker_id, state.config.lease).await {
             Ok(Some(claimed)) => {
+                // The root of a run's trace: node, model and tool spans nest under it.
                 let span = tracing::info_span!(
                     "run",
                     run_id = %claimed.run.run_id,
                     thread_id = %claimed.run.thread_id,
                     assistant_id = %claimed.run.assistant_id,
+                    graph_id = str_of(&claimed.run.kwargs, "graph_id").unwrap_or_default(),
                     attempt = claimed.attempt,
+                    otel.status_code = tracing::field::Empty,
+                    otel.status_description = tracing::field::Empty,
                 );
                 tracing::Instrument::instrument(execute(&state, claimed), span).await;
             }
@@ -398,6 +402,13 @@ async fn execute(state: &Arc<AppState>, claimed: ClaimedRun) {
         Err(graphloom_core::Error::RunTimeout { .. }) => (RunStatus::Timeout, ThreadStatus::Error),
         Err(_) => (RunStatus::Error, ThreadStatus::Error),
     };
+    if let Err(e) = &result {
+        if !cancelled {
+            let span = tracing::Span::current();
+            span.record("otel.status_code", "ERROR");
+            span.record("otel.status_description", tracing::field::display(e));
+        }
+    }
     let body = wire::wait_body(&result);
     let temporary = kw.get("temporary").and_then(Value::as_bool).unwrap_or(false);
     let rollback = cancelled && action == Some(CancelAction::Rollback);

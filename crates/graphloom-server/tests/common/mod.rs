@@ -2,7 +2,7 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use graphloom_core::*;
-use graphloom_server::{factory, Server, ServerConfig};
+use graphloom_server::{factory, Server, ServerBuilder, ServerConfig};
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Duration;
@@ -125,14 +125,17 @@ impl TestServer {
     }
 
     pub async fn start(cfg: ServerConfig) -> Self {
-        let server = Server::builder(cfg)
+        Self::start_with(cfg, |b| b).await
+    }
+
+    /// A server with the test graphs and whatever `more` registers.
+    pub async fn start_with(cfg: ServerConfig, more: impl FnOnce(ServerBuilder) -> ServerBuilder) -> Self {
+        let builder = Server::builder(cfg)
             .graph("echo", factory(echo))
             .graph("approval", factory(approval))
             .graph("slow", factory(slow))
-            .graph("chatty", factory(chatty))
-            .build()
-            .await
-            .unwrap();
+            .graph("chatty", factory(chatty));
+        let server = more(builder).build().await.unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
