@@ -1,10 +1,9 @@
 //! The connection layer shared by [`crate::SqliteSaver`] and [`crate::SqliteStore`]: one
-//! writer task that group-commits queued operations, a small pool of read connections,
-//! WAL setup, migrations and error classification.
+//! writer thread that group-commits queued operations on its own connection, a small pool
+//! of read connections, WAL setup, migrations and error classification.
 
 use crate::migrate;
 use crate::options::SqliteOptions;
-use futures::future::BoxFuture;
 use graphloom_core::checkpoint::BlobCodec;
 use graphloom_core::{BackendError, BackendErrorKind, Error, Result};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection, SqlitePool, SqlitePoolOptions};
@@ -22,14 +21,13 @@ const MAX_BATCH: usize = 256;
 /// Operations that may wait for the writer before callers are held back.
 const QUEUE: usize = 4096;
 
-/// An operation run by the writer inside the batch's transaction.
-pub(crate) type WriteOp<T> =
-    Box<dyn for<'c> FnOnce(&'c mut SqliteConnection) -> BoxFuture<'c, Result<T>> + Send + 'static>;
+/// An operation run by the writer thread inside the batch's transaction.
+pub(crate) type WriteOp<T> = Box<dyn FnOnce(&rusqlite::Connection) -> Result<T> + Send + 'static>;
 
 /// A queued write: runs inside a savepoint, is answered once the batch committed.
 trait Job: Send {
     /// Run the operation; `true` if it succeeded (its changes are kept).
-    fn run<'c>(&'c mut self, conn: &'c mut SqliteConnection) -> BoxFuture<'c, bool>;
+    fn run(&mut self, conn: &rusqlite::Connection) -> bool;
     /// Answer the caller with the operation's outcome, or the batch's commit error.
     fn finish(self: Box<Self>, commit: std::result::Result<(), &BackendError>);
 }
@@ -41,16 +39,14 @@ struct Pending<T> {
 }
 
 impl<T: Send + 'static> Job for Pending<T> {
-    fn run<'c>(&'c mut self, conn: &'c mut SqliteConnection) -> BoxFuture<'c, bool> {
-        Box::pin(async move {
-            let Some(op) = self.op.take() else {
-                return false;
-            };
-            let out = op(conn).await;
-            let ok = out.is_ok();
-            self.out = Some(out);
-            ok
-        })
+    fn run(&mut self, conn: &rusqlite::Connection) -> bool {
+        let Some(op) = self.op.take() else {
+            return false;
+        };
+        let out = op(conn);
+        let ok = out.is_ok();
+        self.out = Some(out);
+        ok
     }
 
     fn finish(self: Box<Self>, commit: std::result::Result<(), &BackendError>) {
@@ -66,7 +62,7 @@ impl<T: Send + 'static> Job for Pending<T> {
     }
 }
 
-/// How the writer task has committed so far.
+/// How the writer thread has committed so far.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct CommitStats {
     /// Transactions committed (each one batch of queued operations).
@@ -93,7 +89,7 @@ pub(crate) struct Db {
 
 impl Db {
     /// Open (creating if needed) the file, switch it to WAL, run pending migrations and
-    /// start the writer task.
+    /// start the writer thread.
     pub(crate) async fn open(opts: &SqliteOptions) -> Result<Self> {
         let base = SqliteConnectOptions::new()
             .filename(&opts.path)
@@ -109,14 +105,20 @@ impl Db {
             .map_err(db_err)?;
         enable_wal(&mut conn, opts.busy_timeout).await?;
         migrate::run(&mut conn).await?;
+        conn.close().await.map_err(db_err)?;
         let reader = SqlitePoolOptions::new()
             .max_connections(opts.read_connections.max(1))
             .min_connections(0)
             .test_before_acquire(false)
             .connect_lazy_with(base.pragma("query_only", "ON"));
+        let writer_conn = open_writer(opts)?;
         let (tx, rx) = mpsc::channel(QUEUE);
         let counters = Arc::new(Counters::default());
-        tokio::spawn(writer_loop(conn, rx, Arc::clone(&counters)));
+        let thread_counters = Arc::clone(&counters);
+        std::thread::Builder::new()
+            .name("graphloom-sqlite-writer".into())
+            .spawn(move || writer_thread(&writer_conn, rx, &thread_counters))
+            .map_err(|e| other(format!("cannot start the sqlite writer thread: {e}")))?;
         Ok(Self {
             writer: tx,
             reader,
@@ -148,7 +150,7 @@ impl Db {
     pub(crate) async fn write<T, F>(&self, op: F) -> Result<T>
     where
         T: Send + 'static,
-        F: for<'c> FnOnce(&'c mut SqliteConnection) -> BoxFuture<'c, Result<T>> + Send + 'static,
+        F: FnOnce(&rusqlite::Connection) -> Result<T> + Send + 'static,
     {
         let (reply, answer) = oneshot::channel();
         let job: Box<dyn Job> = Box::new(Pending {
@@ -159,21 +161,40 @@ impl Db {
         self.writer
             .send(job)
             .await
-            .map_err(|_| connection("the writer task has stopped"))?;
+            .map_err(|_| connection("the writer thread has stopped"))?;
         answer
             .await
-            .map_err(|_| connection("the writer task stopped before answering"))?
+            .map_err(|_| connection("the writer thread stopped before answering"))?
     }
 }
 
+/// The writer's own connection. It runs every statement of a batch on its thread, without a
+/// hand-off per statement, with cached prepared statements.
+fn open_writer(opts: &SqliteOptions) -> Result<rusqlite::Connection> {
+    use rusqlite::OpenFlags;
+    let conn = rusqlite::Connection::open_with_flags(
+        &opts.path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(rs_err)?;
+    conn.busy_timeout(opts.busy_timeout).map_err(rs_err)?;
+    let synchronous = match opts.synchronous {
+        crate::options::Synchronous::Full => "FULL",
+        crate::options::Synchronous::Normal => "NORMAL",
+    };
+    conn.execute_batch(&format!(
+        "PRAGMA synchronous = {synchronous}; PRAGMA foreign_keys = OFF;"
+    ))
+    .map_err(rs_err)?;
+    conn.set_prepared_statement_cache_capacity(64);
+    Ok(conn)
+}
+
 /// Take whatever is queued (up to [`MAX_BATCH`]), run it in one transaction, answer after
-/// the commit. Operations queued while a batch commits form the next batch.
-async fn writer_loop(
-    mut conn: SqliteConnection,
-    mut rx: mpsc::Receiver<Box<dyn Job>>,
-    counters: Arc<Counters>,
-) {
-    while let Some(first) = rx.recv().await {
+/// the commit. Operations queued while a batch commits form the next batch. Ends when every
+/// sender is gone (the database was dropped).
+fn writer_thread(conn: &rusqlite::Connection, mut rx: mpsc::Receiver<Box<dyn Job>>, counters: &Counters) {
+    while let Some(first) = rx.blocking_recv() {
         let mut batch = vec![first];
         while batch.len() < MAX_BATCH {
             match rx.try_recv() {
@@ -181,7 +202,7 @@ async fn writer_loop(
                 Err(_) => break,
             }
         }
-        let outcome = run_batch(&mut conn, &mut batch).await;
+        let outcome = run_batch(conn, &mut batch);
         match &outcome {
             Ok(()) => {
                 counters.commits.fetch_add(1, Ordering::Relaxed);
@@ -195,34 +216,76 @@ async fn writer_loop(
             job.finish(outcome.as_ref().map(|_| ()));
         }
     }
-    let _ = conn.close().await;
 }
 
-async fn run_batch(conn: &mut SqliteConnection, batch: &mut [Box<dyn Job>]) -> Result<(), BackendError> {
-    let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(classify)?;
+fn run_batch(conn: &rusqlite::Connection, batch: &mut [Box<dyn Job>]) -> Result<(), BackendError> {
+    exec(conn, "BEGIN IMMEDIATE")?;
+    let outcome = run_jobs(conn, batch);
+    match outcome {
+        Ok(true) => match exec(conn, "COMMIT") {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                let _ = exec(conn, "ROLLBACK");
+                Err(e)
+            }
+        },
+        Ok(false) => exec(conn, "ROLLBACK"),
+        Err(e) => {
+            let _ = exec(conn, "ROLLBACK");
+            Err(e)
+        }
+    }
+}
+
+/// Run the jobs of a batch; `Ok(false)` when the transaction must be rolled back (a lone
+/// job failed).
+fn run_jobs(conn: &rusqlite::Connection, batch: &mut [Box<dyn Job>]) -> Result<bool, BackendError> {
     if let [job] = batch {
         // Alone in its transaction: no savepoint needed, a failure rolls everything back.
-        if job.run(&mut tx).await {
-            return tx.commit().await.map_err(classify);
-        }
-        return tx.rollback().await.map_err(classify);
+        return Ok(job.run(conn));
     }
     for job in batch.iter_mut() {
-        exec(&mut tx, "SAVEPOINT graphloom_op").await?;
-        if job.run(&mut tx).await {
-            exec(&mut tx, "RELEASE graphloom_op").await?;
+        exec(conn, "SAVEPOINT graphloom_op")?;
+        if job.run(conn) {
+            exec(conn, "RELEASE graphloom_op")?;
         } else {
-            exec(&mut tx, "ROLLBACK TO graphloom_op").await?;
-            exec(&mut tx, "RELEASE graphloom_op").await?;
+            exec(conn, "ROLLBACK TO graphloom_op")?;
+            exec(conn, "RELEASE graphloom_op")?;
         }
     }
-    tx.commit().await.map_err(classify)
+    Ok(true)
 }
 
-/// Run one statement. Boxed, so the writer task's future stays `Send` for every lifetime
-/// (sqlx's generic executors otherwise trip the compiler's higher-ranked checks).
-fn exec<'c>(conn: &'c mut SqliteConnection, sql: &'static str) -> BoxFuture<'c, Result<(), BackendError>> {
-    Box::pin(async move { sqlx::query(sql).execute(conn).await.map(|_| ()).map_err(classify) })
+/// Run one statement without parameters on the writer connection.
+fn exec(conn: &rusqlite::Connection, sql: &str) -> Result<(), BackendError> {
+    conn.prepare_cached(sql)
+        .and_then(|mut stmt| stmt.execute([]))
+        .map(|_| ())
+        .map_err(classify_rs)
+}
+
+/// Classify an error of the writer connection, as [`classify`] does for sqlx.
+pub(crate) fn classify_rs(e: rusqlite::Error) -> BackendError {
+    use BackendErrorKind as K;
+    let kind = match &e {
+        rusqlite::Error::SqliteFailure(f, _) => match f.extended_code & 0xff {
+            5 | 6 | 19 => K::Conflict,
+            11 | 26 => K::Corrupt,
+            10 | 14 | 8 => K::Connection,
+            _ => K::Other,
+        },
+        rusqlite::Error::FromSqlConversionFailure(..)
+        | rusqlite::Error::InvalidColumnType(..)
+        | rusqlite::Error::IntegralValueOutOfRange(..)
+        | rusqlite::Error::Utf8Error(_) => K::Corrupt,
+        _ => K::Other,
+    };
+    BackendError::new(kind, format!("sqlite: {e}"))
+}
+
+/// An error of the writer connection as a graphloom error.
+pub(crate) fn rs_err(e: rusqlite::Error) -> Error {
+    Error::Backend(classify_rs(e))
 }
 
 /// Switch the file to WAL. Changing the journal mode takes a lock that SQLite's busy

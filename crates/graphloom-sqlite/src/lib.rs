@@ -13,7 +13,7 @@
 //!
 //! **Durability.** With the default [`Synchronous::Full`], `put` and `put_writes` return only
 //! after their transaction is committed and fsynced. [`Synchronous::Normal`] trades the last
-//! commits before a power loss for speed. All writes go through one writer task that commits
+//! commits before a power loss for speed. All writes go through one writer thread that commits
 //! everything queued in one transaction (group commit), so many concurrent runs share fsyncs
 //! and never see "database is locked"; reads use a small pool of connections.
 //!

@@ -1,7 +1,7 @@
 //! [`SqliteSaver`]: the SQLite [`Checkpointer`].
 
 use crate::cache::ValueCache;
-use crate::db::{aad, db_err, invalid_input, other, CommitStats, Db};
+use crate::db::{aad, db_err, invalid_input, other, rs_err, CommitStats, Db};
 use crate::options::{SqliteOptions, Synchronous};
 use futures::TryStreamExt;
 use graphloom_core::checkpoint::{
@@ -42,9 +42,10 @@ use std::time::Duration;
 ///   *another* process may be served stale from this saver's cache (versions carry a
 ///   per-run salt, so runs do not do that).
 ///
-/// The writer task is spawned on the Tokio runtime that opens the saver, which must outlive
-/// it. A write whose caller stops waiting (its future dropped) is still committed. Cloning
-/// is cheap; clones share the connections, the writer and the cache.
+/// The writer is a thread of its own with its own connection: it runs a whole batch of
+/// statements without a hand-off per statement, and stops when the last clone is dropped.
+/// A write whose caller stops waiting (its future dropped) is still committed. Cloning is
+/// cheap; clones share the connections, the writer and the cache.
 #[derive(Debug, Clone)]
 pub struct SqliteSaver {
     db: Arc<Db>,
@@ -801,22 +802,19 @@ impl SqliteSaver {
         };
         self.db
             .write(move |conn| {
-                Box::pin(async move {
-                    for (channel, version, blob_enc, bytes) in &blobs {
-                        insert_blob(conn, &thread, &ns, channel, version, blob_enc, bytes).await?;
-                    }
-                    upsert_checkpoint(
-                        conn,
-                        &thread,
-                        &ns,
-                        &id,
-                        parent.as_deref(),
-                        &enc,
-                        &body,
-                        &meta_text,
-                    )
-                    .await
-                })
+                for (channel, version, blob_enc, bytes) in &blobs {
+                    insert_blob(conn, &thread, &ns, channel, version, blob_enc, bytes)?;
+                }
+                upsert_checkpoint(
+                    conn,
+                    &thread,
+                    &ns,
+                    &id,
+                    parent.as_deref(),
+                    &enc,
+                    &body,
+                    &meta_text,
+                )
             })
             .await?;
         Ok(out)
@@ -854,12 +852,10 @@ impl SqliteSaver {
         }
         self.db
             .write(move |conn| {
-                Box::pin(async move {
-                    for w in &rows {
-                        insert_write(conn, &thread, &ns, w).await?;
-                    }
-                    Ok(())
-                })
+                for w in &rows {
+                    insert_write(conn, &thread, &ns, w)?;
+                }
+                Ok(())
             })
             .await
     }
@@ -868,20 +864,16 @@ impl SqliteSaver {
         let thread = thread_id.to_owned();
         self.db
             .write(move |conn| {
-                Box::pin(async move {
-                    for sql in [
-                        "DELETE FROM checkpoint_writes WHERE thread_id = ?",
-                        "DELETE FROM checkpoint_blobs WHERE thread_id = ?",
-                        "DELETE FROM checkpoints WHERE thread_id = ?",
-                    ] {
-                        sqlx::query(sql)
-                            .bind(&thread)
-                            .execute(&mut *conn)
-                            .await
-                            .map_err(db_err)?;
-                    }
-                    Ok(())
-                })
+                for sql in [
+                    "DELETE FROM checkpoint_writes WHERE thread_id = ?",
+                    "DELETE FROM checkpoint_blobs WHERE thread_id = ?",
+                    "DELETE FROM checkpoints WHERE thread_id = ?",
+                ] {
+                    conn.prepare_cached(sql)
+                        .and_then(|mut stmt| stmt.execute([&thread]))
+                        .map_err(rs_err)?;
+                }
+                Ok(())
             })
             .await?;
         self.cache.forget_thread(thread_id);
@@ -893,10 +885,8 @@ impl SqliteSaver {
             return Ok(());
         }
         let (source, target) = (source.to_owned(), target.to_owned());
-        let codec = self.codec().clone();
-        self.db
-            .write(move |conn| Box::pin(async move { copy_rows(conn, &codec, &source, &target).await }))
-            .await
+        let rows = copy_rows(self.db.reader(), self.codec(), &source, &target).await?;
+        self.db.write(move |conn| rows.insert(conn, &target)).await
     }
 }
 
@@ -913,8 +903,8 @@ struct WriteRow {
 
 /// Insert a blob unless that `(thread, ns, channel, version)` is already stored: blobs are
 /// never rewritten.
-async fn insert_blob(
-    conn: &mut SqliteConnection,
+fn insert_blob(
+    conn: &rusqlite::Connection,
     thread: &str,
     ns: &str,
     channel: &str,
@@ -922,26 +912,19 @@ async fn insert_blob(
     enc: &str,
     bytes: &[u8],
 ) -> Result<()> {
-    sqlx::query(
+    conn.prepare_cached(
         "INSERT INTO checkpoint_blobs (thread_id, checkpoint_ns, channel, version, enc, value)
          VALUES (?, ?, ?, ?, ?, ?)
          ON CONFLICT (thread_id, checkpoint_ns, channel, version) DO NOTHING",
     )
-    .bind(thread)
-    .bind(ns)
-    .bind(channel)
-    .bind(version)
-    .bind(enc)
-    .bind(bytes)
-    .execute(&mut *conn)
-    .await
-    .map_err(db_err)?;
+    .and_then(|mut stmt| stmt.execute(rusqlite::params![thread, ns, channel, version, enc, bytes]))
+    .map_err(rs_err)?;
     Ok(())
 }
 
 #[allow(clippy::too_many_arguments)]
-async fn upsert_checkpoint(
-    conn: &mut SqliteConnection,
+fn upsert_checkpoint(
+    conn: &rusqlite::Connection,
     thread: &str,
     ns: &str,
     id: &str,
@@ -950,7 +933,7 @@ async fn upsert_checkpoint(
     body: &[u8],
     metadata: &str,
 ) -> Result<()> {
-    sqlx::query(
+    conn.prepare_cached(
         "INSERT INTO checkpoints
             (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, enc, checkpoint, metadata)
          VALUES (?, ?, ?, ?, ?, ?, ?)
@@ -960,55 +943,101 @@ async fn upsert_checkpoint(
             checkpoint = excluded.checkpoint,
             metadata = excluded.metadata",
     )
-    .bind(thread)
-    .bind(ns)
-    .bind(id)
-    .bind(parent)
-    .bind(enc)
-    .bind(body)
-    .bind(metadata)
-    .execute(&mut *conn)
-    .await
-    .map_err(db_err)?;
+    .and_then(|mut stmt| stmt.execute(rusqlite::params![thread, ns, id, parent, enc, body, metadata]))
+    .map_err(rs_err)?;
     Ok(())
 }
 
 /// Insert a pending write: an ordinary write (idx >= 0) whose `(task_id, idx)` is already
 /// stored is dropped; a special one (negative idx) replaces the stored one, keeping its
 /// place (`seq`) in write order.
-async fn insert_write(conn: &mut SqliteConnection, thread: &str, ns: &str, w: &WriteRow) -> Result<()> {
-    let on_conflict = if w.idx < 0 {
-        "DO UPDATE SET channel = excluded.channel, task_path = excluded.task_path,
-            enc = excluded.enc, value = excluded.value"
-    } else {
-        "DO NOTHING"
-    };
-    let sql = format!(
-        "INSERT INTO checkpoint_writes
+fn insert_write(conn: &rusqlite::Connection, thread: &str, ns: &str, w: &WriteRow) -> Result<()> {
+    const ORDINARY: &str = "INSERT INTO checkpoint_writes
             (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, enc, value)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-         ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) {on_conflict}"
-    );
-    sqlx::query(&sql)
-        .bind(thread)
-        .bind(ns)
-        .bind(&w.checkpoint_id)
-        .bind(&w.task_id)
-        .bind(w.idx)
-        .bind(&w.channel)
-        .bind(&w.task_path)
-        .bind(&w.enc)
-        .bind(&w.bytes)
-        .execute(&mut *conn)
-        .await
-        .map_err(db_err)?;
+         ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO NOTHING";
+    const SPECIAL: &str = "INSERT INTO checkpoint_writes
+            (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, enc, value)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO UPDATE SET
+            channel = excluded.channel, task_path = excluded.task_path,
+            enc = excluded.enc, value = excluded.value";
+    let sql = if w.idx < 0 { SPECIAL } else { ORDINARY };
+    conn.prepare_cached(sql)
+        .and_then(|mut stmt| {
+            stmt.execute(rusqlite::params![
+                thread,
+                ns,
+                &w.checkpoint_id,
+                &w.task_id,
+                w.idx,
+                &w.channel,
+                &w.task_path,
+                &w.enc,
+                &w.bytes
+            ])
+        })
+        .map_err(rs_err)?;
     Ok(())
 }
 
-/// Copy every row of thread `source` to `target`. Values are sealed with associated data
-/// naming their thread, so each is decoded and encoded again for its new row (which also
-/// refuses to copy a corrupt row).
-async fn copy_rows(conn: &mut SqliteConnection, codec: &BlobCodec, source: &str, target: &str) -> Result<()> {
+/// A checkpoint row encoded for another thread.
+struct CopiedCheckpoint {
+    ns: String,
+    id: String,
+    parent: Option<String>,
+    enc: String,
+    body: Vec<u8>,
+    metadata: String,
+}
+
+/// The rows of a thread, encoded again for another thread, ready to insert.
+#[derive(Default)]
+struct CopiedRows {
+    checkpoints: Vec<CopiedCheckpoint>,
+    /// `(ns, channel, version, enc, bytes)`.
+    blobs: Vec<(String, String, String, String, Vec<u8>)>,
+    /// `(ns, row)`.
+    writes: Vec<(String, WriteRow)>,
+}
+
+impl CopiedRows {
+    fn insert(&self, conn: &rusqlite::Connection, target: &str) -> Result<()> {
+        for c in &self.checkpoints {
+            upsert_checkpoint(
+                conn,
+                target,
+                &c.ns,
+                &c.id,
+                c.parent.as_deref(),
+                &c.enc,
+                &c.body,
+                &c.metadata,
+            )?;
+        }
+        for (ns, channel, version, enc, bytes) in &self.blobs {
+            insert_blob(conn, target, ns, channel, version, enc, bytes)?;
+        }
+        for (ns, w) in &self.writes {
+            insert_write(conn, target, ns, w)?;
+        }
+        Ok(())
+    }
+}
+
+/// Read every row of thread `source` and encode it for `target`. Values are sealed with
+/// associated data naming their thread, so each is decoded and encoded again for its new
+/// row (which also refuses to copy a corrupt row).
+async fn copy_rows(
+    reader: &sqlx::SqlitePool,
+    codec: &BlobCodec,
+    source: &str,
+    target: &str,
+) -> Result<CopiedRows> {
+    let mut out = CopiedRows::default();
+    // One read transaction: the three tables as of one moment.
+    let mut tx = reader.begin().await.map_err(db_err)?;
+    let conn = &mut *tx;
     let rows = sqlx::query(&format!(
         "SELECT {CP_COLUMNS} FROM checkpoints WHERE thread_id = ? ORDER BY checkpoint_ns, checkpoint_id"
     ))
@@ -1021,17 +1050,14 @@ async fn copy_rows(conn: &mut SqliteConnection, codec: &BlobCodec, source: &str,
         let r = &d.row;
         let aad = cp_aad(target, &r.ns, &r.id, r.parent.as_deref(), &r.metadata);
         let (enc, body) = encode(codec, &d.checkpoint, &aad)?;
-        upsert_checkpoint(
-            conn,
-            target,
-            &r.ns,
-            &r.id,
-            r.parent.as_deref(),
-            &enc,
-            &body,
-            &r.metadata,
-        )
-        .await?;
+        out.checkpoints.push(CopiedCheckpoint {
+            ns: r.ns.clone(),
+            id: r.id.clone(),
+            parent: r.parent.clone(),
+            enc,
+            body,
+            metadata: r.metadata.clone(),
+        });
     }
 
     let rows = sqlx::query(
@@ -1057,7 +1083,7 @@ async fn copy_rows(conn: &mut SqliteConnection, codec: &BlobCodec, source: &str,
             .decode(&enc, &bytes, &blob_aad(source, &ns, &channel, &version))
             .map_err(bad)?;
         let (enc, bytes) = encode(codec, &value, &blob_aad(target, &ns, &channel, &version))?;
-        insert_blob(conn, target, &ns, &channel, &version, &enc, &bytes).await?;
+        out.blobs.push((ns, channel, version, enc, bytes));
     }
 
     let rows = sqlx::query(
@@ -1105,9 +1131,9 @@ async fn copy_rows(conn: &mut SqliteConnection, codec: &BlobCodec, source: &str,
             enc,
             bytes,
         };
-        insert_write(conn, target, &ns, &w).await?;
+        out.writes.push((ns, w));
     }
-    Ok(())
+    Ok(out)
 }
 
 impl Checkpointer for SqliteSaver {

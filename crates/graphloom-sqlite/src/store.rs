@@ -1,6 +1,6 @@
 //! [`SqliteStore`]: the SQLite [`Store`].
 
-use crate::db::{aad, corrupt, db_err, now_ms, other, CommitStats, Db};
+use crate::db::{aad, corrupt, db_err, now_ms, other, rs_err, CommitStats, Db};
 use crate::options::{SqliteOptions, Synchronous};
 use futures::TryStreamExt;
 use graphloom_core::checkpoint::BlobCodec;
@@ -11,7 +11,7 @@ use graphloom_core::store::{
 };
 use graphloom_core::Result;
 use serde_json::Value;
-use sqlx::sqlite::{SqliteConnection, SqliteRow};
+use sqlx::sqlite::SqliteRow;
 use sqlx::{QueryBuilder, Row, Sqlite};
 use std::cmp::Ordering;
 use std::collections::HashMap;
@@ -36,7 +36,7 @@ use std::time::Duration;
 ///   field, for a list of strings, are concatenated). Searches with a query rank items by
 ///   brute-force cosine similarity in Rust. Embeddings are not encrypted.
 ///
-/// Writes go through one writer task with group commit, as for [`crate::SqliteSaver`]; a
+/// Writes go through one writer thread with group commit, as for [`crate::SqliteSaver`]; a
 /// saver and a store may share one file. Cloning is cheap; clones share the connections.
 #[derive(Clone)]
 pub struct SqliteStore {
@@ -345,51 +345,40 @@ impl SqliteStore {
         }
         self.db
             .write(move |conn| {
-                Box::pin(async move {
-                    let now = now_ms();
-                    for (prefix, key) in &items {
-                        sqlx::query(
-                            "UPDATE store_items SET expires_at = ? + ttl_ms
-                             WHERE prefix = ? AND key = ? AND ttl_ms IS NOT NULL AND expires_at > ?",
-                        )
-                        .bind(now)
-                        .bind(prefix)
-                        .bind(key)
-                        .bind(now)
-                        .execute(&mut *conn)
-                        .await
-                        .map_err(db_err)?;
-                    }
-                    Ok(())
-                })
+                let now = now_ms();
+                let mut stmt = conn
+                    .prepare_cached(
+                        "UPDATE store_items SET expires_at = ? + ttl_ms
+                         WHERE prefix = ? AND key = ? AND ttl_ms IS NOT NULL AND expires_at > ?",
+                    )
+                    .map_err(rs_err)?;
+                for (prefix, key) in &items {
+                    stmt.execute(rusqlite::params![now, prefix, key, now])
+                        .map_err(rs_err)?;
+                }
+                Ok(())
             })
             .await
     }
 }
 
 /// The stored `(created_at, updated_at, expires_at)` of an item, if any.
-async fn existing(
-    conn: &mut SqliteConnection,
+fn existing(
+    conn: &rusqlite::Connection,
     prefix: &str,
     key: &str,
 ) -> Result<Option<(String, String, Option<i64>)>> {
-    let row = sqlx::query(
-        "SELECT created_at, updated_at, expires_at FROM store_items WHERE prefix = ? AND key = ?",
-    )
-    .bind(prefix)
-    .bind(key)
-    .fetch_optional(&mut *conn)
-    .await
-    .map_err(db_err)?;
-    let Some(row) = row else {
-        return Ok(None);
-    };
-    let bad = |e: sqlx::Error| corrupt(format!("store item {prefix:?} / {key:?}: {e}"));
-    Ok(Some((
-        row.try_get(0).map_err(bad)?,
-        row.try_get(1).map_err(bad)?,
-        row.try_get(2).map_err(bad)?,
-    )))
+    use rusqlite::OptionalExtension as _;
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT created_at, updated_at, expires_at FROM store_items WHERE prefix = ? AND key = ?",
+        )
+        .map_err(rs_err)?;
+    stmt.query_row(rusqlite::params![prefix, key], |row| {
+        Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+    })
+    .optional()
+    .map_err(|e| corrupt(format!("store item {prefix:?} / {key:?}: {e}")))
 }
 
 impl Store for SqliteStore {
@@ -436,66 +425,54 @@ impl Store for SqliteStore {
         let last_ts = Arc::clone(&self.last_ts);
         self.db
             .write(move |conn| {
-                Box::pin(async move {
-                    let now = now_ms();
-                    let old = existing(conn, &prefix, &key).await?;
-                    let ts = {
-                        let mut last = last_ts.lock().unwrap_or_else(PoisonError::into_inner);
-                        let prev = match (&*last, &old) {
-                            (Some(a), Some((_, b, _))) => Some(a.max(b).clone()),
-                            (Some(a), None) => Some(a.clone()),
-                            (None, Some((_, b, _))) => Some(b.clone()),
-                            (None, None) => None,
-                        };
-                        let ts = timestamp_after(prev.as_deref());
-                        *last = Some(ts.clone());
-                        ts
+                let now = now_ms();
+                let old = existing(conn, &prefix, &key)?;
+                let ts = {
+                    let mut last = last_ts.lock().unwrap_or_else(PoisonError::into_inner);
+                    let prev = match (&*last, &old) {
+                        (Some(a), Some((_, b, _))) => Some(a.max(b).clone()),
+                        (Some(a), None) => Some(a.clone()),
+                        (None, Some((_, b, _))) => Some(b.clone()),
+                        (None, None) => None,
                     };
-                    let created_at = match old {
-                        Some((created, _, expires)) if expires.is_none_or(|at| at > now) => created,
-                        _ => ts.clone(),
-                    };
-                    let expires_at = ttl_ms.map(|ttl| now.saturating_add(ttl));
-                    sqlx::query(
-                        "INSERT INTO store_items
-                            (prefix, key, enc, value, created_at, updated_at, ttl_ms, expires_at)
-                         VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                         ON CONFLICT (prefix, key) DO UPDATE SET
-                            enc = excluded.enc, value = excluded.value,
-                            created_at = excluded.created_at, updated_at = excluded.updated_at,
-                            ttl_ms = excluded.ttl_ms, expires_at = excluded.expires_at",
-                    )
-                    .bind(&prefix)
-                    .bind(&key)
-                    .bind(enc)
-                    .bind(&bytes)
-                    .bind(created_at)
-                    .bind(ts)
-                    .bind(ttl_ms)
-                    .bind(expires_at)
-                    .execute(&mut *conn)
-                    .await
-                    .map_err(db_err)?;
-                    sqlx::query("DELETE FROM store_vectors WHERE prefix = ? AND key = ?")
-                        .bind(&prefix)
-                        .bind(&key)
-                        .execute(&mut *conn)
-                        .await
-                        .map_err(db_err)?;
-                    for (field, blob) in &vectors {
-                        sqlx::query(
-                            "INSERT INTO store_vectors (prefix, key, field, embedding) VALUES (?, ?, ?, ?)",
-                        )
-                        .bind(&prefix)
-                        .bind(&key)
-                        .bind(field)
-                        .bind(blob)
-                        .execute(&mut *conn)
-                        .await
-                        .map_err(db_err)?;
-                    }
-                    Ok(())
+                    let ts = timestamp_after(prev.as_deref());
+                    *last = Some(ts.clone());
+                    ts
+                };
+                let created_at = match old {
+                    Some((created, _, expires)) if expires.is_none_or(|at| at > now) => created,
+                    _ => ts.clone(),
+                };
+                let expires_at = ttl_ms.map(|ttl| now.saturating_add(ttl));
+                conn.prepare_cached(
+                    "INSERT INTO store_items
+                        (prefix, key, enc, value, created_at, updated_at, ttl_ms, expires_at)
+                     VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                     ON CONFLICT (prefix, key) DO UPDATE SET
+                        enc = excluded.enc, value = excluded.value,
+                        created_at = excluded.created_at, updated_at = excluded.updated_at,
+                        ttl_ms = excluded.ttl_ms, expires_at = excluded.expires_at",
+                )
+                .and_then(|mut stmt| {
+                    stmt.execute(rusqlite::params![
+                        &prefix, &key, enc, &bytes, created_at, ts, ttl_ms, expires_at
+                    ])
                 })
+                .map_err(rs_err)?;
+                conn.prepare_cached("DELETE FROM store_vectors WHERE prefix = ? AND key = ?")
+                    .and_then(|mut stmt| stmt.execute(rusqlite::params![&prefix, &key]))
+                    .map_err(rs_err)?;
+                let mut insert = conn
+                    .prepare_cached(
+                        "INSERT INTO store_vectors (prefix, key, field, embedding) VALUES (?, ?, ?, ?)",
+                    )
+                    .map_err(rs_err)?;
+                for (field, blob) in &vectors {
+                    insert
+                        .execute(rusqlite::params![&prefix, &key, field, blob])
+                        .map_err(rs_err)?;
+                }
+                Ok(())
             })
             .await
     }
@@ -505,20 +482,15 @@ impl Store for SqliteStore {
         let key = key.to_owned();
         self.db
             .write(move |conn| {
-                Box::pin(async move {
-                    for sql in [
-                        "DELETE FROM store_vectors WHERE prefix = ? AND key = ?",
-                        "DELETE FROM store_items WHERE prefix = ? AND key = ?",
-                    ] {
-                        sqlx::query(sql)
-                            .bind(&prefix)
-                            .bind(&key)
-                            .execute(&mut *conn)
-                            .await
-                            .map_err(db_err)?;
-                    }
-                    Ok(())
-                })
+                for sql in [
+                    "DELETE FROM store_vectors WHERE prefix = ? AND key = ?",
+                    "DELETE FROM store_items WHERE prefix = ? AND key = ?",
+                ] {
+                    conn.prepare_cached(sql)
+                        .and_then(|mut stmt| stmt.execute(rusqlite::params![&prefix, &key]))
+                        .map_err(rs_err)?;
+                }
+                Ok(())
             })
             .await
     }
@@ -670,25 +642,20 @@ impl Store for SqliteStore {
     async fn sweep_expired(&self) -> Result<usize> {
         self.db
             .write(|conn| {
-                Box::pin(async move {
-                    let now = now_ms();
-                    sqlx::query(
-                        "DELETE FROM store_vectors WHERE EXISTS (
-                            SELECT 1 FROM store_items i
-                            WHERE i.prefix = store_vectors.prefix AND i.key = store_vectors.key
-                              AND i.expires_at <= ?)",
-                    )
-                    .bind(now)
-                    .execute(&mut *conn)
-                    .await
-                    .map_err(db_err)?;
-                    let done = sqlx::query("DELETE FROM store_items WHERE expires_at <= ?")
-                        .bind(now)
-                        .execute(&mut *conn)
-                        .await
-                        .map_err(db_err)?;
-                    Ok(usize::try_from(done.rows_affected()).unwrap_or(usize::MAX))
-                })
+                let now = now_ms();
+                conn.prepare_cached(
+                    "DELETE FROM store_vectors WHERE EXISTS (
+                        SELECT 1 FROM store_items i
+                        WHERE i.prefix = store_vectors.prefix AND i.key = store_vectors.key
+                          AND i.expires_at <= ?)",
+                )
+                .and_then(|mut stmt| stmt.execute([now]))
+                .map_err(rs_err)?;
+                let done = conn
+                    .prepare_cached("DELETE FROM store_items WHERE expires_at <= ?")
+                    .and_then(|mut stmt| stmt.execute([now]))
+                    .map_err(rs_err)?;
+                Ok(done)
             })
             .await
     }
