@@ -39,6 +39,7 @@ pub async fn checkpointer_conformance<C: Checkpointer>(saver: &C) {
     long_chain(saver).await;
     list(saver).await;
     put_writes(saver).await;
+    writes_then_checkpoint(saver).await;
     delete_thread(saver).await;
     copy_thread(saver).await;
 }
@@ -1295,6 +1296,55 @@ pub async fn put_writes<C: Checkpointer>(saver: &C) {
 // ---------------------------------------------------------------------------------------
 // delete_thread
 // ---------------------------------------------------------------------------------------
+
+/// `put_writes_then_checkpoint`: the writes land on the parent checkpoint, the checkpoint
+/// (with its channel value) becomes the latest, and a special write keeps its meaning.
+pub async fn writes_then_checkpoint<C: Checkpointer>(saver: &C) {
+    let name = "writes_then_checkpoint";
+    let tid = new_thread();
+    let root = CheckpointConfig::thread(&tid);
+    let c1 = chain(saver, name, &root, 1, |_| meta(CheckpointSource::Loop, 0)).await[0].clone();
+    let task = format!("t-{}", uuid::Uuid::new_v4());
+    let task_writes = crate::checkpoint::TaskWrites {
+        config: c1.clone(),
+        task_id: task.clone(),
+        task_path: "~t".into(),
+        writes: writes(&[
+            ("step", json!(7)),
+            (crate::checkpoint::ERROR, json!({"message": "x"})),
+        ]),
+    };
+    let cp = checkpoint(&[("step", ver(2))], vec![("step", full(json!(7)))]);
+    let c2 = saver
+        .put_writes_then_checkpoint(
+            task_writes,
+            &c1,
+            cp.clone(),
+            meta(CheckpointSource::Loop, 1),
+            versions(&[("step", ver(2))]),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("checkpointer conformance check `{name}` failed: {e}"));
+    check_eq!(name, c2.checkpoint_id.as_deref(), Some(cp.id.as_str()));
+    check_eq!(
+        name,
+        must_get(saver, name, &c1).await.pending_writes,
+        vec![
+            pw(&task, "step", json!(7)),
+            pw(&task, crate::checkpoint::ERROR, json!({"message": "x"}))
+        ]
+    );
+    let latest = must_get(saver, name, &root).await;
+    check_eq!(name, latest.config, c2, "the new checkpoint must be the latest");
+    check_eq!(name, latest.checkpoint, resolved(&cp, &[("step", json!(7))]));
+    check_eq!(name, latest.parent_config, Some(c1));
+    check!(
+        name,
+        latest.pending_writes.is_empty(),
+        "the new checkpoint has no writes yet: {:?}",
+        latest.pending_writes
+    );
+}
 
 /// `delete_thread`: removes the thread's checkpoints, values and writes in every namespace,
 /// and nothing of any other thread.

@@ -6,7 +6,7 @@ use crate::options::{SqliteOptions, Synchronous};
 use futures::TryStreamExt;
 use graphloom_core::checkpoint::{
     resolve_channel, write_idx, BlobCodec, ChannelValue, Checkpoint, CheckpointConfig, CheckpointMetadata,
-    CheckpointTuple, Checkpointer, ListQuery, PendingWrite, Version,
+    CheckpointTuple, Checkpointer, ListQuery, PendingWrite, TaskWrites, Version,
 };
 use graphloom_core::{Error, Result};
 use serde_json::Value;
@@ -772,10 +772,48 @@ impl SqliteSaver {
     async fn put_now(
         &self,
         config: &CheckpointConfig,
-        mut checkpoint: Checkpoint,
+        checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: BTreeMap<String, Version>,
     ) -> Result<CheckpointConfig> {
+        let row = self.checkpoint_row(config, checkpoint, &metadata, new_versions)?;
+        let out = row.config();
+        self.db.write(move |conn| row.insert(conn)).await?;
+        Ok(out)
+    }
+
+    /// A task's writes and then a checkpoint, in one transaction.
+    async fn put_writes_then_checkpoint_now(
+        &self,
+        writes: TaskWrites,
+        config: &CheckpointConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: BTreeMap<String, Version>,
+    ) -> Result<CheckpointConfig> {
+        let rows = self.write_rows(&writes.config, writes.writes, &writes.task_id, &writes.task_path)?;
+        let row = self.checkpoint_row(config, checkpoint, &metadata, new_versions)?;
+        let out = row.config();
+        let (thread, ns) = (writes.config.thread_id, writes.config.checkpoint_ns);
+        self.db
+            .write(move |conn| {
+                for w in &rows {
+                    insert_write(conn, &thread, &ns, w)?;
+                }
+                row.insert(conn)
+            })
+            .await?;
+        Ok(out)
+    }
+
+    /// Encode a checkpoint and the channel values it brings, ready to insert.
+    fn checkpoint_row(
+        &self,
+        config: &CheckpointConfig,
+        mut checkpoint: Checkpoint,
+        metadata: &CheckpointMetadata,
+        new_versions: BTreeMap<String, Version>,
+    ) -> Result<CheckpointRow> {
         let codec = self.codec();
         let thread = config.thread_id.clone();
         let ns = config.checkpoint_ns.clone();
@@ -791,33 +829,20 @@ impl SqliteSaver {
                 blobs.push((channel, version, enc, bytes));
             }
         }
-        let meta_text =
-            serde_json::to_string(&metadata).map_err(|e| other(format!("cannot encode metadata: {e}")))?;
-        let aad = cp_aad(&thread, &ns, &id, parent.as_deref(), &meta_text);
+        let metadata =
+            serde_json::to_string(metadata).map_err(|e| other(format!("cannot encode metadata: {e}")))?;
+        let aad = cp_aad(&thread, &ns, &id, parent.as_deref(), &metadata);
         let (enc, body) = encode(codec, &checkpoint, &aad)?;
-        let out = CheckpointConfig {
-            thread_id: thread.clone(),
-            checkpoint_ns: ns.clone(),
-            checkpoint_id: Some(id.clone()),
-        };
-        self.db
-            .write(move |conn| {
-                for (channel, version, blob_enc, bytes) in &blobs {
-                    insert_blob(conn, &thread, &ns, channel, version, blob_enc, bytes)?;
-                }
-                upsert_checkpoint(
-                    conn,
-                    &thread,
-                    &ns,
-                    &id,
-                    parent.as_deref(),
-                    &enc,
-                    &body,
-                    &meta_text,
-                )
-            })
-            .await?;
-        Ok(out)
+        Ok(CheckpointRow {
+            thread,
+            ns,
+            id,
+            parent,
+            enc,
+            body,
+            metadata,
+            blobs,
+        })
     }
 
     async fn put_writes_now(
@@ -827,15 +852,38 @@ impl SqliteSaver {
         task_id: &str,
         task_path: &str,
     ) -> Result<()> {
+        let rows = self.write_rows(config, writes, task_id, task_path)?;
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let thread = config.thread_id.clone();
+        let ns = config.checkpoint_ns.clone();
+        self.db
+            .write(move |conn| {
+                for w in &rows {
+                    insert_write(conn, &thread, &ns, w)?;
+                }
+                Ok(())
+            })
+            .await
+    }
+
+    /// Encode a task's writes, ready to insert.
+    fn write_rows(
+        &self,
+        config: &CheckpointConfig,
+        writes: Vec<(String, Value)>,
+        task_id: &str,
+        task_path: &str,
+    ) -> Result<Vec<WriteRow>> {
         let Some(checkpoint_id) = config.checkpoint_id.clone() else {
             return Err(invalid_input("put_writes needs a config with a checkpoint id"));
         };
-        let thread = config.thread_id.clone();
-        let ns = config.checkpoint_ns.clone();
+        let (thread, ns) = (&config.thread_id, &config.checkpoint_ns);
         let mut rows = Vec::with_capacity(writes.len());
         for (position, (channel, value)) in writes.into_iter().enumerate() {
             let idx = write_idx(&channel, position);
-            let aad = write_aad(&thread, &ns, &checkpoint_id, task_id, idx, &channel);
+            let aad = write_aad(thread, ns, &checkpoint_id, task_id, idx, &channel);
             let (enc, bytes) = encode(self.codec(), &value, &aad)?;
             rows.push(WriteRow {
                 checkpoint_id: checkpoint_id.clone(),
@@ -847,17 +895,7 @@ impl SqliteSaver {
                 bytes,
             });
         }
-        if rows.is_empty() {
-            return Ok(());
-        }
-        self.db
-            .write(move |conn| {
-                for w in &rows {
-                    insert_write(conn, &thread, &ns, w)?;
-                }
-                Ok(())
-            })
-            .await
+        Ok(rows)
     }
 
     async fn delete_thread_now(&self, thread_id: &str) -> Result<()> {
@@ -887,6 +925,45 @@ impl SqliteSaver {
         let (source, target) = (source.to_owned(), target.to_owned());
         let rows = copy_rows(self.db.reader(), self.codec(), &source, &target).await?;
         self.db.write(move |conn| rows.insert(conn, &target)).await
+    }
+}
+
+/// An encoded checkpoint and its new channel values, ready to insert.
+struct CheckpointRow {
+    thread: String,
+    ns: String,
+    id: String,
+    parent: Option<String>,
+    enc: String,
+    body: Vec<u8>,
+    metadata: String,
+    /// `(channel, version, enc, bytes)`.
+    blobs: Vec<(String, String, String, Vec<u8>)>,
+}
+
+impl CheckpointRow {
+    fn config(&self) -> CheckpointConfig {
+        CheckpointConfig {
+            thread_id: self.thread.clone(),
+            checkpoint_ns: self.ns.clone(),
+            checkpoint_id: Some(self.id.clone()),
+        }
+    }
+
+    fn insert(&self, conn: &rusqlite::Connection) -> Result<()> {
+        for (channel, version, enc, bytes) in &self.blobs {
+            insert_blob(conn, &self.thread, &self.ns, channel, version, enc, bytes)?;
+        }
+        upsert_checkpoint(
+            conn,
+            &self.thread,
+            &self.ns,
+            &self.id,
+            self.parent.as_deref(),
+            &self.enc,
+            &self.body,
+            &self.metadata,
+        )
     }
 }
 
@@ -1163,6 +1240,18 @@ impl Checkpointer for SqliteSaver {
         task_path: &str,
     ) -> Result<()> {
         self.put_writes_now(config, writes, task_id, task_path).await
+    }
+
+    async fn put_writes_then_checkpoint(
+        &self,
+        writes: TaskWrites,
+        config: &CheckpointConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: BTreeMap<String, Version>,
+    ) -> Result<CheckpointConfig> {
+        self.put_writes_then_checkpoint_now(writes, config, checkpoint, metadata, new_versions)
+            .await
     }
 
     async fn delete_thread(&self, thread_id: &str) -> Result<()> {

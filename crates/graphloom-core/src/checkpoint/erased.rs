@@ -1,7 +1,8 @@
 //! Object-safe form of [`Checkpointer`], so graphs can hold any saver behind an `Arc`.
 
 use super::{
-    Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointTuple, Checkpointer, ListQuery, Version,
+    Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointTuple, Checkpointer, ListQuery, TaskWrites,
+    Version,
 };
 use crate::error::Result;
 use futures::future::BoxFuture;
@@ -33,6 +34,15 @@ pub trait DynCheckpointer: Send + Sync + 'static {
         task_id: &'a str,
         task_path: &'a str,
     ) -> BoxFuture<'a, Result<()>>;
+    /// See [`Checkpointer::put_writes_then_checkpoint`].
+    fn put_writes_then_checkpoint<'a>(
+        &'a self,
+        writes: TaskWrites,
+        config: &'a CheckpointConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: BTreeMap<String, Version>,
+    ) -> BoxFuture<'a, Result<CheckpointConfig>>;
     /// See [`Checkpointer::delete_thread`].
     fn delete_thread<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<()>>;
     /// See [`Checkpointer::copy_thread`].
@@ -72,6 +82,23 @@ impl<T: Checkpointer> DynCheckpointer for T {
         task_path: &'a str,
     ) -> BoxFuture<'a, Result<()>> {
         Box::pin(Checkpointer::put_writes(self, config, writes, task_id, task_path))
+    }
+    fn put_writes_then_checkpoint<'a>(
+        &'a self,
+        writes: TaskWrites,
+        config: &'a CheckpointConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: BTreeMap<String, Version>,
+    ) -> BoxFuture<'a, Result<CheckpointConfig>> {
+        Box::pin(Checkpointer::put_writes_then_checkpoint(
+            self,
+            writes,
+            config,
+            checkpoint,
+            metadata,
+            new_versions,
+        ))
     }
     fn delete_thread<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<()>> {
         Box::pin(Checkpointer::delete_thread(self, thread_id))

@@ -267,6 +267,19 @@ impl ListQuery {
     }
 }
 
+/// One task's writes, as [`Checkpointer::put_writes`] takes them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskWrites {
+    /// The checkpoint the task ran from.
+    pub config: CheckpointConfig,
+    /// The task.
+    pub task_id: String,
+    /// The task's path (may be empty).
+    pub task_path: String,
+    /// `(channel, value)` in the order the task wrote them.
+    pub writes: Vec<(String, Value)>,
+}
+
 /// A checkpoint saver.
 ///
 /// Implementations must keep these promises (the conformance kit in `test_kit` checks them):
@@ -302,6 +315,25 @@ pub trait Checkpointer: Send + Sync + 'static {
         task_path: &str,
     ) -> impl Future<Output = Result<()>> + Send;
 
+    /// Store the writes of the task that finished a step, then the checkpoint that step
+    /// produced. A backend that can do both in one transaction should (one commit instead
+    /// of two on the critical path of every step); the default calls [`Self::put_writes`]
+    /// and then [`Self::put`], so the writes are never later than the checkpoint.
+    fn put_writes_then_checkpoint(
+        &self,
+        writes: TaskWrites,
+        config: &CheckpointConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: BTreeMap<String, Version>,
+    ) -> impl Future<Output = Result<CheckpointConfig>> + Send {
+        async move {
+            self.put_writes(&writes.config, writes.writes, &writes.task_id, &writes.task_path)
+                .await?;
+            self.put(config, checkpoint, metadata, new_versions).await
+        }
+    }
+
     /// Delete every checkpoint and write of a thread (all namespaces).
     fn delete_thread(&self, thread_id: &str) -> impl Future<Output = Result<()>> + Send;
 
@@ -336,6 +368,16 @@ impl<T: Checkpointer> Checkpointer for std::sync::Arc<T> {
         task_path: &str,
     ) -> impl Future<Output = Result<()>> + Send {
         (**self).put_writes(config, writes, task_id, task_path)
+    }
+    fn put_writes_then_checkpoint(
+        &self,
+        writes: TaskWrites,
+        config: &CheckpointConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: BTreeMap<String, Version>,
+    ) -> impl Future<Output = Result<CheckpointConfig>> + Send {
+        (**self).put_writes_then_checkpoint(writes, config, checkpoint, metadata, new_versions)
     }
     fn delete_thread(&self, thread_id: &str) -> impl Future<Output = Result<()>> + Send {
         (**self).delete_thread(thread_id)

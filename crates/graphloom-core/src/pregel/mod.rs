@@ -88,6 +88,8 @@ struct Loop<S: State> {
     cancel: Option<crate::config::CancelToken>,
     /// Parent of the last saved checkpoint (for checkpoint stream events).
     event_parent: Option<String>,
+    /// `sync` mode: the writes of the task that finished the step, saved with its checkpoint.
+    deferred: Option<checkpoint::TaskWrites>,
     metadata: serde_json::Map<String, Value>,
 }
 
@@ -159,6 +161,7 @@ pub(crate) async fn run_loop<S: State>(
         deadline,
         cancel: rc.cancel.clone(),
         event_parent: None,
+        deferred: None,
         timeout_ms: rc
             .timeout
             .map_or(0, |t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
@@ -311,7 +314,8 @@ impl<S: State> Loop<S> {
             ..self.cfg.clone()
         };
         let meta = self.meta(source);
-        self.saver.put(&parent, cp, meta, nv).await?;
+        let writes = self.deferred.take();
+        self.saver.put_after(writes, &parent, cp, meta, nv).await?;
         self.event_parent = self.ls.saved_id.replace(self.ls.checkpoint_id.clone());
         Ok(())
     }
@@ -415,6 +419,10 @@ impl<S: State> Loop<S> {
     }
 
     async fn finish(mut self, end: LoopEnd) -> Result<LoopResult<S>> {
+        // The step did not reach its checkpoint: save its last task's writes on their own.
+        if let Some(w) = self.deferred.take() {
+            self.saver.put_writes(&w.config, w.writes, &w.task_id).await?;
+        }
         if matches!(self.saver, Saver::Exit(..))
             && self.ls.saved_id.as_deref() != Some(self.ls.checkpoint_id.as_str())
         {
@@ -606,7 +614,7 @@ impl<S: State> Loop<S> {
                 return Err(Error::Cancelled);
             };
             let out = self.bounded(run.execute()).await?;
-            self.record(&cfg, &tasks[i], &out).await?;
+            self.record(&cfg, &tasks[i], &out, true).await?;
             outcomes[i] = Some(out);
         } else if !to_run.is_empty() {
             let mut set = tokio::task::JoinSet::new();
@@ -629,7 +637,8 @@ impl<S: State> Loop<S> {
                     node: "?".into(),
                     message: format!("task panicked or was cancelled: {e}"),
                 })?;
-                self.record(&cfg, &tasks[i], &out).await?;
+                let last = set.is_empty();
+                self.record(&cfg, &tasks[i], &out, last).await?;
                 outcomes[i] = Some(out);
             }
         }
@@ -639,8 +648,16 @@ impl<S: State> Loop<S> {
             .collect())
     }
 
-    /// Save one finished task's writes and emit its result event.
-    async fn record(&mut self, cfg: &CheckpointConfig, task: &Task, out: &Outcome<S>) -> Result<()> {
+    /// Save one finished task's writes and emit its result event. In `sync` mode the writes
+    /// of the step's `last` task, when it succeeded, are kept for the step's checkpoint and
+    /// saved with it in one operation (or on their own if the step stops before it).
+    async fn record(
+        &mut self,
+        cfg: &CheckpointConfig,
+        task: &Task,
+        out: &Outcome<S>,
+        last: bool,
+    ) -> Result<()> {
         self.task_event(task, Some(out));
         if self.saver.is_none() {
             return Ok(());
@@ -666,6 +683,15 @@ impl<S: State> Loop<S> {
             }
             Outcome::Failed(e) => vec![(checkpoint::ERROR.to_owned(), json!({"message": e.to_string()}))],
         };
+        if last && self.saver.is_sync() && matches!(out, Outcome::Done { .. }) {
+            self.deferred = Some(checkpoint::TaskWrites {
+                config: cfg.clone(),
+                task_id: task.id.clone(),
+                task_path: String::new(),
+                writes,
+            });
+            return Ok(());
+        }
         self.saver.put_writes(cfg, writes, &task.id).await
     }
 

@@ -1,6 +1,8 @@
 //! How a run saves: per durability mode, with writes never later than their checkpoint.
 
-use crate::checkpoint::{Checkpoint, CheckpointConfig, CheckpointMetadata, DynCheckpointer, Version};
+use crate::checkpoint::{
+    Checkpoint, CheckpointConfig, CheckpointMetadata, DynCheckpointer, TaskWrites, Version,
+};
 use crate::error::{Error, Result};
 use crate::types::Durability;
 use serde_json::Value;
@@ -68,6 +70,11 @@ impl Saver {
         matches!(self, Saver::None)
     }
 
+    /// Whether this is `sync` mode.
+    pub fn is_sync(&self) -> bool {
+        matches!(self, Saver::Sync(_))
+    }
+
     /// Whether this is `exit` mode.
     pub fn is_exit(&self) -> bool {
         matches!(self, Saver::Exit(..))
@@ -128,6 +135,29 @@ impl Saver {
                         "background writer stopped",
                     ))
                 }),
+        }
+    }
+
+    /// [`Self::put`], after the writes of the task that finished the step: in `sync` mode as
+    /// one backend operation (one transaction where the backend can).
+    pub async fn put_after(
+        &mut self,
+        writes: Option<TaskWrites>,
+        cfg: &CheckpointConfig,
+        cp: Checkpoint,
+        meta: CheckpointMetadata,
+        nv: BTreeMap<String, Version>,
+    ) -> Result<()> {
+        match (self, writes) {
+            (Saver::Sync(s), Some(w)) => s
+                .put_writes_then_checkpoint(w, cfg, cp, meta, nv)
+                .await
+                .map(|_| ()),
+            (me, Some(w)) => {
+                me.put_writes(&w.config, w.writes, &w.task_id).await?;
+                me.put(cfg, cp, meta, nv).await
+            }
+            (me, None) => me.put(cfg, cp, meta, nv).await,
         }
     }
 

@@ -44,7 +44,7 @@ use crate::error::SqlxResultExt;
 use crate::schema::Migrated;
 use graphloom_core::checkpoint::{
     BlobCodec, Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointTuple, Checkpointer, ListQuery,
-    Version,
+    TaskWrites, Version,
 };
 use graphloom_core::Result;
 use serde_json::Value;
@@ -187,6 +187,19 @@ impl Checkpointer for PostgresSaver {
     ) -> Result<()> {
         self.migrate().await?;
         self.write_pending(config, writes, task_id, task_path).await
+    }
+
+    async fn put_writes_then_checkpoint(
+        &self,
+        writes: TaskWrites,
+        config: &CheckpointConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: BTreeMap<String, Version>,
+    ) -> Result<CheckpointConfig> {
+        self.migrate().await?;
+        self.write_pending_then_checkpoint(writes, config, checkpoint, metadata, new_versions)
+            .await
     }
 
     async fn delete_thread(&self, thread_id: &str) -> Result<()> {

@@ -4,7 +4,7 @@ use super::{aad, PostgresSaver};
 use crate::error::{backend, SqlxResultExt};
 use graphloom_core::checkpoint::codec::TAG_JSON;
 use graphloom_core::checkpoint::{
-    write_idx, ChannelValue, Checkpoint, CheckpointConfig, CheckpointMetadata, Version,
+    write_idx, ChannelValue, Checkpoint, CheckpointConfig, CheckpointMetadata, TaskWrites, Version,
 };
 use graphloom_core::{BackendErrorKind, Error, Result};
 use serde_json::Value;
@@ -48,6 +48,86 @@ ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO UPDATE SE
     value = EXCLUDED.value
 WHERE EXCLUDED.idx < 0
 "#;
+
+/// A task's writes (as [`WRITES_SQL`], arrays `$13..$20`), then blobs and the checkpoint row
+/// (as [`PUT_SQL`]) of the same thread: one statement, so one round trip and one commit.
+const WRITES_THEN_PUT_SQL: &str = r#"
+WITH writes AS (
+    INSERT INTO graphloom_checkpoint_writes
+        (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, encoding, value)
+    SELECT $1, w.checkpoint_ns, w.checkpoint_id, w.task_id, w.idx, w.channel, w.task_path, w.encoding, w.value
+    FROM unnest($13::text[], $14::text[], $15::text[], $16::bigint[], $17::text[], $18::text[], $19::text[], $20::bytea[])
+        WITH ORDINALITY AS w(checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, encoding, value, ord)
+    ORDER BY w.ord
+    ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO UPDATE SET
+        channel = EXCLUDED.channel,
+        task_path = EXCLUDED.task_path,
+        encoding = EXCLUDED.encoding,
+        value = EXCLUDED.value
+    WHERE EXCLUDED.idx < 0
+),
+blobs AS (
+    INSERT INTO graphloom_checkpoint_blobs
+        (thread_id, checkpoint_ns, channel, version, base_version, encoding, value)
+    SELECT $1, $2, b.channel, b.version, b.base_version, b.encoding, b.value
+    FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::bytea[])
+        AS b(channel, version, base_version, encoding, value)
+    ON CONFLICT DO NOTHING
+)
+INSERT INTO graphloom_checkpoints
+    (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, encoding, checkpoint, metadata)
+VALUES ($1, $2, $8, $9, $10, $11, $12)
+ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET
+    parent_checkpoint_id = EXCLUDED.parent_checkpoint_id,
+    encoding = EXCLUDED.encoding,
+    checkpoint = EXCLUDED.checkpoint,
+    metadata = EXCLUDED.metadata
+"#;
+
+/// A query with its arguments bound so far.
+type PgQuery = sqlx::query::Query<'static, sqlx::Postgres, sqlx::postgres::PgArguments>;
+
+/// The arguments `$1..$12` of [`PUT_SQL`] / [`WRITES_THEN_PUT_SQL`].
+struct PutArgs {
+    thread: String,
+    ns: String,
+    channels: Vec<String>,
+    versions: Vec<String>,
+    bases: Vec<Option<String>>,
+    encodings: Vec<String>,
+    blobs: Vec<Vec<u8>>,
+    id: String,
+    parent: Option<String>,
+    tag: String,
+    bytes: Vec<u8>,
+    metadata: Value,
+}
+
+impl PutArgs {
+    fn config(&self) -> CheckpointConfig {
+        CheckpointConfig {
+            thread_id: self.thread.clone(),
+            checkpoint_ns: self.ns.clone(),
+            checkpoint_id: Some(self.id.clone()),
+        }
+    }
+
+    fn bind(self, sql: &'static str) -> PgQuery {
+        sqlx::query(sql)
+            .bind(self.thread)
+            .bind(self.ns)
+            .bind(self.channels)
+            .bind(self.versions)
+            .bind(self.bases)
+            .bind(self.encodings)
+            .bind(self.blobs)
+            .bind(self.id)
+            .bind(self.parent)
+            .bind(self.tag)
+            .bind(self.bytes)
+            .bind(Json(self.metadata))
+    }
+}
 
 /// A checkpoint row of a thread: ns, id, parent, encoding, checkpoint, metadata.
 type CheckpointRow = (String, String, Option<String>, String, Vec<u8>, Json<Value>);
@@ -116,8 +196,16 @@ impl WriteRows {
         if self.idx.is_empty() {
             return Ok(());
         }
-        sqlx::query(WRITES_SQL)
-            .bind(thread_id)
+        self.bind_arrays(sqlx::query(WRITES_SQL).bind(thread_id.to_owned()))
+            .execute(executor)
+            .await
+            .during(what)?;
+        Ok(())
+    }
+
+    /// Bind the eight column arrays, in [`WRITES_SQL`]'s order.
+    fn bind_arrays(self, query: PgQuery) -> PgQuery {
+        query
             .bind(self.ns)
             .bind(self.checkpoint_id)
             .bind(self.task_id)
@@ -126,10 +214,6 @@ impl WriteRows {
             .bind(self.task_path)
             .bind(self.encoding)
             .bind(self.value)
-            .execute(executor)
-            .await
-            .during(what)?;
-        Ok(())
     }
 }
 
@@ -141,10 +225,72 @@ impl PostgresSaver {
     pub(super) async fn write_checkpoint(
         &self,
         config: &CheckpointConfig,
-        mut checkpoint: Checkpoint,
+        checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: BTreeMap<String, Version>,
     ) -> Result<CheckpointConfig> {
+        self.put_on(&self.pool, config, checkpoint, metadata, new_versions)
+            .await
+    }
+
+    /// A task's writes and then a checkpoint in one transaction: one commit.
+    pub(super) async fn write_pending_then_checkpoint(
+        &self,
+        writes: TaskWrites,
+        config: &CheckpointConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: BTreeMap<String, Version>,
+    ) -> Result<CheckpointConfig> {
+        if writes.config.thread_id != config.thread_id {
+            // Never from the executor (a task writes on its own thread); keep it correct.
+            let mut tx = self.pool.begin().await.during("put")?;
+            self.pending_on(
+                &mut *tx,
+                &writes.config,
+                writes.writes,
+                &writes.task_id,
+                &writes.task_path,
+            )
+            .await?;
+            let out = self
+                .put_on(&mut *tx, config, checkpoint, metadata, new_versions)
+                .await?;
+            tx.commit().await.during("put")?;
+            return Ok(out);
+        }
+        let rows = self.pending_rows(&writes.config, writes.writes, &writes.task_id, &writes.task_path)?;
+        let args = self.put_args(config, checkpoint, metadata, new_versions)?;
+        let out = args.config();
+        rows.bind_arrays(args.bind(WRITES_THEN_PUT_SQL))
+            .execute(&self.pool)
+            .await
+            .during("put")?;
+        Ok(out)
+    }
+
+    async fn put_on<'e, E: sqlx::PgExecutor<'e>>(
+        &self,
+        executor: E,
+        config: &CheckpointConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: BTreeMap<String, Version>,
+    ) -> Result<CheckpointConfig> {
+        let args = self.put_args(config, checkpoint, metadata, new_versions)?;
+        let out = args.config();
+        args.bind(PUT_SQL).execute(executor).await.during("put")?;
+        Ok(out)
+    }
+
+    /// Encode a checkpoint and its new channel values as [`PUT_SQL`]'s arguments.
+    fn put_args(
+        &self,
+        config: &CheckpointConfig,
+        mut checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: BTreeMap<String, Version>,
+    ) -> Result<PutArgs> {
         let (thread, ns) = (config.thread_id.as_str(), config.checkpoint_ns.as_str());
         let values = std::mem::take(&mut checkpoint.channel_values);
         let mut channels = Vec::with_capacity(new_versions.len());
@@ -178,26 +324,19 @@ impl PostgresSaver {
             .map_err(|m| encode_failed("put: checkpoint", m))?;
         let metadata =
             serde_json::to_value(&metadata).map_err(|e| encode_failed("put: metadata", e.to_string()))?;
-        sqlx::query(PUT_SQL)
-            .bind(thread)
-            .bind(ns)
-            .bind(channels)
-            .bind(versions)
-            .bind(bases)
-            .bind(encodings)
-            .bind(blobs)
-            .bind(&id)
-            .bind(config.checkpoint_id.as_deref())
-            .bind(tag)
-            .bind(bytes)
-            .bind(Json(metadata))
-            .execute(&self.pool)
-            .await
-            .during("put")?;
-        Ok(CheckpointConfig {
-            thread_id: config.thread_id.clone(),
-            checkpoint_ns: config.checkpoint_ns.clone(),
-            checkpoint_id: Some(id),
+        Ok(PutArgs {
+            thread: thread.to_owned(),
+            ns: ns.to_owned(),
+            channels,
+            versions,
+            bases,
+            encodings,
+            blobs,
+            id,
+            parent: config.checkpoint_id.clone(),
+            tag: tag.to_owned(),
+            bytes,
+            metadata,
         })
     }
 
@@ -208,6 +347,30 @@ impl PostgresSaver {
         task_id: &str,
         task_path: &str,
     ) -> Result<()> {
+        self.pending_on(&self.pool, config, writes, task_id, task_path)
+            .await
+    }
+
+    async fn pending_on<'e, E: sqlx::PgExecutor<'e>>(
+        &self,
+        executor: E,
+        config: &CheckpointConfig,
+        writes: Vec<(String, Value)>,
+        task_id: &str,
+        task_path: &str,
+    ) -> Result<()> {
+        let rows = self.pending_rows(config, writes, task_id, task_path)?;
+        rows.insert(executor, &config.thread_id, "put_writes").await
+    }
+
+    /// Encode a task's writes as [`WRITES_SQL`]'s rows.
+    fn pending_rows(
+        &self,
+        config: &CheckpointConfig,
+        writes: Vec<(String, Value)>,
+        task_id: &str,
+        task_path: &str,
+    ) -> Result<WriteRows> {
         let Some(checkpoint_id) = config.checkpoint_id.as_deref() else {
             return Err(backend(
                 BackendErrorKind::InvalidInput,
@@ -236,7 +399,7 @@ impl PostgresSaver {
                 bytes,
             );
         }
-        rows.insert(&self.pool, thread, "put_writes").await
+        Ok(rows)
     }
 
     pub(super) async fn remove_thread(&self, thread_id: &str) -> Result<()> {
