@@ -11,9 +11,11 @@ use serde_json::Value;
 use sqlx::types::Json;
 use std::collections::{BTreeMap, HashMap};
 
-/// Blobs and the checkpoint row in one statement: atomic, one round trip.
-const PUT_SQL: &str = r#"
-WITH blobs AS (
+/// The blobs CTE and the checkpoint insert shared by [`PUT_SQL`] and
+/// [`WRITES_THEN_PUT_SQL`] (arguments `$1..$12`).
+macro_rules! put_body {
+    () => {
+        r#"blobs AS (
     INSERT INTO graphloom_checkpoint_blobs
         (thread_id, checkpoint_ns, channel, version, base_version, encoding, value)
     SELECT $1, $2, b.channel, b.version, b.base_version, b.encoding, b.value
@@ -29,16 +31,21 @@ ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET
     encoding = EXCLUDED.encoding,
     checkpoint = EXCLUDED.checkpoint,
     metadata = EXCLUDED.metadata
-"#;
+"#
+    };
+}
 
-/// Pending writes of one or more tasks. An ordinary write (idx >= 0) already stored keeps its
-/// first value; a special one (idx < 0) is replaced in place (its `seq`, so its position in
-/// write order, is kept).
-const WRITES_SQL: &str = r#"
-INSERT INTO graphloom_checkpoint_writes
+/// The pending-writes insert of [`WRITES_SQL`] and [`WRITES_THEN_PUT_SQL`]: thread `$1`,
+/// then the eight column arrays given as `unnest(...)` arguments.
+macro_rules! writes_insert {
+    ($arrays:literal) => {
+        concat!(
+            r#"INSERT INTO graphloom_checkpoint_writes
     (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, encoding, value)
 SELECT $1, w.checkpoint_ns, w.checkpoint_id, w.task_id, w.idx, w.channel, w.task_path, w.encoding, w.value
-FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[], $9::bytea[])
+FROM unnest("#,
+            $arrays,
+            r#")
     WITH ORDINALITY AS w(checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, encoding, value, ord)
 ORDER BY w.ord
 ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO UPDATE SET
@@ -47,42 +54,31 @@ ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO UPDATE SE
     encoding = EXCLUDED.encoding,
     value = EXCLUDED.value
 WHERE EXCLUDED.idx < 0
-"#;
+"#
+        )
+    };
+}
+
+/// Blobs and the checkpoint row in one statement: atomic, one round trip.
+const PUT_SQL: &str = concat!("WITH ", put_body!());
+
+/// Pending writes of one or more tasks. An ordinary write (idx >= 0) already stored keeps its
+/// first value; a special one (idx < 0) is replaced in place (its `seq`, so its position in
+/// write order, is kept).
+const WRITES_SQL: &str = writes_insert!(
+    "$2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[], $9::bytea[]"
+);
 
 /// A task's writes (as [`WRITES_SQL`], arrays `$13..$20`), then blobs and the checkpoint row
 /// (as [`PUT_SQL`]) of the same thread: one statement, so one round trip and one commit.
-const WRITES_THEN_PUT_SQL: &str = r#"
-WITH writes AS (
-    INSERT INTO graphloom_checkpoint_writes
-        (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, encoding, value)
-    SELECT $1, w.checkpoint_ns, w.checkpoint_id, w.task_id, w.idx, w.channel, w.task_path, w.encoding, w.value
-    FROM unnest($13::text[], $14::text[], $15::text[], $16::bigint[], $17::text[], $18::text[], $19::text[], $20::bytea[])
-        WITH ORDINALITY AS w(checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, encoding, value, ord)
-    ORDER BY w.ord
-    ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO UPDATE SET
-        channel = EXCLUDED.channel,
-        task_path = EXCLUDED.task_path,
-        encoding = EXCLUDED.encoding,
-        value = EXCLUDED.value
-    WHERE EXCLUDED.idx < 0
-),
-blobs AS (
-    INSERT INTO graphloom_checkpoint_blobs
-        (thread_id, checkpoint_ns, channel, version, base_version, encoding, value)
-    SELECT $1, $2, b.channel, b.version, b.base_version, b.encoding, b.value
-    FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::bytea[])
-        AS b(channel, version, base_version, encoding, value)
-    ON CONFLICT DO NOTHING
-)
-INSERT INTO graphloom_checkpoints
-    (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, encoding, checkpoint, metadata)
-VALUES ($1, $2, $8, $9, $10, $11, $12)
-ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET
-    parent_checkpoint_id = EXCLUDED.parent_checkpoint_id,
-    encoding = EXCLUDED.encoding,
-    checkpoint = EXCLUDED.checkpoint,
-    metadata = EXCLUDED.metadata
-"#;
+const WRITES_THEN_PUT_SQL: &str = concat!(
+    "WITH writes AS (\n",
+    writes_insert!(
+        "$13::text[], $14::text[], $15::text[], $16::bigint[], $17::text[], $18::text[], $19::text[], $20::bytea[]"
+    ),
+    "),\n",
+    put_body!()
+);
 
 /// A query with its arguments bound so far.
 type PgQuery = sqlx::query::Query<'static, sqlx::Postgres, sqlx::postgres::PgArguments>;
