@@ -45,6 +45,10 @@ pub struct ServerConfig {
     /// How long a graceful shutdown waits for running steps before stopping them (their
     /// finished writes are kept and the runs resume elsewhere or on restart).
     pub shutdown_grace: Duration,
+    /// Prices of models, for the `graphloom_model_cost_usd` metric of AI messages whose
+    /// `response_metadata` names the model (`model_name`) but carries no `cost_usd`. The
+    /// built-in list prices by default; models not in it add nothing.
+    pub prices: graphloom_llm::PriceTable,
 }
 
 impl ServerConfig {
@@ -68,6 +72,7 @@ impl ServerConfig {
             body_limit: 10 * 1024 * 1024,
             cors_origins: Vec::new(),
             shutdown_grace: Duration::from_secs(10),
+            prices: graphloom_llm::PriceTable::builtin(),
         }
     }
 }

@@ -188,7 +188,9 @@ async fn request(
     }
 }
 
-/// Tokens (and cost, where the price is known) of AI messages in an update.
+/// Tokens and cost of AI messages in an update. The cost is the message's own
+/// `response_metadata.cost_usd` if it has one, else its tokens at the price of its
+/// `response_metadata.model_name` in [`crate::ServerConfig::prices`] (unknown models: none).
 fn count_usage(state: &AppState, data: &Value) {
     let Some(obj) = data.as_object() else { return };
     for update in obj.values() {
@@ -199,8 +201,10 @@ fn count_usage(state: &AppState, data: &Value) {
             let Some(u) = m.get("usage_metadata") else {
                 continue;
             };
-            for (key, kind) in [("input_tokens", "input"), ("output_tokens", "output")] {
-                if let Some(n) = u.get(key).and_then(Value::as_u64) {
+            let count = |key: &str| u.get(key).and_then(Value::as_u64);
+            let (input, output) = (count("input_tokens"), count("output_tokens"));
+            for (n, kind) in [(input, "input"), (output, "output")] {
+                if let Some(n) = n {
                     state
                         .metrics
                         .tokens
@@ -208,7 +212,15 @@ fn count_usage(state: &AppState, data: &Value) {
                         .inc_by(n);
                 }
             }
-            if let Some(c) = m.pointer("/response_metadata/cost_usd").and_then(Value::as_f64) {
+            let cost = m
+                .pointer("/response_metadata/cost_usd")
+                .and_then(Value::as_f64)
+                .or_else(|| {
+                    let model = m.pointer("/response_metadata/model_name")?.as_str()?;
+                    let usage = graphloom_llm::Usage::new(input.unwrap_or(0), output.unwrap_or(0));
+                    state.config.prices.cost(model, &usage)
+                });
+            if let Some(c) = cost.filter(|c| c.is_finite() && *c > 0.0) {
                 state.metrics.cost.inc_by(c);
             }
         }

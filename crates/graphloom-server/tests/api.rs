@@ -46,6 +46,78 @@ async fn health_info_openapi_and_metrics() {
     s.stop().await;
 }
 
+/// `priced`: one AI message with token usage from a model named in `response_metadata`.
+fn priced(
+    deps: &graphloom_server::GraphDeps,
+) -> graphloom_core::Result<graphloom_core::CompiledGraph<common::Chat>> {
+    use graphloom_core::{Message, StateGraph, END, START};
+    use std::sync::Arc;
+    StateGraph::<common::Chat>::new()
+        .add_node("model", |_s: Arc<common::Chat>, _rt| async move {
+            let mut m = Message::ai("priced answer");
+            m.extra.insert(
+                "usage_metadata".into(),
+                json!({"input_tokens": 1_000_000, "output_tokens": 500_000, "total_tokens": 1_500_000}),
+            );
+            m.extra.insert(
+                "response_metadata".into(),
+                json!({"model_name": "gpt-4o-mini-2024-07-18"}),
+            );
+            let mut local = Message::ai("local answer");
+            local.extra.insert(
+                "usage_metadata".into(),
+                json!({"input_tokens": 7, "output_tokens": 3, "total_tokens": 10}),
+            );
+            local.extra.insert(
+                "response_metadata".into(),
+                json!({"model_name": "my-local-llama"}),
+            );
+            Ok(common::ChatUpdate::new().messages(vec![m, local]))
+        })
+        .add_edge(START, "model")
+        .add_edge("model", END)
+        .checkpointer_dyn(Arc::clone(&deps.checkpointer))
+        .store_dyn(Arc::clone(&deps.store))
+        .compile()
+}
+
+#[tokio::test]
+async fn metrics_price_model_tokens_by_model_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = graphloom_server::ServerConfig::sqlite(dir.path().join("graphloom.db"));
+    let s = TestServer::start_with(cfg, |b| b.graph("priced", graphloom_server::factory(priced))).await;
+    let t = s.thread().await;
+    let (st, out) = s
+        .post(
+            &format!("/threads/{t}/runs/wait"),
+            json!({"assistant_id": "priced", "input": human("hi")}),
+        )
+        .await;
+    assert_eq!(st, 200, "{out}");
+    let text = s
+        .http
+        .get(s.u("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    // gpt-4o-mini: 0.15 USD per 1M input, 0.60 per 1M output; the local model is free.
+    let cost: f64 = text
+        .lines()
+        .find(|l| l.starts_with("graphloom_model_cost_usd_total "))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no cost counter in {text}"));
+    assert!((cost - 0.45).abs() < 1e-9, "cost {cost}\n{text}");
+    assert!(
+        text.contains("graphloom_model_tokens_total{kind=\"input\"} 1000007"),
+        "{text}"
+    );
+    s.stop().await;
+}
+
 #[tokio::test]
 async fn assistants_crud_search_versions_and_schemas() {
     let s = TestServer::sqlite(|_| {}).await;
