@@ -66,3 +66,24 @@ async fn first_use_migrates_even_when_saver_and_store_start_together() {
     graphloom_postgres::migrate(saver.pool()).await.unwrap();
     assert_eq!(applied(&url).await, want);
 }
+
+#[tokio::test]
+async fn stored_values_are_compressed_with_lz4() {
+    // The server the tests run on (Debian's PostgreSQL) is built with lz4.
+    let (url, _db) = test_database().await;
+    let saver = PostgresSaver::connect(&url).await.unwrap();
+    saver.migrate().await.unwrap();
+    let methods: Vec<(String, String)> = sqlx::query_as(
+        "SELECT c.relname::text || '.' || a.attname::text, a.attcompression::text
+         FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+         WHERE (c.relname, a.attname) IN (('graphloom_checkpoints', 'checkpoint'),
+             ('graphloom_checkpoint_blobs', 'value'), ('graphloom_checkpoint_writes', 'value'),
+             ('graphloom_store', 'value'))
+         ORDER BY 1",
+    )
+    .fetch_all(saver.pool())
+    .await
+    .unwrap();
+    assert_eq!(methods.len(), 4, "{methods:?}");
+    assert!(methods.iter().all(|(_, m)| m == "l"), "{methods:?}");
+}
