@@ -72,9 +72,10 @@ enum Read<'a> {
     One(Value),
 }
 
-/// LangGraph's `read_write` node body. List items are shared (`Arc`), never copied, when
-/// they go to an append channel; values that land in a plain JSON slot (`relevant_rules`,
-/// `memory_docs`, dict and string channels) are copied, as `JsonState` stores them owned.
+/// LangGraph's `read_write` node body. List items are shared (`Arc`), never copied, whether
+/// they go to an append channel or a last-value one (`relevant_rules`, `memory_docs`), as
+/// Python shares the list; a dict read from a list and written to a dict channel is copied
+/// (the custom and merge reducers take owned JSON).
 fn read_write(s: &JsonState, read: &str, write: &[&str], n: usize) -> Result<JsonUpdate, NodeError> {
     let val = match (s.items(read), s.value(read)) {
         (Some(items), _) => Read::List(items),
@@ -97,9 +98,7 @@ fn read_write(s: &JsonState, read: &str, write: &[&str], n: usize) -> Result<Jso
         out = if LIST_FIELDS.contains(&k) {
             match (&val, APPEND_FIELDS.contains(&k)) {
                 (Read::List(items), true) => out.extend(k, items.iter().cloned()),
-                (Read::List(items), false) => {
-                    out.set(k, Value::Array(items.iter().map(|v| (**v).clone()).collect()))
-                }
+                (Read::List(items), false) => out.set_items(k, items.iter().cloned()),
                 (Read::One(v), true) => out.extend(k, [Arc::new(v.clone())]),
                 (Read::One(v), false) => out.set(k, Value::Array(vec![v.clone()])),
             }

@@ -112,8 +112,10 @@ impl JsonStateBuilder {
 
 #[derive(Clone, Debug, PartialEq)]
 enum Slot {
-    Value(Value),
-    /// List channels hold shared items: writing a list a node read copies pointers only.
+    /// A value, shared: cloning the state (every step that merges) copies a pointer.
+    Value(Arc<Value>),
+    /// List channels, and last-value channels written with shared items, hold shared
+    /// items: writing a list a node read copies pointers only.
     Seq(Seq<Arc<Value>>),
 }
 
@@ -168,6 +170,13 @@ impl JsonUpdate {
         self.0
             .insert(channel.into(), JsonWrite::Items(items.into_iter().collect()));
         self
+    }
+    /// Write a list of shared items to `channel` without copying them: a list channel
+    /// appends them (as [`JsonUpdate::extend`]), a last-value channel holds them as its new
+    /// value (read back with [`JsonState::items`]); other reducers see a JSON array.
+    #[must_use]
+    pub fn set_items(self, channel: impl Into<String>, items: impl IntoIterator<Item = Arc<Value>>) -> Self {
+        self.extend(channel, items)
     }
     /// The channels written.
     pub fn keys(&self) -> impl Iterator<Item = &String> {
@@ -300,8 +309,8 @@ impl JsonState {
             .iter()
             .map(|(_, r)| match r {
                 r if r.is_seq() => Slot::Seq(Seq::new()),
-                JsonReducer::Merge => Slot::Value(json!({})),
-                _ => Slot::Value(Value::Null),
+                JsonReducer::Merge => Slot::Value(Arc::new(json!({}))),
+                _ => Slot::Value(Arc::new(Value::Null)),
             })
             .collect();
         Self { spec, slots }
@@ -315,7 +324,8 @@ impl JsonState {
         self.slot_json(i).ok()
     }
 
-    /// The shared items of a list channel.
+    /// The shared items of a list channel, or of a last-value channel written with
+    /// [`JsonUpdate::set_items`].
     #[must_use]
     pub fn items(&self, name: &str) -> Option<&Seq<Arc<Value>>> {
         match self.slots.get(*self.spec.index.get(name)?)? {
@@ -328,14 +338,14 @@ impl JsonState {
     #[must_use]
     pub fn value(&self, name: &str) -> Option<&Value> {
         match self.slots.get(*self.spec.index.get(name)?)? {
-            Slot::Value(v) => Some(v),
+            Slot::Value(v) => Some(&**v),
             Slot::Seq(_) => None,
         }
     }
 
     fn slot_json(&self, i: usize) -> Result<Value, StateError> {
         match self.slots.get(i) {
-            Some(Slot::Value(v)) => Ok(v.clone()),
+            Some(Slot::Value(v)) => Ok((**v).clone()),
             Some(Slot::Seq(s)) => Ok(Value::Array(s.iter().map(|v| (**v).clone()).collect())),
             None => Err(StateError::UnknownField(i.to_string())),
         }
@@ -349,8 +359,11 @@ impl JsonState {
         };
         let slot = &mut self.slots[i];
         match (reducer, slot) {
-            (JsonReducer::LastValue, Slot::Value(v)) => {
-                *v = upd.into_value();
+            (JsonReducer::LastValue, slot) => {
+                *slot = match upd {
+                    JsonWrite::Items(items) => Slot::Seq(items.into_iter().collect()),
+                    JsonWrite::Value(v) => Slot::Value(Arc::new(v)),
+                };
                 Ok(FieldChange::Replaced)
             }
             (JsonReducer::Append, Slot::Seq(s)) => {
@@ -363,11 +376,11 @@ impl JsonState {
                 add_messages_into(s, upd.into_items(coerce_message)).map_err(err)
             }
             (JsonReducer::Add, Slot::Value(v)) => {
-                *v = add_json(v, upd.into_value()).map_err(err)?;
+                *v = Arc::new(add_json(v, upd.into_value()).map_err(err)?);
                 Ok(FieldChange::Replaced)
             }
             (JsonReducer::Merge, Slot::Value(v)) => {
-                match (v, upd.into_value()) {
+                match (Arc::make_mut(v), upd.into_value()) {
                     (Value::Object(cur), Value::Object(u)) => cur.extend(u),
                     (v, u) if v.is_null() => *v = u,
                     (_, u) => return Err(err(format!("cannot merge {u} into an object"))),
@@ -375,7 +388,7 @@ impl JsonState {
                 Ok(FieldChange::Replaced)
             }
             (JsonReducer::Custom(f), Slot::Value(v)) => {
-                *v = f(v, upd.into_value()).map_err(err)?;
+                *v = Arc::new(f(v, upd.into_value()).map_err(err)?);
                 Ok(FieldChange::Replaced)
             }
             _ => Err(err("internal: slot kind does not match reducer".into())),
@@ -453,8 +466,8 @@ impl State for JsonState {
             .slots
             .get_mut(idx)
             .ok_or_else(|| StateError::UnknownField(idx.to_string()))?;
-        *slot = match slot {
-            Slot::Seq(_) => match value {
+        *slot = if self.spec.fields[idx].1.is_seq() {
+            match value {
                 Value::Array(a) => Slot::Seq(a.into_iter().map(Arc::new).collect()),
                 Value::Null => Slot::Seq(Seq::new()),
                 other => {
@@ -463,8 +476,9 @@ impl State for JsonState {
                         message: format!("expected a list, got {other}"),
                     })
                 }
-            },
-            Slot::Value(_) => Slot::Value(value),
+            }
+        } else {
+            Slot::Value(Arc::new(value))
         };
         Ok(())
     }
@@ -582,5 +596,43 @@ mod tests {
         );
         assert!(s.update_from_json(json!({"nope": 1})).is_err());
         assert!(JsonState::from_reducer_names([("a", "bogus")]).is_err());
+    }
+
+    #[test]
+    fn last_value_channels_hold_shared_items_without_copying() {
+        let mut s = shape();
+        let doc = Arc::new(json!({"big": [1, 2, 3]}));
+        let mut ch = Vec::new();
+        let u = JsonUpdate::new().set_items("topic", [Arc::clone(&doc), Arc::clone(&doc)]);
+        s.merge(vec![TaskUpdate { node: "a", update: u }], &mut ch)
+            .unwrap();
+        let items = s.items("topic").unwrap();
+        assert_eq!(items.len(), 2);
+        assert!(items.iter().all(|i| Arc::ptr_eq(i, &doc)), "items were copied");
+        assert_eq!(s.value("topic"), None);
+        assert_eq!(
+            s.get("topic"),
+            Some(json!([{"big": [1, 2, 3]}, {"big": [1, 2, 3]}]))
+        );
+        assert_eq!(
+            ch,
+            vec![Changed {
+                field: 2,
+                change: FieldChange::Replaced
+            }]
+        );
+        // A plain write replaces the shared list; restoring from JSON gives a value.
+        let u = JsonUpdate::new().set("topic", "plain");
+        s.merge(vec![TaskUpdate { node: "b", update: u }], &mut ch)
+            .unwrap();
+        assert_eq!(s.value("topic"), Some(&json!("plain")));
+        assert!(s.items("topic").is_none());
+        let mut restored = s.empty_like();
+        let idx = restored.field_index("topic").unwrap();
+        restored.set_field_from_json(idx, json!([1, 2])).unwrap();
+        assert_eq!(restored.value("topic"), Some(&json!([1, 2])));
+        // A list channel still refuses a non-list.
+        let log = restored.field_index("log").unwrap();
+        assert!(restored.set_field_from_json(log, json!("x")).is_err());
     }
 }
