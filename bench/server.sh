@@ -148,8 +148,12 @@ import json, os, sys
 
 out = sys.argv[1]
 def load(name):
-    with open(os.path.join(out, name)) as f:
-        return {r["scenario"]: r for r in json.load(f)["results"]}
+    path = os.path.join(out, name)
+    try:
+        with open(path) as f:
+            return {r["scenario"]: r for r in json.load(f)["results"]}
+    except (OSError, ValueError, KeyError) as e:
+        sys.exit(f"no results in {path} ({e}); run that server's scenarios again (without SKIP_*)")
 def load_idle(name):
     return load(name) if os.path.exists(os.path.join(out, name)) and os.environ.get("SKIP_IDLE") != "1" else {}
 gl = {**load("server_graphloom.json"), **load_idle("server_graphloom_idle.json")}
