@@ -454,6 +454,12 @@ impl State for JsonState {
     fn field_to_json(&self, idx: usize) -> Result<Value, StateError> {
         self.slot_json(idx)
     }
+    fn field_shared_items(&self, idx: usize) -> Option<Vec<Arc<Value>>> {
+        match self.slots.get(idx)? {
+            Slot::Seq(s) => Some(s.iter().cloned().collect()),
+            Slot::Value(_) => None,
+        }
+    }
     fn field_tail_to_json(&self, idx: usize, n: usize) -> Option<Result<Vec<Value>, StateError>> {
         match self.slots.get(idx)? {
             Slot::Seq(s) => Some(Ok(s.tail(n).map(|v| (**v).clone()).collect())),

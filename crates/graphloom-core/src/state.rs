@@ -113,6 +113,14 @@ pub trait State: Clone + Send + Sync + 'static {
 
     /// Field `idx` as JSON.
     fn field_to_json(&self, idx: usize) -> Result<Value, StateError>;
+    /// Field `idx` as the JSON items it shares with the state, when it is a list of shared
+    /// JSON values (`Seq<Arc<Value>>`, or a list channel of [`crate::JsonState`]): a
+    /// checkpoint keeps the pointers instead of copying every item. `None` otherwise (the
+    /// default); then [`State::field_to_json`] is used.
+    fn field_shared_items(&self, idx: usize) -> Option<Vec<std::sync::Arc<Value>>> {
+        let _ = idx;
+        None
+    }
     /// The last `n` items of a sequence field as JSON, or `None` if the field is not a
     /// sequence (then the whole field is stored).
     fn field_tail_to_json(&self, idx: usize, n: usize) -> Option<Result<Vec<Value>, StateError>>;
@@ -156,6 +164,23 @@ pub trait State: Clone + Send + Sync + 'static {
         }
         Ok(out)
     }
+}
+
+/// Helper for derived code: the items of a field that is a list of shared JSON values
+/// (`Seq<Arc<Value>>` or `Option<Seq<Arc<Value>>>` holding one), without copying them.
+#[must_use]
+pub fn shared_items<T: 'static>(field: &T) -> Option<Vec<std::sync::Arc<Value>>> {
+    use crate::seq::Seq;
+    use std::any::Any;
+    use std::sync::Arc;
+    let any: &dyn Any = field;
+    if let Some(seq) = any.downcast_ref::<Seq<Arc<Value>>>() {
+        return Some(seq.iter().cloned().collect());
+    }
+    if let Some(Some(seq)) = any.downcast_ref::<Option<Seq<Arc<Value>>>>() {
+        return Some(seq.iter().cloned().collect());
+    }
+    None
 }
 
 /// Helper for derived code: decode a field from JSON with a message naming the field.

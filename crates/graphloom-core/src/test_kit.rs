@@ -40,6 +40,7 @@ pub async fn checkpointer_conformance<C: Checkpointer>(saver: &C) {
     list(saver).await;
     put_writes(saver).await;
     writes_then_checkpoint(saver).await;
+    shared_items(saver).await;
     delete_thread(saver).await;
     copy_thread(saver).await;
 }
@@ -1296,6 +1297,51 @@ pub async fn put_writes<C: Checkpointer>(saver: &C) {
 // ---------------------------------------------------------------------------------------
 // delete_thread
 // ---------------------------------------------------------------------------------------
+
+/// A list channel stored as shared items reads back as the same JSON array, and an append
+/// to it resolves on top of it.
+pub async fn shared_items<C: Checkpointer>(saver: &C) {
+    let name = "shared_items";
+    let tid = new_thread();
+    let root = CheckpointConfig::thread(&tid);
+    let doc = std::sync::Arc::new(json!({"k": [1, "two", null]}));
+    let items = vec![std::sync::Arc::clone(&doc), std::sync::Arc::clone(&doc)];
+    let cp1 = checkpoint(&[("list", ver(1))], vec![("list", ChannelValue::Items(items))]);
+    let c1 = put(
+        saver,
+        name,
+        &root,
+        cp1.clone(),
+        meta(CheckpointSource::Loop, 0),
+        versions(&[("list", ver(1))]),
+    )
+    .await;
+    let expected = json!([{"k": [1, "two", null]}, {"k": [1, "two", null]}]);
+    check_eq!(
+        name,
+        must_get(saver, name, &c1).await.checkpoint,
+        resolved(&cp1, &[("list", expected)])
+    );
+    let cp2 = checkpoint(
+        &[("list", ver(2))],
+        vec![("list", append(ver(1), vec![json!(3)]))],
+    );
+    let c2 = put(
+        saver,
+        name,
+        &c1,
+        cp2.clone(),
+        meta(CheckpointSource::Loop, 1),
+        versions(&[("list", ver(2))]),
+    )
+    .await;
+    let expected = json!([{"k": [1, "two", null]}, {"k": [1, "two", null]}, 3]);
+    check_eq!(
+        name,
+        must_get(saver, name, &c2).await.checkpoint,
+        resolved(&cp2, &[("list", expected)])
+    );
+}
 
 /// `put_writes_then_checkpoint`: the writes land on the parent checkpoint, the checkpoint
 /// (with its channel value) becomes the latest, and a special write keeps its meaning.

@@ -169,3 +169,56 @@ fn derived_schema_describes_fields() {
     assert!(schema["properties"]["messages"].is_object());
     assert!(schema["properties"]["ticks"].is_object());
 }
+
+#[derive(State, Clone, Default, Debug)]
+struct Docs {
+    #[reducer(append)]
+    docs: Seq<Arc<serde_json::Value>>,
+    last: Option<Seq<Arc<serde_json::Value>>>,
+    count: i64,
+}
+
+#[tokio::test]
+async fn lists_of_shared_json_are_checkpointed_as_the_shared_items() {
+    let doc = Arc::new(json!({"big": vec![1; 100]}));
+    let s = Docs {
+        docs: std::iter::repeat_n(Arc::clone(&doc), 3).collect(),
+        last: Some(std::iter::repeat_n(Arc::clone(&doc), 2).collect()),
+        count: 1,
+    };
+    let items = s.field_shared_items(0).expect("a Seq<Arc<Value>> is shared");
+    assert_eq!(items.len(), 3);
+    assert!(items.iter().all(|i| Arc::ptr_eq(i, &doc)), "items were copied");
+    assert_eq!(s.field_shared_items(1).map(|v| v.len()), Some(2));
+    assert!(s.field_shared_items(2).is_none(), "an integer is not a list");
+
+    // A run with a saver stores them and reads back the same JSON.
+    let doc2 = Arc::clone(&doc);
+    let g = StateGraph::<Docs>::new()
+        .add_node("add", move |s: Arc<Docs>, _rt| {
+            let doc = Arc::clone(&doc2);
+            async move {
+                Ok(DocsUpdate::new()
+                    .docs(vec![doc])
+                    .last(Some(s.docs.clone()))
+                    .count(s.count + 1))
+            }
+        })
+        .add_edge(START, "add")
+        .add_conditional_edges_map(
+            "add",
+            |s: &Docs| if s.count < 5 { "add" } else { END },
+            [("add", "add"), (END, END)],
+        )
+        .checkpointer(InMemorySaver::new())
+        .compile()
+        .unwrap();
+    let cfg = RunConfig::thread("shared-docs");
+    let out = g.invoke(DocsUpdate::new().count(0), cfg.clone()).await.unwrap();
+    assert_eq!(out.values.docs.len(), 5);
+    // Read back from the saver (decoded from what the checkpoints stored).
+    let state = g.get_state(&cfg).await.unwrap();
+    assert_eq!(state.values.docs.len(), 5);
+    assert_eq!(state.values.last.as_ref().map(Seq::len), Some(4));
+    assert_eq!(state.values.docs.last().map(|d| &**d), Some(&*doc));
+}

@@ -73,6 +73,16 @@ pub(crate) fn generate(spec: &StateSpec) -> TokenStream {
                 }
             }
 
+            fn field_shared_items(
+                &self,
+                __gl_idx: usize,
+            ) -> ::std::option::Option<::std::vec::Vec<::std::sync::Arc<#krate::__private::serde_json::Value>>> {
+                match __gl_idx {
+                    #( #indices => #krate::state::shared_items(&self.#idents), )*
+                    _ => ::std::option::Option::None,
+                }
+            }
+
             fn field_tail_to_json(
                 &self,
                 __gl_idx: usize,

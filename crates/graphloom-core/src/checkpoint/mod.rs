@@ -104,6 +104,29 @@ pub enum ChannelValue {
         /// The appended items.
         items: Vec<Value>,
     },
+    /// The whole value of a list whose items are shared with the state, not copied (see
+    /// [`crate::State::field_shared_items`]). It is stored exactly as [`ChannelValue::Full`]
+    /// of a JSON array (and reads back as one); the in-memory saver keeps the pointers.
+    #[serde(rename(serialize = "full"), skip_deserializing)]
+    Items(Vec<std::sync::Arc<Value>>),
+}
+
+impl ChannelValue {
+    /// [`ChannelValue::Items`] as [`ChannelValue::Full`] (a copy of the items); other
+    /// values as they are.
+    #[must_use]
+    pub fn into_owned(self) -> ChannelValue {
+        match self {
+            ChannelValue::Items(items) => ChannelValue::Full(items_to_json(&items)),
+            other => other,
+        }
+    }
+}
+
+/// Shared JSON items as one JSON array (a copy).
+#[must_use]
+pub fn items_to_json(items: &[std::sync::Arc<Value>]) -> Value {
+    Value::Array(items.iter().map(|v| (**v).clone()).collect())
 }
 
 /// A packet sent with `Send`, waiting to run in the next superstep.

@@ -23,6 +23,7 @@ pub fn resolve_channel(
             lookup(&at).ok_or_else(|| format!("channel `{channel}`: no stored value for version {at}"))?;
         match blob {
             ChannelValue::Full(v) => break v,
+            ChannelValue::Items(items) => break super::items_to_json(&items),
             ChannelValue::Append { base, items } => {
                 if base >= at {
                     return Err(format!(

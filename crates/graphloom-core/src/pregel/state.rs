@@ -104,8 +104,16 @@ impl<S: State> LoopState<S> {
         let mut barriers = BTreeMap::new();
         let mut start = None;
         for (ch, val) in &cp.channel_values {
-            let ChannelValue::Full(v) = val else {
-                return Err(corrupt(format!("channel `{ch}` was not resolved")));
+            let shared;
+            let v = match val {
+                ChannelValue::Full(v) => v,
+                ChannelValue::Items(items) => {
+                    shared = crate::checkpoint::items_to_json(items);
+                    &shared
+                }
+                ChannelValue::Append { .. } => {
+                    return Err(corrupt(format!("channel `{ch}` was not resolved")));
+                }
             };
             if let Some(idx) = state.field_index(ch) {
                 state
@@ -261,6 +269,20 @@ impl<S: State> LoopState<S> {
                     return Ok(ChannelValue::Append { base, items });
                 }
             }
+        }
+        if let Some(items) = self.state.field_shared_items(idx) {
+            if matches!(change, FieldChange::Appended(_)) {
+                self.delta_meta.insert(
+                    ch.to_owned(),
+                    DeltaMeta {
+                        full_len: items.len(),
+                        since_full: 0,
+                    },
+                );
+            } else {
+                self.delta_meta.remove(ch);
+            }
+            return Ok(ChannelValue::Items(items));
         }
         let full = self.state.field_to_json(idx).map_err(Error::Decode)?;
         if let (FieldChange::Appended(_), Value::Array(a)) = (change, &full) {

@@ -306,7 +306,7 @@ impl PostgresSaver {
                 .map_err(|m| encode_failed("put: channel value", m))?;
             bases.push(match value {
                 ChannelValue::Append { base, .. } => Some(base.to_string()),
-                ChannelValue::Full(_) => None,
+                ChannelValue::Full(_) | ChannelValue::Items(_) => None,
             });
             channels.push(channel.clone());
             versions.push(version);
