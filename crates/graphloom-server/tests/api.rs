@@ -7,6 +7,18 @@ use common::{human, parse_sse, TestServer};
 use serde_json::{json, Value};
 use std::time::Duration;
 
+/// The Prometheus text of `/metrics`.
+async fn metrics_text(s: &TestServer) -> String {
+    s.http
+        .get(s.u("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
+
 #[tokio::test]
 async fn health_info_openapi_and_metrics() {
     let s = TestServer::sqlite(|_| {}).await;
@@ -25,15 +37,7 @@ async fn health_info_openapi_and_metrics() {
         )
         .await;
     assert_eq!(st, 200);
-    let text = s
-        .http
-        .get(s.u("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = metrics_text(&s).await;
     assert!(
         text.contains("graphloom_runs_finished_total{status=\"success\"} 1"),
         "{text}"
@@ -94,15 +98,7 @@ async fn metrics_price_model_tokens_by_model_name() {
         )
         .await;
     assert_eq!(st, 200, "{out}");
-    let text = s
-        .http
-        .get(s.u("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = metrics_text(&s).await;
     // gpt-4o-mini: 0.15 USD per 1M input, 0.60 per 1M output; the local model is free.
     let cost: f64 = text
         .lines()
