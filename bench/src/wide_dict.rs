@@ -31,9 +31,12 @@ const DICT_FIELDS: [&str; 6] = [
     "issue",
 ];
 
-fn custom(f: fn(&Value, Value) -> Value) -> JsonReducer {
-    JsonReducer::Custom(Arc::new(move |x, y| Ok(f(x, y))))
+/// A LangGraph lambda reducer: keeping either side copies a pointer, as in Python.
+fn custom(f: fn(&Doc, Doc) -> Doc) -> JsonReducer {
+    JsonReducer::CustomShared(Arc::new(move |x, y| Ok(f(x, y))))
 }
+
+type Doc = Arc<Value>;
 
 /// The 15 channels with LangGraph's reducers.
 #[must_use]
@@ -43,22 +46,25 @@ pub fn shape() -> JsonState {
         .field("trigger_events", JsonReducer::Append)
         .field(
             "primary_issue_medium",
-            custom(|x, y| if truthy(&y) { y } else { x.clone() }),
+            custom(|x, y| if truthy(&y) { y } else { Arc::clone(x) }),
         )
         .field("autoresponse", custom(|_, y| y))
-        .field("issue", custom(|x, y| if truthy(&y) { y } else { x.clone() }))
+        .field("issue", custom(|x, y| if truthy(&y) { y } else { Arc::clone(x) }))
         .field("relevant_rules", JsonReducer::LastValue)
         .field("memory_docs", JsonReducer::LastValue)
         .field("categorizations", JsonReducer::Append)
         .field("responses", JsonReducer::Append)
         .field(
             "user_info",
-            custom(|x, y| if y.is_null() { x.clone() } else { y }),
+            custom(|x, y| if y.is_null() { Arc::clone(x) } else { y }),
         )
-        .field("crm_info", custom(|x, y| if y.is_null() { x.clone() } else { y }))
+        .field(
+            "crm_info",
+            custom(|x, y| if y.is_null() { Arc::clone(x) } else { y }),
+        )
         .field(
             "email_thread_id",
-            custom(|x, y| if y.is_null() { x.clone() } else { y }),
+            custom(|x, y| if y.is_null() { Arc::clone(x) } else { y }),
         )
         .field("slack_participants", JsonReducer::Merge)
         .field("bot_id", JsonReducer::LastValue)
@@ -66,32 +72,33 @@ pub fn shape() -> JsonState {
         .build()
 }
 
-/// What a node read: a list channel's shared items, or one value.
+/// What a node read: a list channel's shared items, or one shared value.
 enum Read<'a> {
-    List(&'a Seq<Arc<Value>>),
-    One(Value),
+    List(&'a Seq<Doc>),
+    One(Doc),
 }
 
-/// LangGraph's `read_write` node body. List items are shared (`Arc`), never copied, whether
-/// they go to an append channel or a last-value one (`relevant_rules`, `memory_docs`), as
-/// Python shares the list; a dict read from a list and written to a dict channel is copied
-/// (the custom and merge reducers take owned JSON).
+/// LangGraph's `read_write` node body. What a node reads is shared (`Arc`) and written on
+/// without a copy, as Python passes references: list items to list channels, the last
+/// item to dict channels; only a `merge` channel copies the dict it extends.
 fn read_write(s: &JsonState, read: &str, write: &[&str], n: usize) -> Result<JsonUpdate, NodeError> {
-    let val = match (s.items(read), s.value(read)) {
+    let val = match (s.items(read), s.value_shared(read)) {
         (Some(items), _) => Read::List(items),
-        (None, Some(Value::String(text))) => Read::One(Value::Object(Map::from_iter([(
-            text.clone(),
-            Value::String(text.clone()),
-        )]))),
-        (None, Some(v)) => Read::One(v.clone()),
+        (None, Some(v)) => match &**v {
+            Value::String(text) => Read::One(Arc::new(Value::Object(Map::from_iter([(
+                text.clone(),
+                Value::String(text.clone()),
+            )])))),
+            _ => Read::One(Arc::clone(v)),
+        },
         (None, None) => return Err(NodeError::fatal(format!("no channel `{read}`"))),
     };
-    let single: Value = match &val {
+    let single: Doc = match &val {
         Read::List(items) => items
             .last()
-            .map(|v| (**v).clone())
+            .cloned()
             .ok_or_else(|| NodeError::fatal(format!("`{read}` is empty")))?,
-        Read::One(v) => v.clone(),
+        Read::One(v) => Arc::clone(v),
     };
     let mut out = JsonUpdate::new();
     for &k in write {
@@ -99,11 +106,10 @@ fn read_write(s: &JsonState, read: &str, write: &[&str], n: usize) -> Result<Jso
             match (&val, APPEND_FIELDS.contains(&k)) {
                 (Read::List(items), true) => out.extend(k, items.iter().cloned()),
                 (Read::List(items), false) => out.set_items(k, items.iter().cloned()),
-                (Read::One(v), true) => out.extend(k, [Arc::new(v.clone())]),
-                (Read::One(v), false) => out.set(k, Value::Array(vec![v.clone()])),
+                (Read::One(v), _) => out.set_items(k, [Arc::clone(v)]),
             }
         } else if DICT_FIELDS.contains(&k) {
-            out.set(k, single.clone())
+            out.set_shared(k, Arc::clone(&single))
         } else {
             out.set(k, random_lowercase(n))
         };

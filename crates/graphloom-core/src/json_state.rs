@@ -21,6 +21,11 @@ use std::sync::Arc;
 /// A custom JSON reducer: `(current, update) -> new value`.
 pub type JsonReduceFn = Arc<dyn Fn(&Value, Value) -> Result<Value, String> + Send + Sync>;
 
+/// A custom JSON reducer over shared values: `(current, update) -> new value`, where keeping
+/// either side costs a pointer copy.
+pub type JsonReduceSharedFn =
+    Arc<dyn Fn(&Arc<Value>, Arc<Value>) -> Result<Arc<Value>, String> + Send + Sync>;
+
 /// How a JSON channel combines writes.
 #[derive(Clone)]
 pub enum JsonReducer {
@@ -36,6 +41,8 @@ pub enum JsonReducer {
     AddMessages,
     /// A custom function.
     Custom(JsonReduceFn),
+    /// A custom function over shared values (no copy when it keeps one side).
+    CustomShared(JsonReduceSharedFn),
 }
 
 impl fmt::Debug for JsonReducer {
@@ -54,7 +61,7 @@ impl JsonReducer {
             JsonReducer::Add => "add",
             JsonReducer::Merge => "merge",
             JsonReducer::AddMessages => "add_messages",
-            JsonReducer::Custom(_) => "custom",
+            JsonReducer::Custom(_) | JsonReducer::CustomShared(_) => "custom",
         }
     }
     /// A built-in reducer by name.
@@ -126,6 +133,9 @@ pub enum JsonWrite {
     Value(Value),
     /// Shared items for a list channel (no copy of the items).
     Items(Vec<Arc<Value>>),
+    /// One shared value: a last-value channel (or a [`JsonReducer::CustomShared`] one)
+    /// keeps the pointer; other reducers see the value.
+    Shared(Arc<Value>),
 }
 
 impl JsonWrite {
@@ -133,6 +143,13 @@ impl JsonWrite {
         match self {
             JsonWrite::Value(v) => v,
             JsonWrite::Items(items) => Value::Array(items.iter().map(|v| (**v).clone()).collect()),
+            JsonWrite::Shared(v) => Arc::unwrap_or_clone(v),
+        }
+    }
+    fn into_shared(self) -> Arc<Value> {
+        match self {
+            JsonWrite::Shared(v) => v,
+            other => Arc::new(other.into_value()),
         }
     }
     fn to_value(&self) -> Value {
@@ -143,6 +160,7 @@ impl JsonWrite {
             JsonWrite::Items(items) => items,
             JsonWrite::Value(Value::Array(a)) => a.into_iter().map(|v| Arc::new(coerce(v))).collect(),
             JsonWrite::Value(one) => vec![Arc::new(coerce(one))],
+            JsonWrite::Shared(v) => JsonWrite::Value(Arc::unwrap_or_clone(v)).into_items(coerce),
         }
     }
 }
@@ -161,6 +179,13 @@ impl JsonUpdate {
     #[must_use]
     pub fn set(mut self, channel: impl Into<String>, value: impl Into<Value>) -> Self {
         self.0.insert(channel.into(), JsonWrite::Value(value.into()));
+        self
+    }
+    /// Write a shared value to `channel` without copying it: a last-value channel (and a
+    /// [`JsonReducer::CustomShared`] one) keeps the pointer; other reducers see the value.
+    #[must_use]
+    pub fn set_shared(mut self, channel: impl Into<String>, value: Arc<Value>) -> Self {
+        self.0.insert(channel.into(), JsonWrite::Shared(value));
         self
     }
     /// Append shared items to list channel `channel` (items read from another list are not
@@ -334,6 +359,16 @@ impl JsonState {
         }
     }
 
+    /// The shared value of a channel that is not a list channel (clone the `Arc` to write
+    /// it elsewhere without a copy, with [`JsonUpdate::set_shared`]).
+    #[must_use]
+    pub fn value_shared(&self, name: &str) -> Option<&Arc<Value>> {
+        match self.slots.get(*self.spec.index.get(name)?)? {
+            Slot::Value(v) => Some(v),
+            Slot::Seq(_) => None,
+        }
+    }
+
     /// The value of a channel that is not a list channel.
     #[must_use]
     pub fn value(&self, name: &str) -> Option<&Value> {
@@ -363,6 +398,7 @@ impl JsonState {
                 *slot = match upd {
                     JsonWrite::Items(items) => Slot::Seq(items.into_iter().collect()),
                     JsonWrite::Value(v) => Slot::Value(Arc::new(v)),
+                    JsonWrite::Shared(v) => Slot::Value(v),
                 };
                 Ok(FieldChange::Replaced)
             }
@@ -389,6 +425,10 @@ impl JsonState {
             }
             (JsonReducer::Custom(f), Slot::Value(v)) => {
                 *v = Arc::new(f(v, upd.into_value()).map_err(err)?);
+                Ok(FieldChange::Replaced)
+            }
+            (JsonReducer::CustomShared(f), Slot::Value(v)) => {
+                *v = f(v, upd.into_shared()).map_err(err)?;
                 Ok(FieldChange::Replaced)
             }
             _ => Err(err("internal: slot kind does not match reducer".into())),
@@ -640,5 +680,47 @@ mod tests {
         // A list channel still refuses a non-list.
         let log = restored.field_index("log").unwrap();
         assert!(restored.set_field_from_json(log, json!("x")).is_err());
+    }
+
+    #[test]
+    fn shared_values_are_kept_by_pointer_by_last_value_and_shared_custom_reducers() {
+        let mut s = JsonState::builder()
+            .field("last", JsonReducer::LastValue)
+            .field(
+                "keep",
+                JsonReducer::CustomShared(Arc::new(|x: &Arc<Value>, y: Arc<Value>| {
+                    Ok(if y.is_null() { Arc::clone(x) } else { y })
+                })),
+            )
+            .field("merged", JsonReducer::Merge)
+            .field("list", JsonReducer::Append)
+            .build();
+        let doc = Arc::new(json!({"a": [1, 2]}));
+        let u = JsonUpdate::new()
+            .set_shared("last", Arc::clone(&doc))
+            .set_shared("keep", Arc::clone(&doc))
+            .set_shared("merged", Arc::clone(&doc))
+            .set_shared("list", Arc::new(json!([1, 2])));
+        let mut ch = Vec::new();
+        s.merge(vec![TaskUpdate { node: "a", update: u }], &mut ch)
+            .unwrap();
+        assert!(Arc::ptr_eq(s.value_shared("last").unwrap(), &doc));
+        assert!(Arc::ptr_eq(s.value_shared("keep").unwrap(), &doc));
+        assert_eq!(s.get("merged"), Some(json!({"a": [1, 2]})));
+        assert_eq!(
+            s.get("list"),
+            Some(json!([1, 2])),
+            "an array write appends its items"
+        );
+        // The shared custom reducer keeps the current pointer on a null update.
+        let u = JsonUpdate::new().set("keep", Value::Null);
+        s.merge(vec![TaskUpdate { node: "b", update: u }], &mut ch)
+            .unwrap();
+        assert!(Arc::ptr_eq(s.value_shared("keep").unwrap(), &doc));
+        assert_eq!(
+            s.update_to_json(&JsonUpdate::new().set_shared("last", doc))
+                .unwrap(),
+            json!({"last": {"a": [1, 2]}})
+        );
     }
 }

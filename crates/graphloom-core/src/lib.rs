@@ -65,7 +65,7 @@ pub use graph::{
     StateSnapshot,
 };
 pub use graphloom_derive::State;
-pub use json_state::{JsonReducer, JsonState, JsonUpdate, JsonWrite};
+pub use json_state::{JsonReduceFn, JsonReduceSharedFn, JsonReducer, JsonState, JsonUpdate, JsonWrite};
 pub use messages::{Message, MessageKind, MessageLike, ToolCall};
 pub use reducers::{Add, AddMessages, Append, LastValue, MergeMap, Reducer};
 pub use runtime::Runtime;
