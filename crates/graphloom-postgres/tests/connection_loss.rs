@@ -11,10 +11,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// From a separate connection, end every other session of the database.
+/// Terminate every other connection to the test database and wait (up to 10 s each) until
+/// they are gone: `pg_terminate_backend` only signals, and under load a backend could
+/// otherwise still answer the next query.
 async fn kill_other_backends(url: &str) -> i64 {
     let mut conn = PgConnection::connect(url).await.unwrap();
     let killed: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+        "SELECT count(*) FROM (SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity
          WHERE datname = current_database() AND pid <> pg_backend_pid()) t",
     )
     .fetch_one(&mut conn)
