@@ -178,13 +178,16 @@ impl ServerBuilder {
                     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
                         std::fs::create_dir_all(dir).map_err(|e| StartError(e.to_string()))?;
                     }
-                    let saver = graphloom_sqlite::SqliteSaver::open(path.clone())
-                        .await
-                        .map_err(|e| StartError(e.to_string()))?;
-                    let store = graphloom_sqlite::SqliteStore::open(path.clone())
-                        .await
-                        .map_err(|e| StartError(e.to_string()))?;
-                    let db = SqliteDb::open(path)
+                    // One writer for the checkpoints, the store and the server's tables:
+                    // their commits for concurrent runs are grouped into shared transactions.
+                    let shared = graphloom_sqlite::SqliteDatabase::open(
+                        graphloom_sqlite::SqliteOptions::new(path.clone()),
+                    )
+                    .await
+                    .map_err(|e| StartError(e.to_string()))?;
+                    let saver = shared.saver();
+                    let store = shared.store().await.map_err(|e| StartError(e.to_string()))?;
+                    let db = SqliteDb::new(shared)
                         .await
                         .map_err(|e| StartError(e.to_string()))?;
                     (Arc::new(db), Arc::new(saver), Arc::new(store))

@@ -22,7 +22,7 @@ const MAX_BATCH: usize = 256;
 const QUEUE: usize = 4096;
 
 /// An operation run by the writer thread inside the batch's transaction.
-pub(crate) type WriteOp<T> = Box<dyn FnOnce(&rusqlite::Connection) -> Result<T> + Send + 'static>;
+type WriteOp<T, E> = Box<dyn FnOnce(&rusqlite::Connection) -> std::result::Result<T, E> + Send + 'static>;
 
 /// A queued write: runs inside a savepoint, is answered once the batch committed.
 trait Job: Send {
@@ -32,13 +32,13 @@ trait Job: Send {
     fn finish(self: Box<Self>, commit: std::result::Result<(), &BackendError>);
 }
 
-struct Pending<T> {
-    op: Option<WriteOp<T>>,
-    out: Option<Result<T>>,
-    reply: oneshot::Sender<Result<T>>,
+struct Pending<T, E> {
+    op: Option<WriteOp<T, E>>,
+    out: Option<std::result::Result<T, E>>,
+    reply: oneshot::Sender<std::result::Result<T, E>>,
 }
 
-impl<T: Send + 'static> Job for Pending<T> {
+impl<T: Send + 'static, E: From<Error> + Send + 'static> Job for Pending<T, E> {
     fn run(&mut self, conn: &rusqlite::Connection) -> bool {
         let Some(op) = self.op.take() else {
             return false;
@@ -54,8 +54,8 @@ impl<T: Send + 'static> Job for Pending<T> {
             // The operation's own error: its savepoint was rolled back.
             (Some(Err(e)), _) => Err(e),
             (Some(Ok(v)), Ok(())) => Ok(v),
-            (_, Err(e)) => Err(Error::Backend(BackendError::new(e.kind, e.message.clone()))),
-            (None, Ok(())) => Err(other("write operation was not run")),
+            (_, Err(e)) => Err(Error::Backend(BackendError::new(e.kind, e.message.clone())).into()),
+            (None, Ok(())) => Err(other("write operation was not run").into()),
         };
         // The caller may have gone away; the write is committed all the same.
         let _ = self.reply.send(answer);
@@ -151,6 +151,16 @@ impl Db {
     where
         T: Send + 'static,
         F: FnOnce(&rusqlite::Connection) -> Result<T> + Send + 'static,
+    {
+        self.write_as(op).await
+    }
+
+    /// [`write`](Self::write) for an operation with its own error type.
+    pub(crate) async fn write_as<T, E, F>(&self, op: F) -> std::result::Result<T, E>
+    where
+        T: Send + 'static,
+        E: From<Error> + Send + 'static,
+        F: FnOnce(&rusqlite::Connection) -> std::result::Result<T, E> + Send + 'static,
     {
         let (reply, answer) = oneshot::channel();
         let job: Box<dyn Job> = Box::new(Pending {

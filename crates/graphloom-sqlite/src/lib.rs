@@ -7,7 +7,9 @@
 //!   vector search.
 //!
 //! Both keep everything in **one file in WAL mode** (they may share it), opened with
-//! [`SqliteSaver::open`] / [`SqliteStore::open`] or a builder. Missing tables are created by
+//! [`SqliteSaver::open`] / [`SqliteStore::open`] or a builder. To share one file between a
+//! saver, a store and tables of your own with one writer (so their commits are grouped
+//! into the same transactions), open a [`SqliteDatabase`] and take them from it. Missing tables are created by
 //! versioned migrations on first use (the `graphloom_migrations` table holds the version;
 //! several processes may open a fresh file at once).
 //!
@@ -75,16 +77,20 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 mod cache;
+mod database;
 mod db;
 mod migrate;
 mod options;
 mod saver;
 mod store;
 
+pub use database::{rusqlite_error, SqliteDatabase};
 pub use db::CommitStats;
 pub use migrate::SCHEMA_VERSION;
 pub use options::{
     SqliteOptions, Synchronous, DEFAULT_BUSY_TIMEOUT, DEFAULT_READ_CONNECTIONS, DEFAULT_VALUE_CACHE_BYTES,
 };
+/// The `rusqlite` crate that [`SqliteDatabase::write`] operations receive a connection of.
+pub use rusqlite;
 pub use saver::{SqliteSaver, SqliteSaverBuilder, StorageStats};
 pub use store::{SqliteStore, SqliteStoreBuilder};

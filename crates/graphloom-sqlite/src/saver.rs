@@ -148,10 +148,14 @@ impl SqliteSaver {
     /// # Errors
     /// See [`SqliteSaver::open`].
     pub async fn open_with(opts: SqliteOptions) -> Result<Self> {
-        Ok(Self {
-            cache: Arc::new(ValueCache::new(opts.value_cache_bytes)),
-            db: Arc::new(Db::open(&opts).await?),
-        })
+        Ok(Self::from_parts(
+            Arc::new(Db::open(&opts).await?),
+            Arc::new(ValueCache::new(opts.value_cache_bytes)),
+        ))
+    }
+
+    pub(crate) fn from_parts(db: Arc<Db>, cache: Arc<ValueCache>) -> Self {
+        Self { db, cache }
     }
 
     /// The database file.

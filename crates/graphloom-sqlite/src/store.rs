@@ -198,17 +198,16 @@ impl SqliteStore {
     /// # Errors
     /// See [`SqliteStore::open`].
     pub async fn open_with(opts: SqliteOptions) -> Result<Self> {
-        let db = Db::open(&opts).await?;
-        let last: Option<String> = sqlx::query_scalar("SELECT MAX(updated_at) FROM store_items")
-            .fetch_one(db.reader())
-            .await
-            .map_err(db_err)?;
-        Ok(Self {
-            db: Arc::new(db),
+        crate::SqliteDatabase::open(opts).await?.store().await
+    }
+
+    pub(crate) fn from_parts(db: Arc<Db>, last_ts: Arc<Mutex<Option<String>>>) -> Self {
+        Self {
+            db,
             index: None,
             ttl: TtlConfig::default(),
-            last_ts: Arc::new(Mutex::new(last)),
-        })
+            last_ts,
+        }
     }
 
     /// This store with vector search.

@@ -36,6 +36,18 @@ impl From<sqlx::Error> for DbError {
     }
 }
 
+impl From<graphloom_core::Error> for DbError {
+    fn from(e: graphloom_core::Error) -> Self {
+        DbError::Backend(e.to_string())
+    }
+}
+
+impl From<graphloom_sqlite::rusqlite::Error> for DbError {
+    fn from(e: graphloom_sqlite::rusqlite::Error) -> Self {
+        DbError::Backend(e.to_string())
+    }
+}
+
 /// Result of storage calls.
 pub type DbResult<T> = Result<T, DbError>;
 

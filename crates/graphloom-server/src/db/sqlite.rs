@@ -1,9 +1,10 @@
-//! [`SqliteDb`]: the server's tables in a SQLite file (usually the checkpointer's file).
+//! [`SqliteDb`]: the server's tables in a SQLite file (the checkpointer's file).
 //!
-//! Writes go through a pool of one connection, each in a short `BEGIN IMMEDIATE`
-//! transaction (or as one autocommitted statement), so queue claims are serialised within the
-//! process and, through SQLite's write lock, with every other connection to the file (the
-//! checkpointer's, other processes'). Reads use a separate pool. JSON is stored as TEXT;
+//! Writes go through the [`SqliteDatabase`] writer thread that the checkpointer and the store
+//! of the same file use: every write is one operation in that thread's next transaction, so
+//! a run's queue rows, checkpoints and store items queued together share one commit (one
+//! fsync), and queue claims are serialised within the process and, through SQLite's write
+//! lock, with other processes. Reads use the database's read pool. JSON is stored as TEXT;
 //! metadata and values filters are evaluated in Rust with PostgreSQL's `@>` semantics.
 
 use super::kit::{
@@ -18,17 +19,13 @@ use crate::models::{
     rfc3339_from_micros, Assistant, CancelAction, ClaimedRun, Run, RunStatus, Thread, ThreadStatus,
 };
 use async_trait::async_trait;
+use graphloom_sqlite::rusqlite::{self, params, Connection};
+use graphloom_sqlite::{SqliteDatabase, SqliteOptions};
 use serde_json::{Map, Value};
-use sqlx::sqlite::{SqliteConnectOptions, SqlitePool, SqlitePoolOptions, SqliteRow, SqliteSynchronous};
-use sqlx::{QueryBuilder, Row, Sqlite, Transaction};
+use sqlx::sqlite::{SqlitePool, SqliteRow};
+use sqlx::{QueryBuilder, Row, Sqlite};
 use std::path::Path;
-use std::time::{Duration, Instant};
-
-/// How long a statement waits for SQLite's write lock before failing.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Read connections of [`SqliteDb::open`].
-const READ_CONNECTIONS: u32 = 4;
+use std::time::Duration;
 
 /// One schema version: its statements, run in one transaction.
 struct Migration {
@@ -132,127 +129,105 @@ const CLAIMABLE: &str = "SELECT r.run_id, r.thread_id FROM server_runs r \
 /// The server's storage in SQLite.
 #[derive(Debug, Clone)]
 pub struct SqliteDb {
-    writer: SqlitePool,
-    reader: SqlitePool,
+    db: SqliteDatabase,
 }
 
 impl SqliteDb {
-    /// Open (creating if needed) the database file, switch it to WAL, and migrate it.
-    ///
-    /// Uses its own connections: one for writes, a few for reads, each waiting up to
-    /// 10 s for SQLite's write lock.
+    /// Open (creating if needed) the database file with default settings (WAL,
+    /// `synchronous=FULL`) and migrate it. A server that also keeps checkpoints or a store
+    /// in the file should open one [`SqliteDatabase`] and use [`SqliteDb::new`].
     ///
     /// # Errors
     /// When the file cannot be opened or migrated.
     pub async fn open(path: impl AsRef<Path>) -> DbResult<Self> {
-        let base = SqliteConnectOptions::new()
-            .filename(path.as_ref())
-            .create_if_missing(true)
-            .busy_timeout(BUSY_TIMEOUT)
-            .foreign_keys(false)
-            .synchronous(SqliteSynchronous::Full);
-        let writer = SqlitePoolOptions::new()
-            .max_connections(1)
-            .min_connections(0)
-            .acquire_timeout(Duration::from_secs(60))
-            .connect_with(base.clone())
-            .await?;
-        enable_wal(&writer).await?;
-        let reader = SqlitePoolOptions::new()
-            .max_connections(READ_CONNECTIONS)
-            .min_connections(0)
-            .connect_lazy_with(base.pragma("query_only", "ON"));
-        let db = Self { writer, reader };
+        Self::new(SqliteDatabase::open(SqliteOptions::new(path.as_ref())).await?).await
+    }
+
+    /// The server's tables in `db` (migrated first), written through its writer thread.
+    ///
+    /// # Errors
+    /// When the tables cannot be migrated.
+    pub async fn new(db: SqliteDatabase) -> DbResult<Self> {
+        let db = Self { db };
         db.migrate().await?;
         Ok(db)
     }
 
-    /// Use an existing pool for reads and writes (writes take `BEGIN IMMEDIATE`
-    /// transactions on it), migrating the database first. The pool's connections should
-    /// have a busy timeout; the file should be in WAL mode.
-    ///
-    /// # Errors
-    /// When the database cannot be migrated.
-    pub async fn from_pool(pool: SqlitePool) -> DbResult<Self> {
-        let db = Self {
-            writer: pool.clone(),
-            reader: pool,
-        };
-        db.migrate().await?;
-        Ok(db)
+    fn reader(&self) -> &SqlitePool {
+        self.db.reader()
+    }
+
+    /// Run `op` in the writer's next transaction; an error rolls back `op`'s changes.
+    async fn write<T, F>(&self, op: F) -> DbResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> DbResult<T> + Send + 'static,
+    {
+        self.db.write(op).await
     }
 
     async fn migrate(&self) -> DbResult<()> {
-        let mut tx = self.write().await?;
-        sqlx::query(
-            "CREATE TABLE IF NOT EXISTS server_schema_version (
-                version    INTEGER NOT NULL PRIMARY KEY,
-                applied_at INTEGER NOT NULL
-            )",
-        )
-        .execute(&mut *tx)
-        .await?;
-        let applied: Vec<i64> = sqlx::query_scalar("SELECT version FROM server_schema_version")
-            .fetch_all(&mut *tx)
-            .await?;
-        for m in MIGRATIONS.iter().filter(|m| !applied.contains(&m.version)) {
-            tracing::info!(version = m.version, "migrating the server's SQLite tables");
-            for statement in m.statements {
-                sqlx::query(statement).execute(&mut *tx).await?;
+        self.write(|c| {
+            c.execute_batch(
+                "CREATE TABLE IF NOT EXISTS server_schema_version (
+                    version    INTEGER NOT NULL PRIMARY KEY,
+                    applied_at INTEGER NOT NULL
+                )",
+            )?;
+            let applied: Vec<i64> = c
+                .prepare("SELECT version FROM server_schema_version")?
+                .query_map([], |r| r.get(0))?
+                .collect::<Result<_, _>>()?;
+            for m in MIGRATIONS.iter().filter(|m| !applied.contains(&m.version)) {
+                tracing::info!(version = m.version, "migrating the server's SQLite tables");
+                for statement in m.statements {
+                    c.execute_batch(statement)?;
+                }
+                c.execute(
+                    "INSERT INTO server_schema_version (version, applied_at) VALUES (?1, ?2)",
+                    params![m.version, now_micros()],
+                )?;
             }
-            sqlx::query("INSERT INTO server_schema_version (version, applied_at) VALUES (?, ?)")
-                .bind(m.version)
-                .bind(now_micros())
-                .execute(&mut *tx)
-                .await?;
-        }
-        tx.commit().await?;
-        Ok(())
+            Ok(())
+        })
+        .await
     }
 
     /// Delete a thread (of `owner`, or of anyone) and its runs.
     async fn delete_thread_of(&self, owner: Option<&str>, id: &str) -> DbResult<bool> {
-        let mut tx = self.write().await?;
-        let n = sqlx::query("DELETE FROM server_threads WHERE thread_id = ?1 AND (?2 IS NULL OR owner = ?2)")
-            .bind(id)
-            .bind(owner)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
-        if n > 0 {
-            sqlx::query("DELETE FROM server_runs WHERE thread_id = ?")
-                .bind(id)
-                .execute(&mut *tx)
-                .await?;
-        }
-        tx.commit().await?;
-        Ok(n > 0)
-    }
-
-    /// A write transaction holding SQLite's write lock from its start.
-    async fn write(&self) -> DbResult<Transaction<'static, Sqlite>> {
-        Ok(self.writer.begin_with("BEGIN IMMEDIATE").await?)
+        let (owner, id) = (owner.map(str::to_owned), id.to_owned());
+        self.write(move |c| {
+            let n = exec(
+                c,
+                "DELETE FROM server_threads WHERE thread_id = ?1 AND (?2 IS NULL OR owner = ?2)",
+                params![id, owner],
+            )?;
+            if n > 0 {
+                exec(c, "DELETE FROM server_runs WHERE thread_id = ?1", params![id])?;
+            }
+            Ok(n > 0)
+        })
+        .await
     }
 }
 
-/// Switch the file to WAL. Changing the journal mode takes a lock that the busy timeout
-/// does not wait for, so retry while another connection holds it.
-async fn enable_wal(pool: &SqlitePool) -> DbResult<()> {
-    let deadline = Instant::now() + BUSY_TIMEOUT;
-    loop {
-        let res: Result<String, sqlx::Error> = sqlx::query_scalar("PRAGMA journal_mode = WAL")
-            .fetch_one(pool)
-            .await;
-        match res {
-            Ok(mode) if mode.eq_ignore_ascii_case("wal") => return Ok(()),
-            Ok(mode) if Instant::now() >= deadline => {
-                return Err(DbError::Backend(format!(
-                    "could not switch the database to WAL mode (journal mode is `{mode}`)"
-                )))
-            }
-            Err(e) if Instant::now() >= deadline => return Err(e.into()),
-            _ => tokio::time::sleep(Duration::from_millis(20)).await,
-        }
+/// Run one statement with a cached prepared statement; the rows it changed.
+fn exec(c: &Connection, sql: &str, p: impl rusqlite::Params) -> DbResult<usize> {
+    Ok(c.prepare_cached(sql)?.execute(p)?)
+}
+
+/// The first row of a query, decoded by `f`.
+fn query_one<T>(
+    c: &Connection,
+    sql: &str,
+    p: impl rusqlite::Params,
+    f: impl FnOnce(&rusqlite::Row<'_>) -> DbResult<T>,
+) -> DbResult<Option<T>> {
+    let mut st = c.prepare_cached(sql)?;
+    let mut rows = st.query(p)?;
+    match rows.next()? {
+        Some(r) => f(r).map(Some),
+        None => Ok(None),
     }
 }
 
@@ -260,42 +235,72 @@ fn text<T: serde::Serialize + ?Sized>(v: &T) -> DbResult<String> {
     serde_json::to_string(v).map_err(|e| DbError::Backend(format!("cannot encode JSON: {e}")))
 }
 
-fn json(row: &SqliteRow, col: &str) -> DbResult<Value> {
-    let s: String = row.try_get(col)?;
+/// Column access shared by read rows (sqlx) and rows returned inside writes (rusqlite).
+trait Cols {
+    fn get_str(&self, col: &str) -> DbResult<String>;
+    fn get_opt_str(&self, col: &str) -> DbResult<Option<String>>;
+    fn get_int(&self, col: &str) -> DbResult<i64>;
+}
+
+impl Cols for SqliteRow {
+    fn get_str(&self, col: &str) -> DbResult<String> {
+        Ok(self.try_get(col)?)
+    }
+    fn get_opt_str(&self, col: &str) -> DbResult<Option<String>> {
+        Ok(self.try_get(col)?)
+    }
+    fn get_int(&self, col: &str) -> DbResult<i64> {
+        Ok(self.try_get(col)?)
+    }
+}
+
+impl Cols for rusqlite::Row<'_> {
+    fn get_str(&self, col: &str) -> DbResult<String> {
+        Ok(self.get(col)?)
+    }
+    fn get_opt_str(&self, col: &str) -> DbResult<Option<String>> {
+        Ok(self.get(col)?)
+    }
+    fn get_int(&self, col: &str) -> DbResult<i64> {
+        Ok(self.get(col)?)
+    }
+}
+
+fn json(row: &impl Cols, col: &str) -> DbResult<Value> {
+    let s = row.get_str(col)?;
     serde_json::from_str(&s).map_err(|e| DbError::Backend(format!("bad JSON in {col}: {e}")))
 }
 
-fn opt_json(row: &SqliteRow, col: &str) -> DbResult<Option<Value>> {
-    let s: Option<String> = row.try_get(col)?;
-    s.map(|s| serde_json::from_str(&s).map_err(|e| DbError::Backend(format!("bad JSON in {col}: {e}"))))
+fn opt_json(row: &impl Cols, col: &str) -> DbResult<Option<Value>> {
+    row.get_opt_str(col)?
+        .map(|s| serde_json::from_str(&s).map_err(|e| DbError::Backend(format!("bad JSON in {col}: {e}"))))
         .transpose()
 }
 
-fn assistant(row: &SqliteRow) -> DbResult<Assistant> {
+fn assistant(row: &impl Cols) -> DbResult<Assistant> {
     Ok(Assistant {
-        assistant_id: row.try_get("assistant_id")?,
-        graph_id: row.try_get("graph_id")?,
+        assistant_id: row.get_str("assistant_id")?,
+        graph_id: row.get_str("graph_id")?,
         config: json(row, "config")?,
         context: json(row, "context")?,
-        created_at: rfc3339_from_micros(row.try_get("created_at")?),
-        updated_at: rfc3339_from_micros(row.try_get("updated_at")?),
+        created_at: rfc3339_from_micros(row.get_int("created_at")?),
+        updated_at: rfc3339_from_micros(row.get_int("updated_at")?),
         metadata: as_object(json(row, "metadata")?, "metadata")?,
-        version: row.try_get("version")?,
-        name: row.try_get("name")?,
-        description: row.try_get("description")?,
+        version: row.get_int("version")?,
+        name: row.get_str("name")?,
+        description: row.get_opt_str("description")?,
     })
 }
 
-fn thread(row: &SqliteRow) -> DbResult<Thread> {
-    let status: String = row.try_get("status")?;
+fn thread(row: &impl Cols) -> DbResult<Thread> {
     Ok(Thread {
-        thread_id: row.try_get("thread_id")?,
-        created_at: rfc3339_from_micros(row.try_get("created_at")?),
-        updated_at: rfc3339_from_micros(row.try_get("updated_at")?),
-        state_updated_at: rfc3339_from_micros(row.try_get("state_updated_at")?),
+        thread_id: row.get_str("thread_id")?,
+        created_at: rfc3339_from_micros(row.get_int("created_at")?),
+        updated_at: rfc3339_from_micros(row.get_int("updated_at")?),
+        state_updated_at: rfc3339_from_micros(row.get_int("state_updated_at")?),
         metadata: as_object(json(row, "metadata")?, "metadata")?,
         config: json(row, "config")?,
-        status: thread_status(&status)?,
+        status: thread_status(&row.get_str("status")?)?,
         values: json(row, "state_values")?,
         interrupts: json(row, "interrupts")?,
         error: opt_json(row, "error")?,
@@ -304,22 +309,23 @@ fn thread(row: &SqliteRow) -> DbResult<Thread> {
 }
 
 /// A run row with its attempt count and cancel request.
-fn run(row: &SqliteRow) -> DbResult<(Run, i64, Option<CancelAction>)> {
-    let status: String = row.try_get("status")?;
-    let strat: String = row.try_get("multitask_strategy")?;
-    let cancel: Option<String> = row.try_get("cancel_action")?;
+fn run(row: &impl Cols) -> DbResult<(Run, i64, Option<CancelAction>)> {
     let r = Run {
-        run_id: row.try_get("run_id")?,
-        thread_id: row.try_get("thread_id")?,
-        assistant_id: row.try_get("assistant_id")?,
-        created_at: rfc3339_from_micros(row.try_get("created_at")?),
-        updated_at: rfc3339_from_micros(row.try_get("updated_at")?),
-        status: run_status(&status)?,
+        run_id: row.get_str("run_id")?,
+        thread_id: row.get_str("thread_id")?,
+        assistant_id: row.get_str("assistant_id")?,
+        created_at: rfc3339_from_micros(row.get_int("created_at")?),
+        updated_at: rfc3339_from_micros(row.get_int("updated_at")?),
+        status: run_status(&row.get_str("status")?)?,
         metadata: as_object(json(row, "metadata")?, "metadata")?,
         kwargs: json(row, "kwargs")?,
-        multitask_strategy: strategy(&strat)?,
+        multitask_strategy: strategy(&row.get_str("multitask_strategy")?)?,
     };
-    Ok((r, row.try_get("attempt")?, cancel_action(cancel.as_deref())?))
+    Ok((
+        r,
+        row.get_int("attempt")?,
+        cancel_action(row.get_opt_str("cancel_action")?.as_deref())?,
+    ))
 }
 
 fn push_assistant_filters(qb: &mut QueryBuilder<'_, Sqlite>, owner: &str, q: &AssistantQuery) {
@@ -376,30 +382,53 @@ fn finish_sql(status: RunStatus) -> &'static str {
     }
 }
 
-type SqliteQuery<'q> = sqlx::query::Query<'q, Sqlite, sqlx::sqlite::SqliteArguments<'q>>;
-
-fn finish_query<'q>(run_id: &'q str, worker: &'q str, status: RunStatus, now: i64) -> SqliteQuery<'q> {
-    sqlx::query(finish_sql(status))
-        .bind(status.as_str())
-        .bind(now)
-        .bind(run_id)
-        .bind(worker)
+/// End (or requeue) a run held by `worker`; the rows changed (0: not held any more).
+fn finish(c: &Connection, run_id: &str, worker: &str, status: RunStatus, now: i64) -> DbResult<usize> {
+    exec(
+        c,
+        finish_sql(status),
+        params![status.as_str(), now, run_id, worker],
+    )
 }
 
-fn outcome_query<'q>(id: &'q str, outcome: &ThreadOutcome, now: i64) -> DbResult<SqliteQuery<'q>> {
-    let error = outcome
-        .error
-        .as_ref()
-        .filter(|e| !e.is_null())
-        .map(text)
-        .transpose()?;
-    Ok(sqlx::query(OUTCOME_SQL)
-        .bind(outcome.status.as_str())
-        .bind(outcome.values.as_ref().map(text).transpose()?)
-        .bind(text(&outcome.interrupts)?)
-        .bind(error)
-        .bind(now)
-        .bind(id))
+/// A thread outcome encoded for [`OUTCOME_SQL`].
+struct OutcomeRow {
+    status: &'static str,
+    values: Option<String>,
+    interrupts: String,
+    error: Option<String>,
+}
+
+impl OutcomeRow {
+    fn new(outcome: &ThreadOutcome) -> DbResult<Self> {
+        Ok(Self {
+            status: outcome.status.as_str(),
+            values: outcome.values.as_ref().map(text).transpose()?,
+            interrupts: text(&outcome.interrupts)?,
+            error: outcome
+                .error
+                .as_ref()
+                .filter(|e| !e.is_null())
+                .map(text)
+                .transpose()?,
+        })
+    }
+
+    fn write(&self, c: &Connection, thread_id: &str, now: i64) -> DbResult<()> {
+        exec(
+            c,
+            OUTCOME_SQL,
+            params![
+                self.status,
+                self.values,
+                self.interrupts,
+                self.error,
+                now,
+                thread_id
+            ],
+        )?;
+        Ok(())
+    }
 }
 
 /// The UPDATE that records a run's outcome on its thread.
@@ -412,44 +441,28 @@ const OUTCOME_SQL: &str =
 impl Db for SqliteDb {
     async fn create_assistant(&self, owner: &str, a: &Assistant) -> DbResult<Assistant> {
         let now = now_micros();
-        let mut tx = self.write().await?;
-        let inserted = sqlx::query(
-            "INSERT INTO server_assistants (assistant_id, owner, graph_id, config, context, metadata, \
-             version, name, description, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?) \
-             ON CONFLICT (assistant_id) DO NOTHING",
-        )
-        .bind(&a.assistant_id)
-        .bind(owner)
-        .bind(&a.graph_id)
-        .bind(text(&a.config)?)
-        .bind(text(&a.context)?)
-        .bind(text(&a.metadata)?)
-        .bind(&a.name)
-        .bind(&a.description)
-        .bind(now)
-        .bind(now)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
-        if inserted == 0 {
-            return Err(DbError::Conflict(format!("assistant {}", a.assistant_id)));
-        }
-        sqlx::query(
-            "INSERT INTO server_assistant_versions (assistant_id, version, owner, graph_id, config, \
-             context, metadata, name, description, created_at) VALUES (?, 1, ?, ?, ?, ?, ?, ?, ?, ?)",
-        )
-        .bind(&a.assistant_id)
-        .bind(owner)
-        .bind(&a.graph_id)
-        .bind(text(&a.config)?)
-        .bind(text(&a.context)?)
-        .bind(text(&a.metadata)?)
-        .bind(&a.name)
-        .bind(&a.description)
-        .bind(now)
-        .execute(&mut *tx)
+        let (config, context, metadata) = (text(&a.config)?, text(&a.context)?, text(&a.metadata)?);
+        let (owner, new) = (owner.to_owned(), a.clone());
+        self.write(move |c| {
+            let inserted = exec(
+                c,
+                "INSERT INTO server_assistants (assistant_id, owner, graph_id, config, context, metadata, \
+                 version, name, description, created_at, updated_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, 1, ?7, ?8, ?9, ?9) ON CONFLICT (assistant_id) DO NOTHING",
+                params![new.assistant_id, owner, new.graph_id, config, context, metadata, new.name, new.description, now],
+            )?;
+            if inserted == 0 {
+                return Err(DbError::Conflict(format!("assistant {}", new.assistant_id)));
+            }
+            exec(
+                c,
+                "INSERT INTO server_assistant_versions (assistant_id, version, owner, graph_id, config, \
+                 context, metadata, name, description, created_at) VALUES (?1, 1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                params![new.assistant_id, owner, new.graph_id, config, context, metadata, new.name, new.description, now],
+            )?;
+            Ok(())
+        })
         .await?;
-        tx.commit().await?;
         Ok(Assistant {
             version: 1,
             created_at: rfc3339_from_micros(now),
@@ -464,7 +477,7 @@ impl Db for SqliteDb {
         ))
         .bind(id)
         .bind(owner)
-        .fetch_optional(&self.reader)
+        .fetch_optional(self.reader())
         .await?;
         row.as_ref().map(assistant).transpose()
     }
@@ -476,92 +489,74 @@ impl Db for SqliteDb {
         patch: AssistantPatch,
     ) -> DbResult<Option<Assistant>> {
         let now = now_micros();
-        let mut tx = self.write().await?;
-        let row = sqlx::query(&format!(
-            "SELECT {ASSISTANT_COLS} FROM server_assistants WHERE assistant_id = ? AND owner = ?"
-        ))
-        .bind(id)
-        .bind(owner)
-        .fetch_optional(&mut *tx)
-        .await?;
-        let Some(row) = row else { return Ok(None) };
-        let mut a = assistant(&row)?;
-        let latest: Option<i64> =
-            sqlx::query_scalar("SELECT MAX(version) FROM server_assistant_versions WHERE assistant_id = ?")
-                .bind(id)
-                .fetch_one(&mut *tx)
-                .await?;
-        a.version = latest.unwrap_or(a.version).max(a.version) + 1;
-        if let Some(g) = patch.graph_id {
-            a.graph_id = g;
-        }
-        if let Some(c) = patch.config {
-            a.config = c;
-        }
-        if let Some(c) = patch.context {
-            a.context = c;
-        }
-        if let Some(m) = &patch.metadata {
-            merge(&mut a.metadata, m);
-        }
-        if let Some(n) = patch.name {
-            a.name = n;
-        }
-        if let Some(d) = patch.description {
-            a.description = Some(d);
-        }
-        a.updated_at = rfc3339_from_micros(now);
-        sqlx::query(
-            "INSERT INTO server_assistant_versions (assistant_id, version, owner, graph_id, config, \
-             context, metadata, name, description, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        )
-        .bind(id)
-        .bind(a.version)
-        .bind(owner)
-        .bind(&a.graph_id)
-        .bind(text(&a.config)?)
-        .bind(text(&a.context)?)
-        .bind(text(&a.metadata)?)
-        .bind(&a.name)
-        .bind(&a.description)
-        .bind(now)
-        .execute(&mut *tx)
-        .await?;
-        sqlx::query(
-            "UPDATE server_assistants SET graph_id = ?, config = ?, context = ?, metadata = ?, \
-             version = ?, name = ?, description = ?, updated_at = ? WHERE assistant_id = ?",
-        )
-        .bind(&a.graph_id)
-        .bind(text(&a.config)?)
-        .bind(text(&a.context)?)
-        .bind(text(&a.metadata)?)
-        .bind(a.version)
-        .bind(&a.name)
-        .bind(&a.description)
-        .bind(now)
-        .bind(id)
-        .execute(&mut *tx)
-        .await?;
-        tx.commit().await?;
-        Ok(Some(a))
+        let (owner, id) = (owner.to_owned(), id.to_owned());
+        self.write(move |c| {
+            let found = query_one(
+                c,
+                &format!("SELECT {ASSISTANT_COLS} FROM server_assistants WHERE assistant_id = ?1 AND owner = ?2"),
+                params![id, owner],
+                |r| assistant(r),
+            )?;
+            let Some(mut a) = found else { return Ok(None) };
+            let latest: Option<i64> = c
+                .prepare_cached("SELECT MAX(version) FROM server_assistant_versions WHERE assistant_id = ?1")?
+                .query_row(params![id], |r| r.get(0))?;
+            a.version = latest.unwrap_or(a.version).max(a.version) + 1;
+            if let Some(g) = patch.graph_id {
+                a.graph_id = g;
+            }
+            if let Some(cfg) = patch.config {
+                a.config = cfg;
+            }
+            if let Some(ctx) = patch.context {
+                a.context = ctx;
+            }
+            if let Some(m) = &patch.metadata {
+                merge(&mut a.metadata, m);
+            }
+            if let Some(n) = patch.name {
+                a.name = n;
+            }
+            if let Some(d) = patch.description {
+                a.description = Some(d);
+            }
+            a.updated_at = rfc3339_from_micros(now);
+            let (config, context, metadata) = (text(&a.config)?, text(&a.context)?, text(&a.metadata)?);
+            exec(
+                c,
+                "INSERT INTO server_assistant_versions (assistant_id, version, owner, graph_id, config, \
+                 context, metadata, name, description, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                params![id, a.version, owner, a.graph_id, config, context, metadata, a.name, a.description, now],
+            )?;
+            exec(
+                c,
+                "UPDATE server_assistants SET graph_id = ?1, config = ?2, context = ?3, metadata = ?4, \
+                 version = ?5, name = ?6, description = ?7, updated_at = ?8 WHERE assistant_id = ?9",
+                params![a.graph_id, config, context, metadata, a.version, a.name, a.description, now, id],
+            )?;
+            Ok(Some(a))
+        })
+        .await
     }
 
     async fn delete_assistant(&self, owner: &str, id: &str) -> DbResult<bool> {
-        let mut tx = self.write().await?;
-        let n = sqlx::query("DELETE FROM server_assistants WHERE assistant_id = ? AND owner = ?")
-            .bind(id)
-            .bind(owner)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
-        if n > 0 {
-            sqlx::query("DELETE FROM server_assistant_versions WHERE assistant_id = ?")
-                .bind(id)
-                .execute(&mut *tx)
-                .await?;
-        }
-        tx.commit().await?;
-        Ok(n > 0)
+        let (owner, id) = (owner.to_owned(), id.to_owned());
+        self.write(move |c| {
+            let n = exec(
+                c,
+                "DELETE FROM server_assistants WHERE assistant_id = ?1 AND owner = ?2",
+                params![id, owner],
+            )?;
+            if n > 0 {
+                exec(
+                    c,
+                    "DELETE FROM server_assistant_versions WHERE assistant_id = ?1",
+                    params![id],
+                )?;
+            }
+            Ok(n > 0)
+        })
+        .await
     }
 
     async fn search_assistants(&self, owner: &str, q: &AssistantQuery) -> DbResult<(Vec<Assistant>, i64)> {
@@ -572,14 +567,14 @@ impl Db for SqliteDb {
         qb.push(format!(" ORDER BY {col} {ord}, assistant_id {ord}"));
         if q.metadata.is_empty() {
             push_page(&mut qb, q.limit, q.offset);
-            let rows = qb.build().fetch_all(&self.reader).await?;
+            let rows = qb.build().fetch_all(self.reader()).await?;
             let page = rows.iter().map(assistant).collect::<DbResult<Vec<_>>>()?;
             let mut count = QueryBuilder::new("SELECT COUNT(*) FROM server_assistants");
             push_assistant_filters(&mut count, owner, q);
-            let total: i64 = count.build_query_scalar().fetch_one(&self.reader).await?;
+            let total: i64 = count.build_query_scalar().fetch_one(self.reader()).await?;
             return Ok((page, total));
         }
-        let rows = qb.build().fetch_all(&self.reader).await?;
+        let rows = qb.build().fetch_all(self.reader()).await?;
         let mut all = Vec::new();
         for row in &rows {
             let a = assistant(row)?;
@@ -605,7 +600,7 @@ impl Db for SqliteDb {
         ))
         .bind(id)
         .bind(owner)
-        .fetch_all(&self.reader)
+        .fetch_all(self.reader())
         .await?;
         let mut all = Vec::new();
         for row in &rows {
@@ -624,60 +619,71 @@ impl Db for SqliteDb {
         version: i64,
     ) -> DbResult<Option<Assistant>> {
         let now = now_micros();
-        let mut tx = self.write().await?;
-        let n = sqlx::query(
-            "UPDATE server_assistants SET (graph_id, config, context, metadata, version, name, description) = \
-             (SELECT graph_id, config, context, metadata, version, name, description \
-              FROM server_assistant_versions v WHERE v.assistant_id = ?1 AND v.version = ?3), updated_at = ?4 \
-             WHERE assistant_id = ?1 AND owner = ?2 AND EXISTS \
-             (SELECT 1 FROM server_assistant_versions v WHERE v.assistant_id = ?1 AND v.version = ?3)",
-        )
-        .bind(id)
-        .bind(owner)
-        .bind(version)
-        .bind(now)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
-        if n == 0 {
-            return Ok(None);
-        }
-        let row = sqlx::query(&format!(
-            "SELECT {ASSISTANT_COLS} FROM server_assistants WHERE assistant_id = ?"
-        ))
-        .bind(id)
-        .fetch_one(&mut *tx)
-        .await?;
-        let a = assistant(&row)?;
-        tx.commit().await?;
-        Ok(Some(a))
+        let (owner, id) = (owner.to_owned(), id.to_owned());
+        self.write(move |c| {
+            let n = exec(
+                c,
+                "UPDATE server_assistants SET (graph_id, config, context, metadata, version, name, description) = \
+                 (SELECT graph_id, config, context, metadata, version, name, description \
+                  FROM server_assistant_versions v WHERE v.assistant_id = ?1 AND v.version = ?3), updated_at = ?4 \
+                 WHERE assistant_id = ?1 AND owner = ?2 AND EXISTS \
+                 (SELECT 1 FROM server_assistant_versions v WHERE v.assistant_id = ?1 AND v.version = ?3)",
+                params![id, owner, version, now],
+            )?;
+            if n == 0 {
+                return Ok(None);
+            }
+            query_one(
+                c,
+                &format!("SELECT {ASSISTANT_COLS} FROM server_assistants WHERE assistant_id = ?1"),
+                params![id],
+                |r| assistant(r),
+            )
+        })
+        .await
     }
 
     async fn create_thread(&self, owner: &str, t: &Thread) -> DbResult<Thread> {
         let now = now_micros();
         let ttl = ttl_value(t.ttl.as_ref());
         let ttl_us = ttl_micros(ttl);
-        let inserted = sqlx::query(
-            "INSERT INTO server_threads (thread_id, owner, created_at, updated_at, state_updated_at, \
-             metadata, config, status, state_values, interrupts, error, ttl, ttl_us, expires_at) \
-             VALUES (?1, ?2, ?3, ?3, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) \
-             ON CONFLICT (thread_id) DO NOTHING",
-        )
-        .bind(&t.thread_id)
-        .bind(owner)
-        .bind(now)
-        .bind(text(&t.metadata)?)
-        .bind(text(&t.config)?)
-        .bind(t.status.as_str())
-        .bind(text(&t.values)?)
-        .bind(text(&t.interrupts)?)
-        .bind(t.error.as_ref().filter(|e| !e.is_null()).map(text).transpose()?)
-        .bind(ttl.map(text).transpose()?)
-        .bind(ttl_us)
-        .bind(ttl_us.map(|us| now.saturating_add(us)))
-        .execute(&self.writer)
-        .await?
-        .rows_affected();
+        let row = (
+            t.thread_id.clone(),
+            owner.to_owned(),
+            text(&t.metadata)?,
+            text(&t.config)?,
+            t.status.as_str(),
+            text(&t.values)?,
+            text(&t.interrupts)?,
+            t.error.as_ref().filter(|e| !e.is_null()).map(text).transpose()?,
+            ttl.map(text).transpose()?,
+        );
+        let inserted = self
+            .write(move |c| {
+                let (id, owner, metadata, config, status, values, interrupts, error, ttl) = row;
+                exec(
+                    c,
+                    "INSERT INTO server_threads (thread_id, owner, created_at, updated_at, state_updated_at, \
+                     metadata, config, status, state_values, interrupts, error, ttl, ttl_us, expires_at) \
+                     VALUES (?1, ?2, ?3, ?3, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) \
+                     ON CONFLICT (thread_id) DO NOTHING",
+                    params![
+                        id,
+                        owner,
+                        now,
+                        metadata,
+                        config,
+                        status,
+                        values,
+                        interrupts,
+                        error,
+                        ttl,
+                        ttl_us,
+                        ttl_us.map(|us| now.saturating_add(us))
+                    ],
+                )
+            })
+            .await?;
         if inserted == 0 {
             return Err(DbError::Conflict(format!("thread {}", t.thread_id)));
         }
@@ -698,7 +704,7 @@ impl Db for SqliteDb {
         ))
         .bind(id)
         .bind(owner)
-        .fetch_optional(&self.reader)
+        .fetch_optional(self.reader())
         .await?;
         row.as_ref().map(thread).transpose()
     }
@@ -711,45 +717,44 @@ impl Db for SqliteDb {
         ttl: Option<Value>,
     ) -> DbResult<Option<Thread>> {
         let now = now_micros();
-        let mut tx = self.write().await?;
-        let row = sqlx::query(&format!(
-            "SELECT {THREAD_COLS} FROM server_threads WHERE thread_id = ? AND owner = ?"
-        ))
-        .bind(id)
-        .bind(owner)
-        .fetch_optional(&mut *tx)
-        .await?;
-        let Some(row) = row else { return Ok(None) };
-        let mut t = thread(&row)?;
-        if let Some(m) = metadata {
-            merge(&mut t.metadata, m);
-        }
-        if let Some(ttl) = ttl {
-            t.ttl = ttl_value(Some(&ttl)).cloned();
-        }
-        let ttl_us = ttl_micros(t.ttl.as_ref());
-        sqlx::query(
-            "UPDATE server_threads SET metadata = ?, ttl = ?, ttl_us = ?, expires_at = ?, updated_at = ? \
-             WHERE thread_id = ?",
-        )
-        .bind(text(&t.metadata)?)
-        .bind(t.ttl.as_ref().map(text).transpose()?)
-        .bind(ttl_us)
-        .bind(ttl_us.map(|us| now.saturating_add(us)))
-        .bind(now)
-        .bind(id)
-        .execute(&mut *tx)
-        .await?;
-        tx.commit().await?;
-        t.updated_at = rfc3339_from_micros(now);
-        Ok(Some(t))
+        let (owner, id, metadata) = (owner.to_owned(), id.to_owned(), metadata.cloned());
+        self.write(move |c| {
+            let found = query_one(
+                c,
+                &format!("SELECT {THREAD_COLS} FROM server_threads WHERE thread_id = ?1 AND owner = ?2"),
+                params![id, owner],
+                |r| thread(r),
+            )?;
+            let Some(mut t) = found else { return Ok(None) };
+            if let Some(m) = &metadata {
+                merge(&mut t.metadata, m);
+            }
+            if let Some(ttl) = ttl {
+                t.ttl = ttl_value(Some(&ttl)).cloned();
+            }
+            let ttl_us = ttl_micros(t.ttl.as_ref());
+            exec(
+                c,
+                "UPDATE server_threads SET metadata = ?1, ttl = ?2, ttl_us = ?3, expires_at = ?4, updated_at = ?5 \
+                 WHERE thread_id = ?6",
+                params![
+                    text(&t.metadata)?,
+                    t.ttl.as_ref().map(text).transpose()?,
+                    ttl_us,
+                    ttl_us.map(|us| now.saturating_add(us)),
+                    now,
+                    id
+                ],
+            )?;
+            t.updated_at = rfc3339_from_micros(now);
+            Ok(Some(t))
+        })
+        .await
     }
 
     async fn set_thread_outcome(&self, id: &str, outcome: &ThreadOutcome) -> DbResult<()> {
-        outcome_query(id, outcome, now_micros())?
-            .execute(&self.writer)
-            .await?;
-        Ok(())
+        let (row, id) = (OutcomeRow::new(outcome)?, id.to_owned());
+        self.write(move |c| row.write(c, &id, now_micros())).await
     }
 
     async fn finish_run_with_outcome(
@@ -760,32 +765,31 @@ impl Db for SqliteDb {
         thread_id: &str,
         outcome: &ThreadOutcome,
     ) -> DbResult<bool> {
-        let now = now_micros();
-        let mut tx = self.write().await?;
-        let n = finish_query(run_id, worker, status, now)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
-        if n == 0 {
-            tx.rollback().await?;
-            return Ok(false);
-        }
-        outcome_query(thread_id, outcome, now)?.execute(&mut *tx).await?;
-        tx.commit().await?;
-        Ok(true)
+        let row = OutcomeRow::new(outcome)?;
+        let (run_id, worker, thread_id) = (run_id.to_owned(), worker.to_owned(), thread_id.to_owned());
+        self.write(move |c| {
+            let now = now_micros();
+            if finish(c, &run_id, &worker, status, now)? == 0 {
+                return Ok(false);
+            }
+            row.write(c, &thread_id, now)?;
+            Ok(true)
+        })
+        .await
     }
 
     async fn set_thread_status(&self, id: &str, status: ThreadStatus) -> DbResult<()> {
-        sqlx::query(
-            "UPDATE server_threads SET status = ?1, updated_at = ?2, \
-             expires_at = CASE WHEN ttl_us IS NULL THEN NULL ELSE ?2 + ttl_us END WHERE thread_id = ?3",
-        )
-        .bind(status.as_str())
-        .bind(now_micros())
-        .bind(id)
-        .execute(&self.writer)
-        .await?;
-        Ok(())
+        let id = id.to_owned();
+        self.write(move |c| {
+            exec(
+                c,
+                "UPDATE server_threads SET status = ?1, updated_at = ?2, \
+                 expires_at = CASE WHEN ttl_us IS NULL THEN NULL ELSE ?2 + ttl_us END WHERE thread_id = ?3",
+                params![status.as_str(), now_micros(), id],
+            )?;
+            Ok(())
+        })
+        .await
     }
 
     async fn delete_thread(&self, owner: &str, id: &str) -> DbResult<bool> {
@@ -807,14 +811,14 @@ impl Db for SqliteDb {
         qb.push(format!(" ORDER BY {col} {ord}, thread_id {ord}"));
         if q.metadata.is_empty() && q.values.is_empty() {
             push_page(&mut qb, q.limit, q.offset);
-            let rows = qb.build().fetch_all(&self.reader).await?;
+            let rows = qb.build().fetch_all(self.reader()).await?;
             let page = rows.iter().map(thread).collect::<DbResult<Vec<_>>>()?;
             let mut count = QueryBuilder::new("SELECT COUNT(*) FROM server_threads");
             push_thread_filters(&mut count, owner, q);
-            let total: i64 = count.build_query_scalar().fetch_one(&self.reader).await?;
+            let total: i64 = count.build_query_scalar().fetch_one(self.reader()).await?;
             return Ok((page, total));
         }
-        let rows = qb.build().fetch_all(&self.reader).await?;
+        let rows = qb.build().fetch_all(self.reader()).await?;
         let values = Value::Object(q.values.clone());
         let mut all = Vec::new();
         for row in &rows {
@@ -837,78 +841,71 @@ impl Db for SqliteDb {
         )
         .bind(now_micros())
         .bind(limit.unwrap_or(-1))
-        .fetch_all(&self.reader)
+        .fetch_all(self.reader())
         .await?)
     }
 
     async fn create_run(&self, new: &NewRun) -> DbResult<Run> {
         let now = now_micros();
         let r = &new.run;
-        let mut tx = self.write().await?;
-        let exists: Option<i64> = sqlx::query_scalar("SELECT 1 FROM server_threads WHERE thread_id = ?")
-            .bind(&r.thread_id)
-            .fetch_optional(&mut *tx)
-            .await?;
-        if exists.is_none() {
-            return Err(DbError::Backend(format!("thread {} not found", r.thread_id)));
-        }
-        if new.reject_if_busy {
-            let active: i64 = sqlx::query_scalar(
-                "SELECT COUNT(*) FROM server_runs WHERE thread_id = ? AND status IN ('pending', 'running')",
-            )
-            .bind(&r.thread_id)
-            .fetch_one(&mut *tx)
-            .await?;
-            if active > 0 {
-                return Err(DbError::Busy(r.thread_id.clone()));
-            }
-        }
-        if let Some(action) = new.cancel_active {
-            let pending = match action {
-                CancelAction::Interrupt => {
-                    "UPDATE server_runs SET status = 'interrupted', updated_at = ?1 \
-                     WHERE thread_id = ?2 AND status = 'pending'"
-                }
-                CancelAction::Rollback => {
-                    "DELETE FROM server_runs WHERE thread_id = ?2 AND status = 'pending' AND ?1 IS NOT NULL"
-                }
-            };
-            sqlx::query(pending)
-                .bind(now)
-                .bind(&r.thread_id)
-                .execute(&mut *tx)
-                .await?;
-            sqlx::query(
-                "UPDATE server_runs SET cancel_action = ?, updated_at = ? WHERE thread_id = ? AND status = 'running'",
-            )
-            .bind(action.as_str())
-            .bind(now)
-            .bind(&r.thread_id)
-            .execute(&mut *tx)
-            .await?;
-        }
+        let (metadata, kwargs) = (text(&r.metadata)?, text(&r.kwargs)?);
         let due = new.delay.map_or(now, |d| after(now, d));
-        let inserted = sqlx::query(
-            "INSERT INTO server_runs (run_id, thread_id, owner, assistant_id, created_at, updated_at, status, \
-             metadata, kwargs, multitask_strategy, due_at, attempt) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?5, 'pending', ?6, ?7, ?8, ?9, 0) ON CONFLICT (run_id) DO NOTHING",
-        )
-        .bind(&r.run_id)
-        .bind(&r.thread_id)
-        .bind(&new.owner)
-        .bind(&r.assistant_id)
-        .bind(now)
-        .bind(text(&r.metadata)?)
-        .bind(text(&r.kwargs)?)
-        .bind(r.multitask_strategy.as_str())
-        .bind(due)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
-        if inserted == 0 {
-            return Err(DbError::Conflict(format!("run {}", r.run_id)));
-        }
-        tx.commit().await?;
+        let row = (
+            r.run_id.clone(),
+            r.thread_id.clone(),
+            new.owner.clone(),
+            r.assistant_id.clone(),
+            r.multitask_strategy.as_str(),
+        );
+        let (reject_if_busy, cancel_active) = (new.reject_if_busy, new.cancel_active);
+        self.write(move |c| {
+            let (run_id, thread_id, owner, assistant_id, strategy) = row;
+            if query_one(c, "SELECT 1 FROM server_threads WHERE thread_id = ?1", params![thread_id], |_| Ok(()))?
+                .is_none()
+            {
+                return Err(DbError::Backend(format!("thread {thread_id} not found")));
+            }
+            if reject_if_busy {
+                let active: i64 = c
+                    .prepare_cached(
+                        "SELECT COUNT(*) FROM server_runs WHERE thread_id = ?1 AND status IN ('pending', 'running')",
+                    )?
+                    .query_row(params![thread_id], |r| r.get(0))?;
+                if active > 0 {
+                    return Err(DbError::Busy(thread_id));
+                }
+            }
+            if let Some(action) = cancel_active {
+                let pending = match action {
+                    CancelAction::Interrupt => {
+                        "UPDATE server_runs SET status = 'interrupted', updated_at = ?1 \
+                         WHERE thread_id = ?2 AND status = 'pending'"
+                    }
+                    CancelAction::Rollback => {
+                        "DELETE FROM server_runs WHERE thread_id = ?2 AND status = 'pending' AND ?1 IS NOT NULL"
+                    }
+                };
+                exec(c, pending, params![now, thread_id])?;
+                exec(
+                    c,
+                    "UPDATE server_runs SET cancel_action = ?1, updated_at = ?2 \
+                     WHERE thread_id = ?3 AND status = 'running'",
+                    params![action.as_str(), now, thread_id],
+                )?;
+            }
+            let inserted = exec(
+                c,
+                "INSERT INTO server_runs (run_id, thread_id, owner, assistant_id, created_at, updated_at, status, \
+                 metadata, kwargs, multitask_strategy, due_at, attempt) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?5, 'pending', ?6, ?7, ?8, ?9, 0) ON CONFLICT (run_id) DO NOTHING",
+                params![run_id, thread_id, owner, assistant_id, now, metadata, kwargs, strategy, due],
+            )?;
+            if inserted == 0 {
+                return Err(DbError::Conflict(format!("run {run_id}")));
+            }
+            Ok(())
+        })
+        .await?;
         let at = rfc3339_from_micros(now);
         Ok(Run {
             created_at: at.clone(),
@@ -926,7 +923,7 @@ impl Db for SqliteDb {
         .bind(run_id)
         .bind(owner)
         .bind(thread_id)
-        .fetch_optional(&self.reader)
+        .fetch_optional(self.reader())
         .await?;
         Ok(row.as_ref().map(run).transpose()?.map(|(r, _, _)| r))
     }
@@ -948,75 +945,78 @@ impl Db for SqliteDb {
         }
         qb.push(" ORDER BY created_at DESC, run_id DESC");
         push_page(&mut qb, limit, offset);
-        let rows = qb.build().fetch_all(&self.reader).await?;
+        let rows = qb.build().fetch_all(self.reader()).await?;
         rows.iter().map(|row| run(row).map(|(r, _, _)| r)).collect()
     }
 
     async fn delete_run(&self, owner: &str, thread_id: &str, run_id: &str) -> DbResult<bool> {
-        let n = sqlx::query("DELETE FROM server_runs WHERE run_id = ? AND thread_id = ? AND owner = ?")
-            .bind(run_id)
-            .bind(thread_id)
-            .bind(owner)
-            .execute(&self.writer)
-            .await?
-            .rows_affected();
-        Ok(n > 0)
+        let (owner, thread_id, run_id) = (owner.to_owned(), thread_id.to_owned(), run_id.to_owned());
+        self.write(move |c| {
+            let n = exec(
+                c,
+                "DELETE FROM server_runs WHERE run_id = ?1 AND thread_id = ?2 AND owner = ?3",
+                params![run_id, thread_id, owner],
+            )?;
+            Ok(n > 0)
+        })
+        .await
     }
 
     async fn claim_run(&self, worker: &str, lease: Duration) -> DbResult<Option<ClaimedRun>> {
-        // A look without the write lock first: idle workers polling an empty queue then
-        // never take SQLite's write lock away from the checkpointer.
+        // A look on a read connection first: idle workers polling an empty queue then never
+        // queue behind the writer.
         let any: Option<(String, String)> = sqlx::query_as(CLAIMABLE)
             .bind(now_micros())
-            .fetch_optional(&self.reader)
+            .fetch_optional(self.reader())
             .await?;
         if any.is_none() {
             return Ok(None);
         }
-        let mut tx = self.write().await?;
-        let now = now_micros();
-        let picked: Option<(String, String)> = sqlx::query_as(CLAIMABLE)
-            .bind(now)
-            .fetch_optional(&mut *tx)
-            .await?;
-        let Some((run_id, thread_id)) = picked else {
-            tx.commit().await?;
-            return Ok(None);
-        };
-        let row = sqlx::query(&format!(
-            "UPDATE server_runs SET status = 'running', worker = ?1, lease_expires_at = ?2, \
-             attempt = attempt + 1, updated_at = ?3 WHERE run_id = ?4 RETURNING {RUN_COLS}"
-        ))
-        .bind(worker)
-        .bind(after(now, lease))
-        .bind(now)
-        .bind(&run_id)
-        .fetch_one(&mut *tx)
-        .await?;
-        let (r, attempt, _) = run(&row)?;
-        sqlx::query(
-            "UPDATE server_threads SET status = 'busy', updated_at = ?1, \
-             expires_at = CASE WHEN ttl_us IS NULL THEN NULL ELSE ?1 + ttl_us END WHERE thread_id = ?2",
-        )
-        .bind(now)
-        .bind(&thread_id)
-        .execute(&mut *tx)
-        .await?;
-        tx.commit().await?;
-        Ok(Some(ClaimedRun { run: r, attempt }))
+        let worker = worker.to_owned();
+        self.write(move |c| {
+            let now = now_micros();
+            let picked = query_one(c, CLAIMABLE, params![now], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+            })?;
+            let Some((run_id, thread_id)) = picked else {
+                return Ok(None);
+            };
+            let claimed = query_one(
+                c,
+                &format!(
+                    "UPDATE server_runs SET status = 'running', worker = ?1, lease_expires_at = ?2, \
+                     attempt = attempt + 1, updated_at = ?3 WHERE run_id = ?4 RETURNING {RUN_COLS}"
+                ),
+                params![worker, after(now, lease), now, run_id],
+                |r| run(r),
+            )?;
+            let Some((r, attempt, _)) = claimed else {
+                return Ok(None);
+            };
+            exec(
+                c,
+                "UPDATE server_threads SET status = 'busy', updated_at = ?1, \
+                 expires_at = CASE WHEN ttl_us IS NULL THEN NULL ELSE ?1 + ttl_us END WHERE thread_id = ?2",
+                params![now, thread_id],
+            )?;
+            Ok(Some(ClaimedRun { run: r, attempt }))
+        })
+        .await
     }
 
     async fn heartbeat(&self, run_id: &str, worker: &str, lease: Duration) -> DbResult<Lease> {
-        let now = now_micros();
-        let held: Option<Option<String>> = sqlx::query_scalar(
-            "UPDATE server_runs SET lease_expires_at = ? WHERE run_id = ? AND worker = ? \
-             AND status = 'running' RETURNING cancel_action",
-        )
-        .bind(after(now, lease))
-        .bind(run_id)
-        .bind(worker)
-        .fetch_optional(&self.writer)
-        .await?;
+        let (run_id, worker) = (run_id.to_owned(), worker.to_owned());
+        let held = self
+            .write(move |c| {
+                query_one(
+                    c,
+                    "UPDATE server_runs SET lease_expires_at = ?1 WHERE run_id = ?2 AND worker = ?3 \
+                     AND status = 'running' RETURNING cancel_action",
+                    params![after(now_micros(), lease), run_id, worker],
+                    |r| Ok(r.get::<_, Option<String>>(0)?),
+                )
+            })
+            .await?;
         Ok(match held {
             None => Lease::Lost,
             Some(c) => cancel_action(c.as_deref())?.map_or(Lease::Held, Lease::Cancel),
@@ -1024,11 +1024,9 @@ impl Db for SqliteDb {
     }
 
     async fn finish_run(&self, run_id: &str, worker: &str, status: RunStatus) -> DbResult<bool> {
-        let n = finish_query(run_id, worker, status, now_micros())
-            .execute(&self.writer)
-            .await?
-            .rows_affected();
-        Ok(n > 0)
+        let (run_id, worker) = (run_id.to_owned(), worker.to_owned());
+        self.write(move |c| Ok(finish(c, &run_id, &worker, status, now_micros())? > 0))
+            .await
     }
 
     async fn cancel_run(
@@ -1039,55 +1037,54 @@ impl Db for SqliteDb {
         action: CancelAction,
     ) -> DbResult<Option<Run>> {
         let now = now_micros();
-        let mut tx = self.write().await?;
-        let row = sqlx::query(&format!(
-            "SELECT {RUN_COLS} FROM server_runs WHERE run_id = ?1 AND owner = ?2 \
-             AND (?3 IS NULL OR thread_id = ?3)"
-        ))
-        .bind(run_id)
-        .bind(owner)
-        .bind(thread_id)
-        .fetch_optional(&mut *tx)
-        .await?;
-        let Some(row) = row else { return Ok(None) };
-        let (mut r, _, _) = run(&row)?;
-        match (r.status, action) {
-            (RunStatus::Pending, CancelAction::Interrupt) => {
-                sqlx::query("UPDATE server_runs SET status = 'interrupted', updated_at = ? WHERE run_id = ?")
-                    .bind(now)
-                    .bind(run_id)
-                    .execute(&mut *tx)
-                    .await?;
-                r.status = RunStatus::Interrupted;
-                r.updated_at = rfc3339_from_micros(now);
+        let (owner, thread_id, run_id) = (owner.to_owned(), thread_id.map(str::to_owned), run_id.to_owned());
+        self.write(move |c| {
+            let found = query_one(
+                c,
+                &format!(
+                    "SELECT {RUN_COLS} FROM server_runs WHERE run_id = ?1 AND owner = ?2 \
+                     AND (?3 IS NULL OR thread_id = ?3)"
+                ),
+                params![run_id, owner, thread_id],
+                |r| run(r),
+            )?;
+            let Some((mut r, _, _)) = found else {
+                return Ok(None);
+            };
+            match (r.status, action) {
+                (RunStatus::Pending, CancelAction::Interrupt) => {
+                    exec(
+                        c,
+                        "UPDATE server_runs SET status = 'interrupted', updated_at = ?1 WHERE run_id = ?2",
+                        params![now, run_id],
+                    )?;
+                    r.status = RunStatus::Interrupted;
+                    r.updated_at = rfc3339_from_micros(now);
+                }
+                (RunStatus::Pending, CancelAction::Rollback) => {
+                    exec(c, "DELETE FROM server_runs WHERE run_id = ?1", params![run_id])?;
+                    r.status = RunStatus::Interrupted;
+                    r.updated_at = rfc3339_from_micros(now);
+                }
+                (RunStatus::Running, _) => {
+                    exec(
+                        c,
+                        "UPDATE server_runs SET cancel_action = ?1, updated_at = ?2 WHERE run_id = ?3",
+                        params![action.as_str(), now, run_id],
+                    )?;
+                    r.updated_at = rfc3339_from_micros(now);
+                }
+                _ => {}
             }
-            (RunStatus::Pending, CancelAction::Rollback) => {
-                sqlx::query("DELETE FROM server_runs WHERE run_id = ?")
-                    .bind(run_id)
-                    .execute(&mut *tx)
-                    .await?;
-                r.status = RunStatus::Interrupted;
-                r.updated_at = rfc3339_from_micros(now);
-            }
-            (RunStatus::Running, _) => {
-                sqlx::query("UPDATE server_runs SET cancel_action = ?, updated_at = ? WHERE run_id = ?")
-                    .bind(action.as_str())
-                    .bind(now)
-                    .bind(run_id)
-                    .execute(&mut *tx)
-                    .await?;
-                r.updated_at = rfc3339_from_micros(now);
-            }
-            _ => {}
-        }
-        tx.commit().await?;
-        Ok(Some(r))
+            Ok(Some(r))
+        })
+        .await
     }
 
     async fn queue_depth(&self) -> DbResult<i64> {
         Ok(
             sqlx::query_scalar("SELECT COUNT(*) FROM server_runs WHERE status = 'pending'")
-                .fetch_one(&self.reader)
+                .fetch_one(self.reader())
                 .await?,
         )
     }
@@ -1095,7 +1092,7 @@ impl Db for SqliteDb {
     async fn runs_by_status(&self) -> DbResult<Vec<(RunStatus, i64)>> {
         let rows: Vec<(String, i64)> =
             sqlx::query_as("SELECT status, COUNT(*) FROM server_runs GROUP BY status ORDER BY status")
-                .fetch_all(&self.reader)
+                .fetch_all(self.reader())
                 .await?;
         rows.into_iter().map(|(s, n)| Ok((run_status(&s)?, n))).collect()
     }

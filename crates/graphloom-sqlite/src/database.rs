@@ -1,0 +1,126 @@
+//! One open SQLite file shared by a saver, a store and other tables of the application.
+
+use crate::cache::ValueCache;
+use crate::db::{db_err, Db};
+use crate::options::SqliteOptions;
+use crate::{CommitStats, SqliteSaver, SqliteStore};
+use graphloom_core::Result;
+use sqlx::sqlite::SqlitePool;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+/// An open database file: one writer thread that group-commits every queued write, and one
+/// pool of read connections.
+///
+/// [`SqliteSaver::open`] and [`SqliteStore::open`] each open the file on their own, with a
+/// writer each: on one file, their commits then wait for each other's write lock. Opening a
+/// `SqliteDatabase` once and taking the saver ([`saver`](Self::saver)), the store
+/// ([`store`](Self::store)) and the application's own writes ([`write`](Self::write)) from
+/// it puts every commit through the same writer, so a checkpoint, a store item and a row of
+/// the application queued at the same time share one transaction and one fsync.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use graphloom_sqlite::{SqliteDatabase, SqliteOptions};
+/// let dir = tempfile::tempdir()?;
+/// let db = SqliteDatabase::open(SqliteOptions::new(dir.path().join("app.db"))).await?;
+/// let (saver, store) = (db.saver(), db.store().await?);
+/// db.write(|conn| {
+///     conn.execute_batch("CREATE TABLE IF NOT EXISTS notes (body TEXT)")
+///         .map_err(graphloom_sqlite::rusqlite_error)?;
+///     conn.execute("INSERT INTO notes (body) VALUES (?1)", ["hello"])
+///         .map_err(graphloom_sqlite::rusqlite_error)?;
+///     Ok::<_, graphloom_core::Error>(())
+/// })
+/// .await?;
+/// let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM notes").fetch_one(db.reader()).await?;
+/// assert_eq!(n, 1);
+/// # drop((saver, store));
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct SqliteDatabase {
+    db: Arc<Db>,
+    value_cache_bytes: usize,
+}
+
+impl SqliteDatabase {
+    /// Open (creating if needed) the file, switch it to WAL, run the saver's and the store's
+    /// pending migrations and start the writer thread.
+    ///
+    /// # Errors
+    /// A backend error if the file cannot be opened or migrated.
+    pub async fn open(opts: SqliteOptions) -> Result<Self> {
+        Ok(Self {
+            db: Arc::new(Db::open(&opts).await?),
+            value_cache_bytes: opts.value_cache_bytes,
+        })
+    }
+
+    /// A checkpointer on this database (its own value cache, the shared writer and readers).
+    #[must_use]
+    pub fn saver(&self) -> SqliteSaver {
+        SqliteSaver::from_parts(
+            Arc::clone(&self.db),
+            Arc::new(ValueCache::new(self.value_cache_bytes)),
+        )
+    }
+
+    /// A store on this database (no index, default TTL settings).
+    ///
+    /// # Errors
+    /// A backend error if the store's latest timestamp cannot be read.
+    pub async fn store(&self) -> Result<SqliteStore> {
+        let last: Option<String> = sqlx::query_scalar("SELECT MAX(updated_at) FROM store_items")
+            .fetch_one(self.db.reader())
+            .await
+            .map_err(db_err)?;
+        Ok(SqliteStore::from_parts(
+            Arc::clone(&self.db),
+            Arc::new(Mutex::new(last)),
+        ))
+    }
+
+    /// Run `op` on the writer's connection, inside the transaction of the next batch (in a
+    /// savepoint of its own when it shares the batch), and wait until that transaction
+    /// committed. An error returned by `op` rolls back its own changes only. `op` must not
+    /// begin or end transactions itself. Its error type is the caller's (anything a
+    /// graphloom error converts into, for the writer's own failures).
+    ///
+    /// # Errors
+    /// The error of `op`, or the batch's commit error.
+    pub async fn write<T, E, F>(&self, op: F) -> std::result::Result<T, E>
+    where
+        T: Send + 'static,
+        E: From<graphloom_core::Error> + Send + 'static,
+        F: FnOnce(&rusqlite::Connection) -> std::result::Result<T, E> + Send + 'static,
+    {
+        self.db.write_as(op).await
+    }
+
+    /// The pool of read connections (`query_only`).
+    #[must_use]
+    pub fn reader(&self) -> &SqlitePool {
+        self.db.reader()
+    }
+
+    /// How many transactions the writer committed, for how many operations.
+    #[must_use]
+    pub fn commit_stats(&self) -> CommitStats {
+        self.db.commit_stats()
+    }
+
+    /// The database file.
+    #[must_use]
+    pub fn path(&self) -> &Path {
+        self.db.path()
+    }
+}
+
+/// A `rusqlite` error as a graphloom backend error, classified like the saver's own
+/// (busy, constraint, corrupt, ...), for operations passed to [`SqliteDatabase::write`].
+#[must_use]
+pub fn rusqlite_error(e: rusqlite::Error) -> graphloom_core::Error {
+    crate::db::rs_err(e)
+}
