@@ -309,6 +309,13 @@ impl Server {
         let workers = self.start_workers();
         let me = self.clone();
         let mut rx = self.state.shutdown.subscribe();
+        // Without TCP_NODELAY a response written in two segments waits for the client's
+        // delayed ACK (~40 ms on Linux) before its second part leaves.
+        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+            if let Err(e) = tcp.set_nodelay(true) {
+                tracing::debug!(error = %e, "could not set TCP_NODELAY");
+            }
+        });
         let http = axum::serve(listener, self.router()).with_graceful_shutdown(async move {
             tokio::select! {
                 () = stop => {}
