@@ -16,7 +16,7 @@
 //! be shared with other tests running at the same time. A failed check panics with a message
 //! naming it (`checkpointer conformance check `area/check` failed: ...`). The areas can also
 //! be run one by one: [`put_and_get`], [`deltas`], [`list`], [`put_writes`],
-//! [`delete_thread`], [`copy_thread`].
+//! [`delete_thread`], [`copy_thread`], [`delete_run`].
 //!
 //! The checks follow the spirit of LangGraph's `checkpoint-conformance` suite, adapted to
 //! graphloom's delta-encoded channel values and UUIDv7 checkpoint ids.
@@ -43,6 +43,7 @@ pub async fn checkpointer_conformance<C: Checkpointer>(saver: &C) {
     shared_items(saver).await;
     delete_thread(saver).await;
     copy_thread(saver).await;
+    delete_run(saver).await;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -69,6 +70,9 @@ macro_rules! check_eq {
         )
     };
 }
+
+mod runs;
+pub use runs::delete_run;
 
 /// A fresh random thread id.
 fn new_thread() -> String {
@@ -1693,6 +1697,7 @@ mod tests {
         IgnoreDelete,
         IgnoreCopy,
         NoParent,
+        DeleteRunEverywhere,
     }
 
     struct Broken {
@@ -1784,6 +1789,14 @@ mod tests {
             }
             self.inner.copy_thread(source, target).await
         }
+
+        async fn delete_run(&self, thread_id: &str, run_id: &str) -> Result<()> {
+            if self.bug == Bug::DeleteRunEverywhere {
+                // Every checkpoint of the thread, not only the run's.
+                return self.inner.delete_thread(thread_id).await;
+            }
+            self.inner.delete_run(thread_id, run_id).await
+        }
     }
 
     /// Run `area` and return the panic message it fails with.
@@ -1824,6 +1837,8 @@ mod tests {
         assert_caught(delete_thread(&s), "delete_thread/removes_everything").await;
         let s = Broken::new(Bug::IgnoreCopy);
         assert_caught(copy_thread(&s), "copy_thread/copies_everything").await;
+        let s = Broken::new(Bug::DeleteRunEverywhere);
+        assert_caught(delete_run(&s), "delete_run/unknown_run").await;
     }
 
     #[tokio::test]

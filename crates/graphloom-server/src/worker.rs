@@ -424,6 +424,12 @@ async fn execute(state: &Arc<AppState>, claimed: ClaimedRun) {
     let body = wire::wait_body(&result);
     let temporary = kw.get("temporary").and_then(Value::as_bool).unwrap_or(false);
     let rollback = cancelled && action == Some(CancelAction::Rollback);
+    if rollback {
+        // Rolled back: what the run checkpointed goes, the thread is where the run found it.
+        if let Err(e) = state.checkpointer.delete_run(&run.thread_id, &run_id).await {
+            tracing::warn!(run_id = %run_id, error = %e, "deleting the rolled-back run's checkpoints failed");
+        }
+    }
     // The thread's copy of the state, and pending interrupts by task id. A run that ended
     // well hands back its values; otherwise the latest checkpoint says where it stopped.
     let (values, interrupts) = match &result {
@@ -450,6 +456,12 @@ async fn execute(state: &Arc<AppState>, claimed: ClaimedRun) {
                 interrupts,
             )
         }
+    };
+    let thread_status = if rollback && !interrupts.is_empty() {
+        // Back at an interrupt the run had resumed from.
+        ThreadStatus::Interrupted
+    } else {
+        thread_status
     };
     let outcome = ThreadOutcome {
         status: thread_status,

@@ -922,6 +922,25 @@ impl SqliteSaver {
         Ok(())
     }
 
+    async fn delete_run_now(&self, thread_id: &str, run_id: &str) -> Result<()> {
+        let (thread, run) = (thread_id.to_owned(), run_id.to_owned());
+        self.db
+            .write(move |conn| {
+                for sql in [
+                    "DELETE FROM checkpoint_writes WHERE thread_id = ?1 AND (checkpoint_ns, checkpoint_id) IN \
+                     (SELECT checkpoint_ns, checkpoint_id FROM checkpoints \
+                      WHERE thread_id = ?1 AND json_extract(metadata, '$.run_id') = ?2)",
+                    "DELETE FROM checkpoints WHERE thread_id = ?1 AND json_extract(metadata, '$.run_id') = ?2",
+                ] {
+                    conn.prepare_cached(sql)
+                        .and_then(|mut stmt| stmt.execute([&thread, &run]))
+                        .map_err(rs_err)?;
+                }
+                Ok(())
+            })
+            .await
+    }
+
     async fn copy_thread_now(&self, source: &str, target: &str) -> Result<()> {
         if source == target {
             return Ok(());
@@ -1256,6 +1275,10 @@ impl Checkpointer for SqliteSaver {
     ) -> Result<CheckpointConfig> {
         self.put_writes_then_checkpoint_now(writes, config, checkpoint, metadata, new_versions)
             .await
+    }
+
+    async fn delete_run(&self, thread_id: &str, run_id: &str) -> Result<()> {
+        self.delete_run_now(thread_id, run_id).await
     }
 
     async fn delete_thread(&self, thread_id: &str) -> Result<()> {

@@ -47,6 +47,8 @@ pub trait DynCheckpointer: Send + Sync + 'static {
     fn delete_thread<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<()>>;
     /// See [`Checkpointer::copy_thread`].
     fn copy_thread<'a>(&'a self, source: &'a str, target: &'a str) -> BoxFuture<'a, Result<()>>;
+    /// See [`Checkpointer::delete_run`].
+    fn delete_run<'a>(&'a self, thread_id: &'a str, run_id: &'a str) -> BoxFuture<'a, Result<()>>;
 }
 
 impl<T: Checkpointer> DynCheckpointer for T {
@@ -105,5 +107,8 @@ impl<T: Checkpointer> DynCheckpointer for T {
     }
     fn copy_thread<'a>(&'a self, source: &'a str, target: &'a str) -> BoxFuture<'a, Result<()>> {
         Box::pin(Checkpointer::copy_thread(self, source, target))
+    }
+    fn delete_run<'a>(&'a self, thread_id: &'a str, run_id: &'a str) -> BoxFuture<'a, Result<()>> {
+        Box::pin(Checkpointer::delete_run(self, thread_id, run_id))
     }
 }

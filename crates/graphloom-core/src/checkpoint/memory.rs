@@ -235,6 +235,25 @@ impl InMemorySaver {
         self.lock().threads.remove(thread_id);
     }
 
+    fn delete_run_now(&self, thread_id: &str, run_id: &str) {
+        let mut inner = self.lock();
+        let Some(thread) = inner.threads.get_mut(thread_id) else {
+            return;
+        };
+        for ns in thread.values_mut() {
+            let NsData {
+                checkpoints, writes, ..
+            } = ns;
+            checkpoints.retain(|id, cp| {
+                let keep = cp.metadata.run_id.as_deref() != Some(run_id);
+                if !keep {
+                    writes.remove(id);
+                }
+                keep
+            });
+        }
+    }
+
     fn copy_thread_now(&self, source: &str, target: &str) {
         if source == target {
             return;
@@ -369,6 +388,11 @@ impl Checkpointer for InMemorySaver {
 
     async fn copy_thread(&self, source: &str, target: &str) -> Result<()> {
         self.copy_thread_now(source, target);
+        Ok(())
+    }
+
+    async fn delete_run(&self, thread_id: &str, run_id: &str) -> Result<()> {
+        self.delete_run_now(thread_id, run_id);
         Ok(())
     }
 }

@@ -362,6 +362,17 @@ pub trait Checkpointer: Send + Sync + 'static {
 
     /// Copy every checkpoint and write of `source` to `target` (all namespaces).
     fn copy_thread(&self, source: &str, target: &str) -> impl Future<Output = Result<()>> + Send;
+
+    /// Delete the checkpoints of `thread_id` (all namespaces) whose metadata names run
+    /// `run_id`, and their pending writes: rolling back a cancelled run. The thread's
+    /// latest checkpoint is then the one the run started from. Channel values stay (older
+    /// checkpoints may share them). The default refuses: a backend that cannot do it must
+    /// not pretend it did.
+    fn delete_run(&self, thread_id: &str, run_id: &str) -> impl Future<Output = Result<()>> + Send {
+        let message =
+            format!("this checkpointer cannot delete the checkpoints of run {run_id} on thread {thread_id}");
+        async move { Err(crate::error::BackendError::new(crate::error::BackendErrorKind::Other, message).into()) }
+    }
 }
 
 impl<T: Checkpointer> Checkpointer for std::sync::Arc<T> {
@@ -407,6 +418,9 @@ impl<T: Checkpointer> Checkpointer for std::sync::Arc<T> {
     }
     fn copy_thread(&self, source: &str, target: &str) -> impl Future<Output = Result<()>> + Send {
         (**self).copy_thread(source, target)
+    }
+    fn delete_run(&self, thread_id: &str, run_id: &str) -> impl Future<Output = Result<()>> + Send {
+        (**self).delete_run(thread_id, run_id)
     }
 }
 

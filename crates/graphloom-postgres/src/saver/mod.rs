@@ -211,4 +211,9 @@ impl Checkpointer for PostgresSaver {
         self.migrate().await?;
         self.duplicate_thread(source, target).await
     }
+
+    async fn delete_run(&self, thread_id: &str, run_id: &str) -> Result<()> {
+        self.migrate().await?;
+        self.remove_run(thread_id, run_id).await
+    }
 }

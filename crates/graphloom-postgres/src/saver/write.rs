@@ -411,6 +411,23 @@ impl PostgresSaver {
         Ok(())
     }
 
+    pub(super) async fn remove_run(&self, thread_id: &str, run_id: &str) -> Result<()> {
+        sqlx::query(
+            "WITH gone AS (DELETE FROM graphloom_checkpoints \
+                 WHERE thread_id = $1 AND metadata @> jsonb_build_object('run_id', $2::text) \
+                 RETURNING checkpoint_ns, checkpoint_id) \
+             DELETE FROM graphloom_checkpoint_writes w USING gone \
+             WHERE w.thread_id = $1 AND w.checkpoint_ns = gone.checkpoint_ns \
+               AND w.checkpoint_id = gone.checkpoint_id",
+        )
+        .bind(thread_id)
+        .bind(run_id)
+        .execute(&self.pool)
+        .await
+        .during("delete_run")?;
+        Ok(())
+    }
+
     /// Re-encode a value for its row in the target thread. Plaintext rows are copied as they
     /// are; sealed ones are opened with the source row's associated data and sealed again
     /// with the target's (a moved sealed value would not decode).
