@@ -14,8 +14,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
 
-/// Page size of new database files.
-const PAGE_SIZE: u32 = 16384;
+/// Page size of new database files. Every commit appends each page it changed to the WAL
+/// whole, so many small commits (a server's queue rows, checkpoints of short steps) favour
+/// small pages; rows of a few KB (messages) stay inline only in larger ones. 8 KB is the
+/// measured middle: against 16 KB the server benchmark went 454 -> 668-713 runs/s, against
+/// 4 KB (589 runs/s) the 1,000-turn storage test's file stays at 5.0x its raw bytes (6.3x).
+const PAGE_SIZE: u32 = 8192;
 /// Most operations committed in one transaction.
 const MAX_BATCH: usize = 256;
 /// Operations that may wait for the writer before callers are held back.
