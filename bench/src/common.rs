@@ -9,7 +9,6 @@ use graphloom_core::{
     CompiledGraph, Durability, RunConfig, RunEvent, RunInput, RunOutput, State, StateGraph, StreamMode,
     StreamOptions,
 };
-use rand::Rng as _;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -143,13 +142,20 @@ pub fn uuid4() -> String {
     )
 }
 
-/// `n` random lowercase ASCII letters.
+/// `n` random lowercase ASCII letters (`random.choice` of Python's non-cryptographic
+/// generator; here a small fast generator per thread, seeded from the system's).
 #[must_use]
 pub fn random_lowercase(n: usize) -> String {
-    let mut rng = rand::rng();
-    (0..n)
-        .map(|_| char::from(b'a' + rng.random_range(0..26u8)))
-        .collect()
+    use rand::{Rng, SeedableRng};
+    thread_local! {
+        static RNG: std::cell::RefCell<rand::rngs::SmallRng> =
+            std::cell::RefCell::new(rand::rngs::SmallRng::from_rng(&mut rand::rng()));
+    }
+    RNG.with_borrow_mut(|rng| {
+        let bytes: Vec<u8> = (0..n).map(|_| b'a' + rng.random_range(0..26u8)).collect();
+        // Only ASCII letters: always valid UTF-8.
+        String::from_utf8(bytes).unwrap_or_default()
+    })
 }
 
 /// Run `graph` once on `input` with [`fresh_config`], the way `drive` says, and return its

@@ -13,7 +13,6 @@ use crate::common::{attach_saver, case_name, durable_case, graph_case, with_save
 use graphloom_core::{
     CompiledGraph, Durability, NodeError, NodeOutput, Route, Send, Seq, State, StateGraph, END, START,
 };
-use rand::Rng as _;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
@@ -110,13 +109,8 @@ pub fn builder() -> anyhow::Result<StateGraph<OverallState>> {
 /// `n` subjects of 1000 random lowercase letters each.
 #[must_use]
 pub fn input(n: usize) -> OverallStateUpdate {
-    let mut rng = rand::rng();
     let subjects = (0..n)
-        .map(|_| {
-            (0..1000)
-                .map(|_| char::from(b'a' + rng.random_range(0..26u8)))
-                .collect()
-        })
+        .map(|_| crate::common::random_lowercase(1000).chars().collect())
         .collect();
     OverallStateUpdate::new().subjects(subjects)
 }

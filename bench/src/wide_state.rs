@@ -8,6 +8,7 @@
 use crate::common::{case_name, graph_case, random_lowercase, with_saver, CaseDef, Harness, RunFn};
 use graphloom_core::{CompiledGraph, NodeError, NodeOutput, Route, Seq, State, StateGraph, END, START};
 use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -122,14 +123,14 @@ pub struct WideState {
     /// `y if y is not None else x`.
     #[reducer(with = y_if_some)]
     pub email_thread_id: Option<String>,
-    /// Merged (`operator.or_`).
+    /// Merged (`operator.or_`): a dict whose values are shared with the document.
     #[reducer(merge)]
-    pub slack_participants: Map<String, Value>,
+    pub slack_participants: BTreeMap<String, Doc>,
     /// Last value.
     pub bot_id: Option<String>,
-    /// Merged (`operator.or_`).
+    /// Merged (`operator.or_`): a dict whose values are shared with the document.
     #[reducer(merge)]
-    pub notified_assignees: Map<String, Value>,
+    pub notified_assignees: BTreeMap<String, Doc>,
 }
 
 impl Default for WideState {
@@ -147,9 +148,9 @@ impl Default for WideState {
             user_info: None,
             crm_info: None,
             email_thread_id: None,
-            slack_participants: Map::new(),
+            slack_participants: BTreeMap::new(),
             bot_id: None,
-            notified_assignees: Map::new(),
+            notified_assignees: BTreeMap::new(),
         }
     }
 }
@@ -161,9 +162,13 @@ fn last(list: &Seq<Doc>, field: &str) -> Result<Doc, NodeError> {
         .ok_or_else(|| NodeError::fatal(format!("`{field}` is empty")))
 }
 
-/// A document as a dict write (`operator.or_` merges its keys).
-fn as_dict(doc: &Doc) -> Map<String, Value> {
-    doc.as_object().cloned().unwrap_or_default()
+/// A document as a dict write (`operator.or_` merges its keys). Python's dict holds
+/// references to the document's values; here each top-level value is shared (`Arc`) by
+/// every dict built from it.
+fn as_dict(doc: &Doc) -> BTreeMap<String, Doc> {
+    doc.as_object()
+        .map(|m| m.iter().map(|(k, v)| (k.clone(), Arc::new(v.clone()))).collect())
+        .unwrap_or_default()
 }
 
 type Out = Result<NodeOutput<WideState>, NodeError>;
@@ -200,13 +205,14 @@ pub fn builder(n: usize) -> StateGraph<WideState> {
         })
         .add_node("five", move |s: Arc<WideState>, _rt| async move {
             let doc = last(&s.categorizations, "categorizations")?;
+            let dict = as_dict(&doc);
             let u = WideStateUpdate::new()
                 .user_info(Some(Arc::clone(&doc)))
                 .crm_info(Some(Arc::clone(&doc)))
                 .email_thread_id(Some(random_lowercase(n)))
-                .slack_participants(as_dict(&doc))
+                .slack_participants(dict.clone())
                 .bot_id(Some(random_lowercase(n)))
-                .notified_assignees(as_dict(&doc));
+                .notified_assignees(dict);
             Out::Ok(NodeOutput::Update(u))
         })
         .add_node("six", |s: Arc<WideState>, _rt| async move {
