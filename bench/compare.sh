@@ -2,9 +2,11 @@
 # Side-by-side run of the benchmark suite: Python LangGraph (bench/langgraph/run.py) and
 # graphloom (the graphloom-bench binary), then one table with both medians and the ratio.
 #
-#   bash bench/compare.sh [--min-iters N] [--min-time SECS] [--warmup N] [--filter a,b]
+#   bash bench/compare.sh [--min-iters N] [--min-time SECS] [--warmup N] [--filter a,b] [--exact]
 #
-# The options are passed to both runners. Environment:
+# The options are passed to both runners (`--exact`: filter entries are whole case names).
+# LangGraph's results are merged into bench/out/langgraph.json (a filtered run refreshes its
+# own cases and keeps the others). Environment:
 #   LANGGRAPH_VERSION  langgraph version installed in bench/.venv (default 1.2.22)
 #   LG_MODE            sync | async | best (default best: the faster of LangGraph's sync and
 #                      async runs counts)

@@ -561,6 +561,7 @@ def main() -> int:
     p.add_argument("--min-time", type=float, default=2.0)
     p.add_argument("--warmup", type=int, default=1)
     p.add_argument("--filter", default="", help="comma-separated substrings of case names")
+    p.add_argument("--exact", action="store_true", help="--filter entries are whole case names")
     p.add_argument("--mode", choices=["sync", "async", "best"], default="best")
     p.add_argument("--json", help="write {case: median_seconds} here")
     p.add_argument("--detail-json", help="write per-mode medians, minimums and iterations here")
@@ -568,7 +569,10 @@ def main() -> int:
     args = p.parse_args()
 
     filters = [f for f in args.filter.split(",") if f]
-    cases = {k: v for k, v in registry().items() if not filters or any(f in k for f in filters)}
+    def wanted(name):
+        return not filters or any(f == name if args.exact else f in name for f in filters)
+
+    cases = {k: v for k, v in registry().items() if wanted(k)}
     if args.list:
         print("\n".join(cases))
         return 0
@@ -594,6 +598,13 @@ def main() -> int:
             print(f"{name:<40} {mode:>5} {len(samples):>6} {human(med):>12} {human(low):>12}", flush=True)
     for path, data in ((args.json, best), (args.detail_json, detail)):
         if path:
+            # Cases not run this time keep their earlier results (a filtered run refreshes
+            # only its own cases).
+            try:
+                with open(path) as f:
+                    data = {**json.load(f), **data}
+            except (OSError, ValueError):
+                pass
             with open(path, "w") as f:
                 json.dump(data, f, indent=2, sort_keys=True)
                 f.write("\n")
