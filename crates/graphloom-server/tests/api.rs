@@ -485,18 +485,43 @@ async fn multitask_reject_enqueue_and_interrupt() {
     s.stop().await;
 }
 
-/// Wait until run `id` of thread `t` is running and has checkpointed its input.
-async fn wait_running_with_checkpoint(s: &TestServer, t: &str, id: &str) {
+/// The checkpoints of thread `t` whose metadata names run `id`, newest first.
+async fn checkpoints_of_run(s: &TestServer, t: &str, id: &str) -> Value {
+    s.post(
+        &format!("/threads/{t}/history"),
+        json!({"metadata": {"run_id": id}}),
+    )
+    .await
+    .1
+}
+
+/// `steps` and `sleep_ms` of thread `t`'s current state.
+async fn steps_and_sleep(s: &TestServer, t: &str) -> (Option<i64>, Option<i64>) {
+    let state = s.get(&format!("/threads/{t}/state")).await.1;
+    (
+        state["values"]["steps"].as_i64(),
+        state["values"]["sleep_ms"].as_i64(),
+    )
+}
+
+/// Start a 30 s run of `slow` on thread `t`; return once it runs and has checkpointed.
+async fn start_long_run(s: &TestServer, t: &str) -> String {
+    let (_, long) = s
+        .post(
+            &format!("/threads/{t}/runs"),
+            json!({"assistant_id": "slow", "input": {"sleep_ms": 30000}}),
+        )
+        .await;
+    let id = long["run_id"].as_str().unwrap().to_owned();
     for _ in 0..500 {
         let running = s.get(&format!("/threads/{t}/runs/{id}")).await.1["status"] == "running";
-        let (_, mine) = s
-            .post(
-                &format!("/threads/{t}/history"),
-                json!({"metadata": {"run_id": id}}),
-            )
-            .await;
-        if running && mine.as_array().is_some_and(|h| !h.is_empty()) {
-            return;
+        if running
+            && checkpoints_of_run(s, t, &id)
+                .await
+                .as_array()
+                .is_some_and(|h| !h.is_empty())
+        {
+            return id;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
@@ -515,24 +540,10 @@ async fn rollback_deletes_the_run_and_its_checkpoints() {
         .await;
     assert_eq!(st, 200);
     let history_before = s.post(&format!("/threads/{t}/history"), json!({})).await.1;
-    let before = s.get(&format!("/threads/{t}/state")).await.1;
-    assert_eq!(
-        (
-            before["values"]["steps"].as_i64(),
-            before["values"]["sleep_ms"].as_i64()
-        ),
-        (Some(1), Some(1))
-    );
+    assert_eq!(steps_and_sleep(&s, &t).await, (Some(1), Some(1)));
 
     // A long run, rolled back by a new run (multitask strategy `rollback`).
-    let (_, long) = s
-        .post(
-            &format!("/threads/{t}/runs"),
-            json!({"assistant_id": "slow", "input": {"sleep_ms": 30000}}),
-        )
-        .await;
-    let long_id = long["run_id"].as_str().unwrap().to_owned();
-    wait_running_with_checkpoint(&s, &t, &long_id).await;
+    let long_id = start_long_run(&s, &t).await;
     let (st, next) = s
         .post(
             &format!("/threads/{t}/runs"),
@@ -545,30 +556,9 @@ async fn rollback_deletes_the_run_and_its_checkpoints() {
     // The rolled-back run is gone, and so is every checkpoint it wrote; the new run went on
     // from the state before it.
     assert_eq!(s.get(&format!("/threads/{t}/runs/{long_id}")).await.0, 404);
-    let (_, left) = s
-        .post(
-            &format!("/threads/{t}/history"),
-            json!({"metadata": {"run_id": long_id}}),
-        )
-        .await;
-    assert_eq!(left, json!([]));
-    let after = s.get(&format!("/threads/{t}/state")).await.1;
-    assert_eq!(
-        (
-            after["values"]["steps"].as_i64(),
-            after["values"]["sleep_ms"].as_i64()
-        ),
-        (Some(2), Some(2))
-    );
-    let parent = after["parent_checkpoint"]["checkpoint_id"]
-        .as_str()
-        .map(str::to_owned);
-    let (_, mine) = s
-        .post(
-            &format!("/threads/{t}/history"),
-            json!({"metadata": {"run_id": next_id}}),
-        )
-        .await;
+    assert_eq!(checkpoints_of_run(&s, &t, &long_id).await, json!([]));
+    assert_eq!(steps_and_sleep(&s, &t).await, (Some(2), Some(2)));
+    let mine = checkpoints_of_run(&s, &t, &next_id).await;
     let first_of_next = mine
         .as_array()
         .and_then(|h| h.last())
@@ -578,17 +568,9 @@ async fn rollback_deletes_the_run_and_its_checkpoints() {
         first_of_next["parent_checkpoint"]["checkpoint_id"], history_before[0]["checkpoint"]["checkpoint_id"],
         "the new run starts from the checkpoint before the rolled-back one"
     );
-    assert!(parent.is_some());
 
     // Cancel with action=rollback: the thread is back at the state before the run, idle.
-    let (_, long) = s
-        .post(
-            &format!("/threads/{t}/runs"),
-            json!({"assistant_id": "slow", "input": {"sleep_ms": 30000}}),
-        )
-        .await;
-    let long_id = long["run_id"].as_str().unwrap().to_owned();
-    wait_running_with_checkpoint(&s, &t, &long_id).await;
+    let long_id = start_long_run(&s, &t).await;
     let r = s
         .http
         .post(s.u(&format!(
@@ -608,21 +590,8 @@ async fn rollback_deletes_the_run_and_its_checkpoints() {
     let thread = s.get(&format!("/threads/{t}")).await.1;
     assert_eq!(thread["status"], "idle");
     assert_eq!(thread["values"]["sleep_ms"], 2);
-    let state = s.get(&format!("/threads/{t}/state")).await.1;
-    assert_eq!(
-        (
-            state["values"]["steps"].as_i64(),
-            state["values"]["sleep_ms"].as_i64()
-        ),
-        (Some(2), Some(2))
-    );
-    let (_, left) = s
-        .post(
-            &format!("/threads/{t}/history"),
-            json!({"metadata": {"run_id": long_id}}),
-        )
-        .await;
-    assert_eq!(left, json!([]));
+    assert_eq!(steps_and_sleep(&s, &t).await, (Some(2), Some(2)));
+    assert_eq!(checkpoints_of_run(&s, &t, &long_id).await, json!([]));
     s.stop().await;
 }
 

@@ -4,8 +4,10 @@
 //! the conformance suite that drives both backends through the [`Db`](super::Db) trait is
 //! the integration test `tests/db.rs`.
 
-use super::{DbError, DbResult};
-use crate::models::{CancelAction, MultitaskStrategy, RunStatus, ThreadStatus};
+use super::{AssistantPatch, DbError, DbResult};
+use crate::models::{
+    rfc3339_from_micros, Assistant, CancelAction, MultitaskStrategy, RunStatus, ThreadStatus,
+};
 use serde_json::{Map, Value};
 use std::time::Duration;
 
@@ -83,6 +85,31 @@ pub(super) fn merge(into: &mut Map<String, Value>, from: &Map<String, Value>) {
     for (k, v) in from {
         into.insert(k.clone(), v.clone());
     }
+}
+
+/// `a` after `patch`, as its next version: one past the highest stored version (`latest`)
+/// or its own, whichever is higher; metadata merged, other fields replaced.
+pub(super) fn patched(a: &mut Assistant, patch: AssistantPatch, latest: Option<i64>, now: i64) {
+    a.version = latest.unwrap_or(a.version).max(a.version) + 1;
+    if let Some(g) = patch.graph_id {
+        a.graph_id = g;
+    }
+    if let Some(c) = patch.config {
+        a.config = c;
+    }
+    if let Some(c) = patch.context {
+        a.context = c;
+    }
+    if let Some(m) = &patch.metadata {
+        merge(&mut a.metadata, m);
+    }
+    if let Some(n) = patch.name {
+        a.name = n;
+    }
+    if let Some(d) = patch.description {
+        a.description = Some(d);
+    }
+    a.updated_at = rfc3339_from_micros(now);
 }
 
 /// Sort column of an assistant search (`created_at` unless another known one is named).

@@ -12,7 +12,7 @@
 //! JSON columns are JSONB; metadata and values filters use `@>`.
 
 use super::kit::{
-    after, as_object, assistant_sort_column, cancel_action, merge, now_micros, order_keyword, page,
+    after, as_object, assistant_sort_column, cancel_action, merge, now_micros, order_keyword, page, patched,
     run_status, strategy, thread_sort_column, thread_status, ttl_micros, ttl_value,
 };
 use super::{
@@ -462,26 +462,7 @@ impl Db for PgDb {
                 .bind(id)
                 .fetch_one(&mut *tx)
                 .await?;
-        a.version = latest.unwrap_or(a.version).max(a.version) + 1;
-        if let Some(g) = patch.graph_id {
-            a.graph_id = g;
-        }
-        if let Some(c) = patch.config {
-            a.config = c;
-        }
-        if let Some(c) = patch.context {
-            a.context = c;
-        }
-        if let Some(m) = &patch.metadata {
-            merge(&mut a.metadata, m);
-        }
-        if let Some(n) = patch.name {
-            a.name = n;
-        }
-        if let Some(d) = patch.description {
-            a.description = Some(d);
-        }
-        a.updated_at = rfc3339_from_micros(now);
+        patched(&mut a, patch, latest, now);
         sqlx::query(
             "INSERT INTO server_assistant_versions (assistant_id, version, owner, graph_id, config, \
              context, metadata, name, description, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",

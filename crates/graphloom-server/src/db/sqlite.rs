@@ -9,8 +9,8 @@
 
 use super::kit::{
     after, as_object, assistant_sort_column, cancel_action, json_contains, map_contains, merge, now_micros,
-    order_keyword, page, run_status, slice_page, strategy, thread_sort_column, thread_status, ttl_micros,
-    ttl_value,
+    order_keyword, page, patched, run_status, slice_page, strategy, thread_sort_column, thread_status,
+    ttl_micros, ttl_value,
 };
 use super::{
     AssistantPatch, AssistantQuery, Db, DbError, DbResult, Lease, NewRun, ThreadOutcome, ThreadQuery,
@@ -501,26 +501,7 @@ impl Db for SqliteDb {
             let latest: Option<i64> = c
                 .prepare_cached("SELECT MAX(version) FROM server_assistant_versions WHERE assistant_id = ?1")?
                 .query_row(params![id], |r| r.get(0))?;
-            a.version = latest.unwrap_or(a.version).max(a.version) + 1;
-            if let Some(g) = patch.graph_id {
-                a.graph_id = g;
-            }
-            if let Some(cfg) = patch.config {
-                a.config = cfg;
-            }
-            if let Some(ctx) = patch.context {
-                a.context = ctx;
-            }
-            if let Some(m) = &patch.metadata {
-                merge(&mut a.metadata, m);
-            }
-            if let Some(n) = patch.name {
-                a.name = n;
-            }
-            if let Some(d) = patch.description {
-                a.description = Some(d);
-            }
-            a.updated_at = rfc3339_from_micros(now);
+            patched(&mut a, patch, latest, now);
             let (config, context, metadata) = (text(&a.config)?, text(&a.context)?, text(&a.metadata)?);
             exec(
                 c,
