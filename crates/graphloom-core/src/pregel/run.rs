@@ -1,0 +1,186 @@
+//! Running a step's tasks: each task's writes saved as it finishes, and the finished
+//! writes of a step that stops kept for a resume.
+
+use super::Loop;
+
+use super::task::{
+    decode_writes, encode_writes, saved_resumes, task_input, Outcome, Task, TaskKind, TaskRun,
+};
+use crate::checkpoint::{self, CheckpointConfig};
+use crate::error::{Error, Result};
+use crate::graph::node::NodeInput;
+use crate::state::State;
+use serde_json::json;
+use std::sync::Arc;
+
+impl<S: State> Loop<S> {
+    /// In `exit` mode, save the finished writes of a step that did not complete, so a
+    /// resume does not run those tasks again.
+    pub(super) async fn keep_finished(&mut self, tasks: &[Task], outcomes: &[Outcome<S>]) -> Result<()> {
+        if !self.saver.is_exit() {
+            return Ok(());
+        }
+        let cfg = self.current_cfg();
+        for (t, o) in tasks.iter().zip(outcomes) {
+            if let Outcome::Done {
+                update,
+                goto,
+                parent: None,
+            } = o
+            {
+                if matches!(t.kind, TaskKind::Start) {
+                    continue;
+                }
+                let writes =
+                    encode_writes(&*self.ls.state, update.as_ref(), goto).map_err(|message| Error::Node {
+                        node: t.node.clone(),
+                        message,
+                    })?;
+                self.saver.put_writes(&cfg, writes, &t.id).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Run the step's tasks; save each one's writes as it finishes.
+    pub(super) async fn run_tasks(&mut self, tasks: &[Task], remaining: usize) -> Result<Vec<Outcome<S>>> {
+        let step = self.ls.step + 1;
+        let mut outcomes: Vec<Option<Outcome<S>>> = tasks.iter().map(|_| None).collect();
+        let mut to_run: Vec<(usize, TaskRun<S>)> = Vec::new();
+        for (i, t) in tasks.iter().enumerate() {
+            if matches!(t.kind, TaskKind::Start) {
+                // The start task cannot fail, so its input is consumed here.
+                let start = self.ls.start.take();
+                let (update, goto) = start.map_or((None, None), |s| (s.update, s.goto));
+                outcomes[i] = Some(Outcome::Done {
+                    update,
+                    goto: goto.unwrap_or_default(),
+                    parent: None,
+                });
+                continue;
+            }
+            if let Some(prev) = decode_writes(&*self.ls.state, &t.id, &self.ls.pending_writes) {
+                outcomes[i] = Some(prev.map_err(|message| Error::CorruptCheckpoint {
+                    thread_id: self.cfg.thread_id.clone(),
+                    checkpoint_id: self.ls.checkpoint_id.clone(),
+                    message,
+                })?);
+                continue;
+            }
+            let input = match task_input(&self.g, &self.ls, t) {
+                Ok(i) => i,
+                Err(message) => {
+                    outcomes[i] = Some(Outcome::Failed(Error::Node {
+                        node: t.node.clone(),
+                        message,
+                    }));
+                    continue;
+                }
+            };
+            let cache_key = match (&input, self.g.nodes.get(&t.node).and_then(|s| s.cache.as_ref())) {
+                (NodeInput::State(s), Some(policy)) => Some((policy.key)(s)),
+                _ => None,
+            };
+            self.task_event(t, None);
+            to_run.push((
+                i,
+                TaskRun {
+                    graph: Arc::clone(&self.g),
+                    run: Arc::clone(&self.run),
+                    ns: Arc::clone(&self.ns),
+                    task: t.clone(),
+                    input,
+                    cache_key,
+                    step,
+                    remaining,
+                    resumed: saved_resumes(&t.id, &self.ls.pending_writes),
+                },
+            ));
+        }
+        let cfg = self.current_cfg();
+        if to_run.len() == 1 {
+            let Some((i, run)) = to_run.pop() else {
+                return Err(Error::Cancelled);
+            };
+            let out = self.bounded(run.execute()).await?;
+            self.record(&cfg, &tasks[i], &out, true).await?;
+            outcomes[i] = Some(out);
+        } else if !to_run.is_empty() {
+            let mut set = tokio::task::JoinSet::new();
+            for (i, run) in to_run {
+                // Spawned tasks keep the current span, so their node spans nest under it.
+                set.spawn(tracing::Instrument::in_current_span(async move {
+                    (i, run.execute().await)
+                }));
+            }
+            loop {
+                let next = match self.bounded(set.join_next()).await {
+                    Ok(n) => n,
+                    Err(e) => {
+                        set.abort_all();
+                        return Err(e);
+                    }
+                };
+                let Some(joined) = next else { break };
+                let (i, out) = joined.map_err(|e| Error::Node {
+                    node: "?".into(),
+                    message: format!("task panicked or was cancelled: {e}"),
+                })?;
+                let last = set.is_empty();
+                self.record(&cfg, &tasks[i], &out, last).await?;
+                outcomes[i] = Some(out);
+            }
+        }
+        Ok(outcomes
+            .into_iter()
+            .map(|o| o.unwrap_or(Outcome::Failed(Error::Cancelled)))
+            .collect())
+    }
+
+    /// Save one finished task's writes and emit its result event. In `sync` mode the writes
+    /// of the step's `last` task, when it succeeded, are kept for the step's checkpoint and
+    /// saved with it in one operation (or on their own if the step stops before it).
+    async fn record(
+        &mut self,
+        cfg: &CheckpointConfig,
+        task: &Task,
+        out: &Outcome<S>,
+        last: bool,
+    ) -> Result<()> {
+        self.task_event(task, Some(out));
+        if self.saver.is_none() {
+            return Ok(());
+        }
+        if self.saver.is_exit() && matches!(out, Outcome::Done { .. }) {
+            // `exit` saves a step's finished writes only if the step does not complete
+            // (see `keep_finished`); encoding them for every step would be wasted work.
+            return Ok(());
+        }
+        let writes = match out {
+            Outcome::Done { parent: Some(_), .. } => return Ok(()),
+            Outcome::Done { update, goto, .. } => encode_writes(&*self.ls.state, update.as_ref(), goto)
+                .map_err(|message| Error::Node {
+                    node: task.node.clone(),
+                    message,
+                })?,
+            Outcome::Interrupted(ints, consumed) => {
+                let mut w = vec![(checkpoint::INTERRUPT.to_owned(), json!(ints))];
+                if !consumed.is_empty() {
+                    w.push((checkpoint::RESUME.to_owned(), json!(consumed)));
+                }
+                w
+            }
+            Outcome::Failed(e) => vec![(checkpoint::ERROR.to_owned(), json!({"message": e.to_string()}))],
+        };
+        if last && self.saver.is_sync() && matches!(out, Outcome::Done { .. }) {
+            self.deferred = Some(checkpoint::TaskWrites {
+                config: cfg.clone(),
+                task_id: task.id.clone(),
+                task_path: String::new(),
+                writes,
+            });
+            return Ok(());
+        }
+        self.saver.put_writes(cfg, writes, &task.id).await
+    }
+}
