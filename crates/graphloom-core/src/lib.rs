@@ -62,7 +62,7 @@ pub use config::{CancelToken, RunConfig, RunInput, StreamOptions, DEFAULT_RECURS
 pub use error::{BackendError, BackendErrorKind, Error, Result};
 pub use graph::{
     CompiledGraph, HistoryQuery, PendingTask, RunEvent, RunOutput, RunStatus, RunStream, StateGraph,
-    StateSnapshot,
+    StateSnapshot, SubgraphInfo,
 };
 pub use graphloom_derive::State;
 pub use json_state::{JsonReduceFn, JsonReduceSharedFn, JsonReducer, JsonState, JsonUpdate, JsonWrite};

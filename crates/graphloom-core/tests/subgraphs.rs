@@ -259,3 +259,51 @@ async fn subgraphs_inherit_the_run_durability() {
         assert_eq!(child_count, expect_child_checkpoints, "{durability:?}");
     }
 }
+
+#[test]
+fn subgraphs_are_listed_with_their_schemas_and_nested_namespaces() {
+    let inner = child(Arc::new(AtomicUsize::new(0)), false);
+    let middle = StateGraph::<Child>::new()
+        .name("middle")
+        .add_subgraph_shared("inner", inner.clone())
+        .add_edge(START, "inner")
+        .add_edge("inner", END)
+        .compile()
+        .unwrap();
+    let top = parent(InMemorySaver::new(), child(Arc::new(AtomicUsize::new(0)), false));
+    let listed = top.subgraphs(false);
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].0, "sub");
+    assert_eq!(listed[0].1.name, "child");
+    assert_eq!(listed[0].1.state_schema, inner.state_schema());
+    assert!(listed[0].1.mermaid.contains("prep"), "{}", listed[0].1.mermaid);
+    assert_ne!(listed[0].1.state_schema, top.state_schema());
+
+    // A subgraph inside a subgraph: one level without recursion, `outer|inner` with it.
+    let two = StateGraph::<Parent>::new()
+        .add_subgraph(
+            "outer",
+            middle,
+            |p: &Parent| ChildUpdate::new().topic(p.topic.clone()),
+            |c: &Child| ParentUpdate::new().log(c.steps.to_vec()),
+        )
+        .add_node("plain", |_s, _rt| async { Ok(ParentUpdate::new()) })
+        .add_edge(START, "outer")
+        .add_edge("outer", "plain")
+        .add_edge("plain", END)
+        .compile()
+        .unwrap();
+    let names = |recurse| {
+        two.subgraphs(recurse)
+            .into_iter()
+            .map(|(ns, _)| ns)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(names(false), vec!["outer"]);
+    assert_eq!(names(true), vec!["outer", "outer|inner"]);
+    let nested = two.subgraphs(true);
+    assert_eq!(nested[1].1.name, "child");
+    assert_eq!(nested[0].1.subgraphs.keys().collect::<Vec<_>>(), vec!["inner"]);
+    // A graph without subgraph nodes lists none.
+    assert!(inner.subgraphs(true).is_empty());
+}

@@ -119,6 +119,9 @@ pub trait HostedGraph: Send + Sync + 'static {
     fn drawing(&self) -> Value;
     /// Mermaid text.
     fn mermaid(&self) -> String;
+    /// The subgraph nodes by namespace (`parent|child` with `recurse`): the child graph's
+    /// name and its state's JSON Schema.
+    fn subgraphs(&self, recurse: bool) -> Vec<(String, String, Value)>;
     /// Run and stream.
     fn stream(&self, req: JsonRunRequest) -> BoxStream<'static, JsonRunEvent>;
     /// The thread's state (latest, or at a checkpoint) as a LangGraph `ThreadState` JSON
@@ -380,6 +383,13 @@ impl<S: State> HostedGraph for CompiledGraph<S> {
 
     fn drawing(&self) -> Value {
         drawing_json(self)
+    }
+
+    fn subgraphs(&self, recurse: bool) -> Vec<(String, String, Value)> {
+        CompiledGraph::subgraphs(self, recurse)
+            .into_iter()
+            .map(|(ns, info)| (ns, info.name.clone(), info.state_schema.clone()))
+            .collect()
     }
 
     fn mermaid(&self) -> String {

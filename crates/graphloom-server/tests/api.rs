@@ -198,7 +198,10 @@ async fn assistants_crud_search_versions_and_schemas() {
         .filter_map(|n| n["id"].as_str())
         .collect();
     assert!(ids.contains(&"reply") && ids.contains(&"__start__"), "{g}");
-    assert_eq!(s.get(&format!("/assistants/{id}/subgraphs")).await.0, 200);
+    assert_eq!(
+        s.get(&format!("/assistants/{id}/subgraphs")).await,
+        (200, json!({}))
+    );
 
     assert_eq!(s.delete(&format!("/assistants/{id}")).await.0, 200);
     assert_eq!(s.get(&format!("/assistants/{id}")).await.0, 404);
@@ -592,6 +595,31 @@ async fn rollback_deletes_the_run_and_its_checkpoints() {
     assert_eq!(thread["values"]["sleep_ms"], 2);
     assert_eq!(steps_and_sleep(&s, &t).await, (Some(2), Some(2)));
     assert_eq!(checkpoints_of_run(&s, &t, &long_id).await, json!([]));
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn subgraphs_list_namespaces_with_schemas() {
+    let s = TestServer::sqlite(|_| {}).await;
+    let (st, subs) = s.get("/assistants/chatty/subgraphs").await;
+    assert_eq!(st, 200);
+    let inner = &subs["inner"];
+    assert!(
+        inner["state_schema"]["properties"]["decision"].is_object(),
+        "{subs}"
+    );
+    assert_eq!(inner["input_schema"], inner["state_schema"]);
+    assert_eq!(subs.as_object().map(|m| m.len()), Some(1), "{subs}");
+    assert_eq!(
+        s.get("/assistants/chatty/subgraphs/inner?recurse=true").await.1,
+        subs
+    );
+    assert_eq!(s.get("/assistants/chatty/subgraphs/nope").await, (200, json!({})));
+    assert_eq!(
+        s.get("/assistants/echo/subgraphs?recurse=maybe").await,
+        (200, json!({}))
+    );
+    assert_eq!(s.get("/assistants/no-such/subgraphs").await.0, 404);
     s.stop().await;
 }
 

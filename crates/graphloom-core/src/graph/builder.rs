@@ -204,7 +204,7 @@ impl<S: State> StateGraph<S> {
         input: impl Fn(&S) -> C::Update + Send + Sync + 'static,
         output: impl Fn(&C) -> S::Update + Send + Sync + 'static,
     ) -> Self {
-        let drawing = child.draw_mermaid();
+        let info = child.info();
         let output = Arc::new(output);
         let func = state_node_fn(move |s: Arc<S>, rt: Runtime| {
             let child = child.clone();
@@ -216,7 +216,7 @@ impl<S: State> StateGraph<S> {
             }
         });
         let mut spec = Self::spec(func, InputKind::State);
-        spec.subgraph = Some(drawing);
+        spec.subgraph = Some(info);
         self.insert_node(name.into(), spec)
     }
 
@@ -225,7 +225,7 @@ impl<S: State> StateGraph<S> {
     /// changed comes back, through this graph's reducers (appended items once, not the whole
     /// list again). Fields the child has and this graph lacks stay in the child.
     pub fn add_subgraph_shared<C: State>(self, name: impl Into<String>, child: CompiledGraph<C>) -> Self {
-        let drawing = child.draw_mermaid();
+        let info = child.info();
         let func = state_node_fn(move |s: Arc<S>, rt: Runtime| {
             let child = child.clone();
             async move {
@@ -242,7 +242,7 @@ impl<S: State> StateGraph<S> {
             }
         });
         let mut spec = Self::spec(func, InputKind::State);
-        spec.subgraph = Some(drawing);
+        spec.subgraph = Some(info);
         self.insert_node(name.into(), spec)
     }
 
@@ -259,7 +259,7 @@ impl<S: State> StateGraph<S> {
         C: State,
     {
         let name = name.into();
-        let drawing = child.draw_mermaid();
+        let info = child.info();
         let output = Arc::new(output);
         let func = packet_node_fn(name.clone(), move |p: T, rt: Runtime| {
             let child = child.clone();
@@ -271,7 +271,7 @@ impl<S: State> StateGraph<S> {
             }
         });
         let mut spec = Self::spec(func, InputKind::Packet);
-        spec.subgraph = Some(drawing);
+        spec.subgraph = Some(info);
         self.insert_node(name, spec)
     }
 

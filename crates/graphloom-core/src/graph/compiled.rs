@@ -1,6 +1,6 @@
 //! [`CompiledGraph`]: run it, stream it, inspect and edit its threads.
 
-use super::node::{Branch, NodeSpec};
+use super::node::{Branch, NodeSpec, SubgraphInfo};
 use crate::checkpoint::{CheckpointConfig, DynCheckpointer};
 use crate::config::{RunConfig, RunInput, StreamOptions};
 use crate::error::{Error, Result};
@@ -11,7 +11,7 @@ use crate::store::DynStore;
 use crate::stream::StreamPart;
 use crate::types::{Interrupt, NodeError, NodeOutput, NodeSet};
 use futures::Stream;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::future::Future as _;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -202,6 +202,51 @@ impl<S: State> CompiledGraph<S> {
     #[must_use]
     pub fn state_schema(&self) -> serde_json::Value {
         self.inner.shape.json_schema()
+    }
+
+    /// The nodes that are compiled graphs, by namespace: the node name, and with `recurse`
+    /// their own subgraphs too, as `parent|child` (LangGraph's `get_subgraphs`).
+    #[must_use]
+    pub fn subgraphs(&self, recurse: bool) -> Vec<(String, Arc<SubgraphInfo>)> {
+        fn walk(
+            prefix: &str,
+            children: &BTreeMap<String, Arc<SubgraphInfo>>,
+            recurse: bool,
+            out: &mut Vec<(String, Arc<SubgraphInfo>)>,
+        ) {
+            for (name, info) in children {
+                let ns = if prefix.is_empty() {
+                    name.clone()
+                } else {
+                    format!("{prefix}|{name}")
+                };
+                out.push((ns.clone(), Arc::clone(info)));
+                if recurse {
+                    walk(&ns, &info.subgraphs, recurse, out);
+                }
+            }
+        }
+        let mut out = Vec::new();
+        walk("", &self.subgraph_nodes(), recurse, &mut out);
+        out
+    }
+
+    /// This graph as a subgraph node of a parent describes it.
+    pub(crate) fn info(&self) -> Arc<SubgraphInfo> {
+        Arc::new(SubgraphInfo {
+            name: self.inner.name.clone(),
+            mermaid: self.draw_mermaid(),
+            state_schema: self.state_schema(),
+            subgraphs: self.subgraph_nodes(),
+        })
+    }
+
+    fn subgraph_nodes(&self) -> BTreeMap<String, Arc<SubgraphInfo>> {
+        self.inner
+            .nodes
+            .iter()
+            .filter_map(|(name, spec)| spec.subgraph.as_ref().map(|i| (name.clone(), Arc::clone(i))))
+            .collect()
     }
 
     /// An empty state of this graph's shape.

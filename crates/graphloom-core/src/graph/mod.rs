@@ -8,3 +8,4 @@ pub(crate) mod node;
 pub use builder::StateGraph;
 pub use compiled::{CompiledGraph, RunEvent, RunOutput, RunStatus, RunStream};
 pub use history::{HistoryQuery, PendingTask, StateSnapshot};
+pub use node::SubgraphInfo;

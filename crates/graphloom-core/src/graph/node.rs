@@ -32,6 +32,20 @@ pub(crate) enum InputKind {
 }
 
 /// A node of a graph.
+/// A subgraph node's compiled graph, as its parent lists it
+/// ([`CompiledGraph::subgraphs`](crate::CompiledGraph::subgraphs)).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubgraphInfo {
+    /// The child graph's name.
+    pub name: String,
+    /// The child's Mermaid drawing.
+    pub mermaid: String,
+    /// JSON Schema of the child's state (also what it takes and returns).
+    pub state_schema: serde_json::Value,
+    /// The child's own subgraph nodes, by node name.
+    pub subgraphs: std::collections::BTreeMap<String, Arc<SubgraphInfo>>,
+}
+
 pub(crate) struct NodeSpec<S: State> {
     pub func: NodeFn<S>,
     pub input: InputKind,
@@ -40,8 +54,8 @@ pub(crate) struct NodeSpec<S: State> {
     pub cache: Option<CachePolicy<S>>,
     /// Declared `Command` destinations (for validation and drawing).
     pub destinations: Vec<String>,
-    /// Mermaid text of a subgraph node's graph, for drawing.
-    pub subgraph: Option<String>,
+    /// What the node's compiled graph is, when the node is a subgraph.
+    pub subgraph: Option<Arc<SubgraphInfo>>,
 }
 
 impl<S: State> Clone for NodeSpec<S> {

@@ -6,7 +6,7 @@ use crate::db::{AssistantPatch, AssistantQuery, SortOrder};
 use crate::error::{parse_body, ApiError, ApiResult};
 use crate::models::{now_rfc3339, Assistant};
 use axum::body::Bytes;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::response::Response;
 use axum::{Extension, Json};
 use serde::Deserialize;
@@ -286,19 +286,53 @@ pub(crate) async fn schemas(
     })))
 }
 
+#[derive(Deserialize, Default)]
+pub(crate) struct SubgraphsQuery {
+    /// Kept as text: any value other than `true`/`1` means no (the route never fails on it).
+    recurse: Option<String>,
+}
+
+/// The subgraph nodes of an assistant's graph by namespace, each with its schemas (a
+/// subgraph's state describes its input and output too). `/subgraphs/{ns}` keeps that
+/// namespace (and, with `recurse`, the ones under it).
 pub(crate) async fn subgraphs(
     State(state): State<AppRef>,
     Extension(Owner(owner)): Extension<Owner>,
     Path(params): Path<Vec<(String, String)>>,
+    Query(q): Query<SubgraphsQuery>,
 ) -> ApiResult<Json<Value>> {
-    let id = params
-        .iter()
-        .find(|(k, _)| k == "id")
-        .map(|(_, v)| v.clone())
-        .unwrap_or_default();
-    resolve(&state, &owner, &id).await?;
-    // Subgraphs are compiled into their parent's nodes and have no schemas of their own here.
-    Ok(Json(json!({})))
+    let param = |name: &str| params.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
+    let id = param("id").unwrap_or_default();
+    let a = resolve(&state, &owner, &id).await?;
+    let g = state
+        .graphs
+        .get(&a.graph_id)
+        .ok_or_else(|| ApiError::not_found(format!("graph {}", a.graph_id)))?;
+    let recurse = matches!(q.recurse.as_deref(), Some("true" | "1" | "True"));
+    let only = param("ns");
+    let mut out = Map::new();
+    for (ns, name, schema) in g.subgraphs(recurse || only.is_some()) {
+        if let Some(only) = &only {
+            let under = ns
+                .strip_prefix(only.as_str())
+                .is_some_and(|rest| rest.starts_with('|'));
+            if ns != *only && !(recurse && under) {
+                continue;
+            }
+        }
+        out.insert(
+            ns,
+            json!({
+                "graph_id": name,
+                "input_schema": schema,
+                "output_schema": schema,
+                "state_schema": schema,
+                "config_schema": {"type": "object", "properties": {}},
+                "context_schema": {"type": "object", "additionalProperties": true},
+            }),
+        );
+    }
+    Ok(Json(Value::Object(out)))
 }
 
 #[derive(Deserialize, Default)]

@@ -538,9 +538,13 @@ async def errors_and_extras(client) -> None:
     ])
     assert len(batch) == 2 and all(r["status"] == "pending" for r in batch), batch
 
-    # Subgraph schemas are not published (compiled into their parent's nodes): a dict.
+    # Subgraphs by namespace, each with its schemas; one namespace; an unknown one.
     subs = await client.assistants.get_subgraphs("chatty")
-    assert isinstance(subs, dict), subs
+    assert list(subs) == ["inner"], subs
+    assert "decision" in subs["inner"]["state_schema"]["properties"], subs
+    assert set(subs["inner"]) >= {"input_schema", "output_schema", "state_schema"}, subs
+    assert list(await client.assistants.get_subgraphs("chatty", namespace="inner", recurse=True)) == ["inner"]
+    assert await client.assistants.get_subgraphs("chatty", namespace="nope") == {}
 
     # Field selection on searches and lists.
     found = await client.threads.search(ids=[tid], select=["thread_id", "status"])
