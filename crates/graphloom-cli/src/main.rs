@@ -46,7 +46,7 @@ enum Cmd {
         /// Address to listen on.
         #[arg(long, default_value = "127.0.0.1:2024")]
         addr: String,
-        /// Runs executed at once.
+        /// Runs executed at once (0: serve the API only; other replicas execute the runs).
         #[arg(long, default_value_t = 8)]
         workers: usize,
         /// API key, as KEY or KEY=OWNER (repeat for several owners). Without any, auth is off.

@@ -28,7 +28,8 @@ pub enum Database {
 pub struct ServerConfig {
     /// Persistence.
     pub database: Database,
-    /// Runs executed at once by this process.
+    /// Runs executed at once by this process; 0 serves the API only (other replicas on
+    /// the same PostgreSQL database execute the runs).
     pub workers: usize,
     /// Lease of a claimed run; a worker heartbeats every third of it. A run whose lease
     /// expires (its process died) is taken over by another worker.

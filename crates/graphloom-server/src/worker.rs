@@ -2,6 +2,7 @@
 //! lease, records their outcome.
 
 use crate::app::{AppState, LocalRun};
+use crate::broker::RunEventRecord;
 use crate::db::{Lease, ThreadOutcome};
 use crate::hosted::{HostedGraph, JsonCommand, JsonRunEvent, JsonRunRequest};
 use crate::metrics::{NodeLabel, StatusLabel, TokenLabel};
@@ -20,7 +21,7 @@ use std::time::{Duration, Instant};
 const POLL: Duration = Duration::from_millis(250);
 
 pub(crate) fn start(state: Arc<AppState>) -> Vec<tokio::task::JoinHandle<()>> {
-    let mut handles: Vec<_> = (0..state.config.workers.max(1))
+    let mut handles: Vec<_> = (0..state.config.workers)
         .map(|_| tokio::spawn(worker_loop(Arc::clone(&state))))
         .collect();
     handles.push(tokio::spawn(sweeper(state)));
@@ -227,6 +228,73 @@ fn count_usage(state: &AppState, data: &Value) {
     }
 }
 
+/// Where a run's events go: this process's broker, and for a `stream_resumable` run also the
+/// database, so a client of another replica (or of this server after a restart) can replay
+/// them. Database writes are batched by a task of their own, off the run's path.
+struct EventSink {
+    run_id: String,
+    tx: Option<tokio::sync::mpsc::UnboundedSender<RunEventRecord>>,
+    writer: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl EventSink {
+    async fn start(state: &Arc<AppState>, run_id: &str, resumable: bool) -> Self {
+        let mut sink = Self {
+            run_id: run_id.to_owned(),
+            tx: None,
+            writer: None,
+        };
+        if !resumable {
+            return sink;
+        }
+        if state.broker.len(run_id) == 0 {
+            // A fresh log here (first attempt, or taken over from another process): the
+            // stored one starts again with it.
+            if let Err(e) = state.db.delete_run_events(run_id).await {
+                tracing::warn!(run_id, error = %e, "clearing a run's stored events failed");
+            }
+        }
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<RunEventRecord>();
+        let (st, id) = (Arc::clone(state), run_id.to_owned());
+        sink.writer = Some(tokio::spawn(async move {
+            while let Some(first) = rx.recv().await {
+                let mut batch = vec![first];
+                while batch.len() < 256 {
+                    match rx.try_recv() {
+                        Ok(e) => batch.push(e),
+                        Err(_) => break,
+                    }
+                }
+                if let Err(e) = st.db.append_run_events(&id, batch).await {
+                    tracing::warn!(run_id = %id, error = %e, "storing a run's events failed");
+                }
+            }
+        }));
+        sink.tx = Some(tx);
+        sink
+    }
+
+    fn push(&self, state: &AppState, event: String, data: Value) {
+        if let Some(tx) = &self.tx {
+            let id = state.broker.len(&self.run_id);
+            let _ = tx.send(RunEventRecord {
+                id,
+                event: event.clone(),
+                data: data.clone(),
+            });
+        }
+        state.broker.push(&self.run_id, event, data);
+    }
+
+    /// Wait until every event is stored.
+    async fn flush(&mut self) {
+        self.tx = None;
+        if let Some(w) = self.writer.take() {
+            let _ = w.await;
+        }
+    }
+}
+
 async fn execute(state: &Arc<AppState>, claimed: ClaimedRun) {
     let run = claimed.run.clone();
     let run_id = run.run_id.clone();
@@ -234,10 +302,16 @@ async fn execute(state: &Arc<AppState>, claimed: ClaimedRun) {
     let graph_id = str_of(&kw, "graph_id").unwrap_or_default().to_owned();
     state.broker.open(&run_id);
     state.broker.reset(&run_id);
+    let resumable = kw
+        .get("stream_resumable")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let mut sink = EventSink::start(state, &run_id, resumable).await;
     let Some(graph) = state.graphs.get(&graph_id).cloned() else {
         let err =
             json!({"error": "GraphNotFound", "message": format!("graph `{graph_id}` is not registered")});
-        state.broker.push(&run_id, "error".into(), err.clone());
+        sink.push(state, "error".into(), err.clone());
+        sink.flush().await;
         let _ = state
             .db
             .finish_run(&run_id, &state.worker_id, RunStatus::Error)
@@ -286,8 +360,8 @@ async fn execute(state: &Arc<AppState>, claimed: ClaimedRun) {
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .insert(run_id.clone(), Arc::clone(&local));
-    state.broker.push(
-        &run_id,
+    sink.push(
+        state,
         "metadata".into(),
         json!({"run_id": run_id, "attempt": claimed.attempt}),
     );
@@ -374,7 +448,7 @@ async fn execute(state: &Arc<AppState>, claimed: ClaimedRun) {
             }
         }
         for (name, data) in encoder.encode(&ev) {
-            state.broker.push(&run_id, name, data);
+            sink.push(state, name, data);
         }
         if let JsonRunEvent::End(r) = ev {
             result = Some(r);
@@ -407,6 +481,9 @@ async fn execute(state: &Arc<AppState>, claimed: ClaimedRun) {
             .await;
         return;
     }
+    // Every event stored before the run's end is: a joiner elsewhere that sees the run
+    // ended has then read all of them.
+    sink.flush().await;
     let (status, thread_status) = match &result {
         Ok(out) if out.interrupted => (RunStatus::Interrupted, ThreadStatus::Interrupted),
         Ok(_) => (RunStatus::Success, ThreadStatus::Idle),

@@ -802,4 +802,33 @@ async fn resumable_stream_reconnects_with_last_event_id() {
     let (st, v) = s.get(&format!("/threads/{t}/runs/{rid}/join")).await;
     assert_eq!((st, v["steps"].as_i64()), (200, Some(1)));
     s.stop().await;
+
+    // After a restart on the same file the log comes from the database, the same events
+    // with the same ids, and Last-Event-ID still works.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("restart.db");
+    let first = TestServer::start(graphloom_server::ServerConfig::sqlite(&path)).await;
+    let t = first.thread().await;
+    let (_, run) = first
+        .post(
+            &format!("/threads/{t}/runs"),
+            json!({"assistant_id": "chatty", "input": human("r"), "stream_mode": ["custom", "values"], "stream_resumable": true}),
+        )
+        .await;
+    let rid = run["run_id"].as_str().unwrap().to_owned();
+    first.wait_run(&t, &rid).await;
+    let stream = |s: &TestServer, last: Option<String>| {
+        let mut req = s.http.get(s.u(&format!("/threads/{t}/runs/{rid}/stream")));
+        if let Some(id) = last {
+            req = req.header("last-event-id", id);
+        }
+        async move { parse_sse(&req.send().await.unwrap().text().await.unwrap()) }
+    };
+    let before = stream(&first, None).await;
+    assert!(before.iter().any(|e| e.0 == "custom"), "{before:?}");
+    first.stop().await;
+    let second = TestServer::start(graphloom_server::ServerConfig::sqlite(&path)).await;
+    assert_eq!(stream(&second, None).await, before);
+    assert_eq!(stream(&second, before[1].2.clone()).await, before[2..].to_vec());
+    second.stop().await;
 }

@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use graphloom_core::*;
-use graphloom_server::{factory, GraphDeps, Server, ServerConfig};
+use graphloom_server::{factory, GraphDeps, Server, ServerBuilder, ServerConfig};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -52,15 +52,16 @@ fn graph(deps: &GraphDeps, watch: Arc<Mutex<Watch>>) -> graphloom_core::Result<C
         .compile()
 }
 
-async fn replica(url: &str, watch: &Arc<Mutex<Watch>>) -> (String, tokio::sync::oneshot::Sender<()>) {
+/// A server on the database at `url` with `workers` workers and the graphs `graphs` adds;
+/// its base URL and the sender that stops it.
+async fn serve(
+    url: &str,
+    workers: usize,
+    graphs: impl FnOnce(ServerBuilder) -> ServerBuilder,
+) -> (String, tokio::sync::oneshot::Sender<()>) {
     let mut cfg = ServerConfig::postgres(url);
-    cfg.workers = 4;
-    let w = Arc::clone(watch);
-    let server = Server::builder(cfg)
-        .graph("count", factory(move |deps| graph(deps, Arc::clone(&w))))
-        .build()
-        .await
-        .unwrap();
+    cfg.workers = workers;
+    let server = graphs(Server::builder(cfg)).build().await.unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
@@ -72,6 +73,14 @@ async fn replica(url: &str, watch: &Arc<Mutex<Watch>>) -> (String, tokio::sync::
             .await
     });
     (base, tx)
+}
+
+async fn replica(url: &str, watch: &Arc<Mutex<Watch>>) -> (String, tokio::sync::oneshot::Sender<()>) {
+    let w = Arc::clone(watch);
+    serve(url, 4, |b| {
+        b.graph("count", factory(move |deps| graph(deps, Arc::clone(&w))))
+    })
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -168,4 +177,142 @@ async fn two_replicas_share_the_queue_without_losing_or_doubling_runs() {
     drop(w);
     let _ = stop_a.send(());
     let _ = stop_b.send(());
+}
+
+/// `stepper`: three nodes, each a short sleep, a custom event and one count.
+fn stepper(deps: &GraphDeps) -> graphloom_core::Result<CompiledGraph<Count>> {
+    let mut g = StateGraph::<Count>::new();
+    for k in 1..=3 {
+        g = g.add_node(format!("s{k}"), move |_s: Arc<Count>, rt: Runtime| async move {
+            tokio::time::sleep(Duration::from_millis(150)).await;
+            rt.write(json!({"step": k}));
+            Ok(CountUpdate::new().n(1))
+        });
+    }
+    g.add_edge(START, "s1")
+        .add_edge("s1", "s2")
+        .add_edge("s2", "s3")
+        .add_edge("s3", END)
+        .checkpointer_dyn(Arc::clone(&deps.checkpointer))
+        .compile()
+}
+
+async fn stepper_replica(url: &str, workers: usize) -> (String, tokio::sync::oneshot::Sender<()>) {
+    serve(url, workers, |b| b.graph("stepper", factory(stepper))).await
+}
+
+/// `(event, data, id)` of an SSE body.
+fn sse_events(body: &str) -> Vec<(String, Value, Option<u64>)> {
+    let mut out = Vec::new();
+    for frame in body.split("\r\n\r\n") {
+        let (mut event, mut data, mut id) = (None, None, None);
+        for line in frame.split("\r\n") {
+            if let Some(v) = line.strip_prefix("event: ") {
+                event = Some(v.to_owned());
+            } else if let Some(v) = line.strip_prefix("data: ") {
+                data = serde_json::from_str(v).ok();
+            } else if let Some(v) = line.strip_prefix("id: ") {
+                id = v.parse().ok();
+            }
+        }
+        if let (Some(e), Some(d)) = (event, data) {
+            out.push((e, d, id));
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_resumable_run_streams_live_to_a_client_of_another_replica() {
+    let (url, _guard) = graphloom_postgres::testing::test_database().await;
+    // `a` executes runs; `b` only serves the API.
+    let (a, _stop_a) = stepper_replica(&url, 1).await;
+    let (b, _stop_b) = stepper_replica(&url, 0).await;
+    let http = reqwest::Client::new();
+    let thread: Value = http
+        .post(format!("{a}/threads"))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let t = thread["thread_id"].as_str().unwrap().to_owned();
+    let run: Value = http
+        .post(format!("{a}/threads/{t}/runs"))
+        .json(
+            &json!({"assistant_id": "stepper", "input": {}, "stream_mode": ["custom", "values"],
+                      "stream_resumable": true}),
+        )
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let rid = run["run_id"].as_str().unwrap().to_owned();
+    // Join on `b` while the run executes on `a`: every event, live, with its id.
+    let from_b = http
+        .get(format!("{b}/threads/{t}/runs/{rid}/stream"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(from_b.status().as_u16(), 200);
+    let from_b = sse_events(&from_b.text().await.unwrap());
+    let status: Value = http
+        .get(format!("{b}/threads/{t}/runs/{rid}"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(status["status"], "success");
+    let steps: Vec<Value> = from_b
+        .iter()
+        .filter(|(e, _, _)| e == "custom")
+        .map(|(_, d, _)| d["step"].clone())
+        .collect();
+    assert_eq!(steps, vec![json!(1), json!(2), json!(3)], "{from_b:?}");
+    assert_eq!(from_b[0].0, "metadata");
+    let ids: Vec<Option<u64>> = from_b.iter().map(|(_, _, id)| *id).collect();
+    let expected: Vec<Option<u64>> = (0..from_b.len() as u64).map(Some).collect();
+    assert_eq!(ids, expected);
+    let last_values = from_b.iter().rev().find(|(e, _, _)| e == "values").unwrap();
+    assert_eq!(last_values.1["n"], 3);
+    // The same log from the replica that executed it.
+    let from_a = http
+        .get(format!("{a}/threads/{t}/runs/{rid}/stream"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(sse_events(&from_a.text().await.unwrap()), from_b);
+    // Reconnecting to `b` with Last-Event-ID gets only what follows.
+    let rest = http
+        .get(format!("{b}/threads/{t}/runs/{rid}/stream"))
+        .header("Last-Event-ID", "2")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(sse_events(&rest.text().await.unwrap()), from_b[3..].to_vec());
+    // Deleting the run forgets its stored events.
+    assert_eq!(
+        http.delete(format!("{b}/threads/{t}/runs/{rid}"))
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16(),
+        204
+    );
+    assert_eq!(
+        http.get(format!("{b}/threads/{t}/runs/{rid}/stream"))
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16(),
+        404
+    );
 }

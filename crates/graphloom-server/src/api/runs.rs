@@ -429,6 +429,43 @@ fn sse_response(
                 drop(s);
                 None
             }
+            None if s.with_ids => {
+                // A resumable run executing elsewhere (or before a restart): its events
+                // from the database.
+                let run = s.guard.run.clone();
+                let owner = s.guard.owner.clone();
+                let ended = match state.db.get_run(&owner, Some(&run.thread_id), &run.run_id).await {
+                    Ok(Some(r)) => r.status.is_final(),
+                    Ok(None) => true,
+                    Err(_) => false,
+                };
+                // Read after the status: a run is marked ended only once its events are stored.
+                let evs = state
+                    .db
+                    .run_events(&run.run_id, s.cursor, 256)
+                    .await
+                    .unwrap_or_default();
+                if !evs.is_empty() {
+                    let mut out = String::new();
+                    for e in &evs {
+                        let id = e.id.to_string();
+                        out.push_str(&wire::sse_frame(&e.event, &e.data, Some(id.as_str())));
+                    }
+                    s.cursor = evs.last().map_or(s.cursor, |e| e.id + 1);
+                    return Some((Ok(Bytes::from(out)), s));
+                }
+                if ended {
+                    s.guard.done = true;
+                    if s.cursor == 0 {
+                        // Nothing was stored (an older run): its final values.
+                        let body = settled_body(&state, &owner, &run).await;
+                        return Some((Ok(Bytes::from(wire::sse_frame("values", &body, None))), s));
+                    }
+                    return None;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                Some((Ok(Bytes::new()), s))
+            }
             None => {
                 // Not executing here: wait for its end through the database, then send the
                 // final values.
@@ -660,7 +697,7 @@ pub(crate) async fn join_stream(
         None if resumable => 0,
         None => state.broker.len(&run_id),
     };
-    if run.status.is_final() && !state.broker.knows(&run_id) {
+    if run.status.is_final() && !resumable && !state.broker.knows(&run_id) {
         let body = settled_body(&state, &owner, &run).await;
         let frame = wire::sse_frame("values", &body, None);
         let mut res = Response::new(Body::from(frame));

@@ -112,6 +112,16 @@ pub(super) fn patched(a: &mut Assistant, patch: AssistantPatch, latest: Option<i
     a.updated_at = rfc3339_from_micros(now);
 }
 
+/// A stored run event.
+pub(super) fn event_record(seq: i64, event: String, data: &str) -> DbResult<crate::broker::RunEventRecord> {
+    Ok(crate::broker::RunEventRecord {
+        id: u64::try_from(seq).map_err(|_| DbError::Backend(format!("bad event sequence {seq}")))?,
+        event,
+        data: serde_json::from_str(data)
+            .map_err(|e| DbError::Backend(format!("bad JSON in a run event: {e}")))?,
+    })
+}
+
 /// Sort column of an assistant search (`created_at` unless another known one is named).
 pub(super) fn assistant_sort_column(sort_by: Option<&str>) -> &'static str {
     match sort_by {

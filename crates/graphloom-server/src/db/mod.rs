@@ -266,4 +266,21 @@ pub trait Db: Send + Sync + 'static {
     async fn queue_depth(&self) -> DbResult<i64>;
     /// Count of runs by status (for `/metrics`).
     async fn runs_by_status(&self) -> DbResult<Vec<(RunStatus, i64)>>;
+
+    /// Keep events of a resumable run, so a client of another process (a replica, or this
+    /// server after a restart) can replay them; an event already stored is kept.
+    async fn append_run_events(
+        &self,
+        run_id: &str,
+        events: Vec<crate::broker::RunEventRecord>,
+    ) -> DbResult<()>;
+    /// A run's stored events from position `from` on, at most `limit`, in order.
+    async fn run_events(
+        &self,
+        run_id: &str,
+        from: u64,
+        limit: i64,
+    ) -> DbResult<Vec<crate::broker::RunEventRecord>>;
+    /// Forget a run's stored events (a new attempt of the run starts its log again).
+    async fn delete_run_events(&self, run_id: &str) -> DbResult<()>;
 }

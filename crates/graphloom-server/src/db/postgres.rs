@@ -12,12 +12,13 @@
 //! JSON columns are JSONB; metadata and values filters use `@>`.
 
 use super::kit::{
-    after, as_object, assistant_sort_column, cancel_action, merge, now_micros, order_keyword, page, patched,
-    run_status, strategy, thread_sort_column, thread_status, ttl_micros, ttl_value,
+    after, as_object, assistant_sort_column, cancel_action, event_record, merge, now_micros, order_keyword,
+    page, patched, run_status, strategy, thread_sort_column, thread_status, ttl_micros, ttl_value,
 };
 use super::{
     AssistantPatch, AssistantQuery, Db, DbError, DbResult, Lease, NewRun, ThreadOutcome, ThreadQuery,
 };
+use crate::broker::RunEventRecord;
 use crate::models::{
     rfc3339_from_micros, Assistant, CancelAction, ClaimedRun, Run, RunStatus, Thread, ThreadStatus,
 };
@@ -47,7 +48,8 @@ struct Migration {
 
 /// Every schema version, oldest first. Applied versions are recorded in
 /// `server_schema_version`.
-const MIGRATIONS: &[Migration] = &[Migration {
+const MIGRATIONS: &[Migration] = &[
+    Migration {
     version: 1,
     statements: &[
         r#"CREATE TABLE server_assistants (
@@ -117,7 +119,18 @@ const MIGRATIONS: &[Migration] = &[Migration {
         "CREATE INDEX server_runs_queue_idx ON server_runs (status, created_at, run_id)",
         "CREATE INDEX server_runs_thread_idx ON server_runs (thread_id, status)",
     ],
-}];
+},
+    Migration {
+        version: 2,
+        statements: &["CREATE TABLE server_run_events (
+            run_id TEXT NOT NULL,
+            seq    BIGINT NOT NULL,
+            event  TEXT NOT NULL,
+            data   TEXT NOT NULL,
+            PRIMARY KEY (run_id, seq)
+        )"],
+    },
+];
 
 const ASSISTANT_COLS: &str =
     "assistant_id, graph_id, config, context, metadata, version, name, description, created_at, updated_at";
@@ -191,6 +204,12 @@ impl PgDb {
         if found.is_none() {
             return Ok(false);
         }
+        sqlx::query(
+            "DELETE FROM server_run_events WHERE run_id IN (SELECT run_id FROM server_runs WHERE thread_id = $1)",
+        )
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
         sqlx::query("DELETE FROM server_runs WHERE thread_id = $1")
             .bind(id)
             .execute(&mut *tx)
@@ -868,13 +887,17 @@ impl Db for PgDb {
     }
 
     async fn delete_run(&self, owner: &str, thread_id: &str, run_id: &str) -> DbResult<bool> {
-        let n = sqlx::query("DELETE FROM server_runs WHERE run_id = $1 AND thread_id = $2 AND owner = $3")
-            .bind(run_id)
-            .bind(thread_id)
-            .bind(owner)
-            .execute(&self.pool)
-            .await?
-            .rows_affected();
+        let n = sqlx::query(
+            "WITH gone AS (DELETE FROM server_runs WHERE run_id = $1 AND thread_id = $2 AND owner = $3 \
+             RETURNING run_id), ev AS (DELETE FROM server_run_events WHERE run_id IN (SELECT run_id FROM gone)) \
+             SELECT COUNT(*) FROM gone",
+        )
+        .bind(run_id)
+        .bind(thread_id)
+        .bind(owner)
+        .fetch_one(&self.pool)
+        .await
+        .and_then(|row: PgRow| row.try_get::<i64, _>(0))?;
         Ok(n > 0)
     }
 
@@ -1048,5 +1071,53 @@ impl Db for PgDb {
                 .fetch_all(&self.pool)
                 .await?;
         rows.into_iter().map(|(s, n)| Ok((run_status(&s)?, n))).collect()
+    }
+
+    async fn append_run_events(&self, run_id: &str, events: Vec<RunEventRecord>) -> DbResult<()> {
+        let mut seqs = Vec::with_capacity(events.len());
+        let mut names = Vec::with_capacity(events.len());
+        let mut datas = Vec::with_capacity(events.len());
+        for e in events {
+            seqs.push(i64::try_from(e.id).unwrap_or(i64::MAX));
+            names.push(e.event);
+            datas.push(
+                serde_json::to_string(&e.data)
+                    .map_err(|e| DbError::Backend(format!("cannot encode JSON: {e}")))?,
+            );
+        }
+        sqlx::query(
+            "INSERT INTO server_run_events (run_id, seq, event, data) \
+             SELECT $1, s, e, d FROM unnest($2::bigint[], $3::text[], $4::text[]) AS t(s, e, d) \
+             ON CONFLICT (run_id, seq) DO NOTHING",
+        )
+        .bind(run_id)
+        .bind(seqs)
+        .bind(names)
+        .bind(datas)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn run_events(&self, run_id: &str, from: u64, limit: i64) -> DbResult<Vec<RunEventRecord>> {
+        let rows: Vec<(i64, String, String)> = sqlx::query_as(
+            "SELECT seq, event, data FROM server_run_events WHERE run_id = $1 AND seq >= $2 ORDER BY seq LIMIT $3",
+        )
+        .bind(run_id)
+        .bind(i64::try_from(from).unwrap_or(i64::MAX))
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.into_iter()
+            .map(|(seq, event, data)| event_record(seq, event, &data))
+            .collect()
+    }
+
+    async fn delete_run_events(&self, run_id: &str) -> DbResult<()> {
+        sqlx::query("DELETE FROM server_run_events WHERE run_id = $1")
+            .bind(run_id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
     }
 }

@@ -8,13 +8,14 @@
 //! metadata and values filters are evaluated in Rust with PostgreSQL's `@>` semantics.
 
 use super::kit::{
-    after, as_object, assistant_sort_column, cancel_action, json_contains, map_contains, merge, now_micros,
-    order_keyword, page, patched, run_status, slice_page, strategy, thread_sort_column, thread_status,
-    ttl_micros, ttl_value,
+    after, as_object, assistant_sort_column, cancel_action, event_record, json_contains, map_contains, merge,
+    now_micros, order_keyword, page, patched, run_status, slice_page, strategy, thread_sort_column,
+    thread_status, ttl_micros, ttl_value,
 };
 use super::{
     AssistantPatch, AssistantQuery, Db, DbError, DbResult, Lease, NewRun, ThreadOutcome, ThreadQuery,
 };
+use crate::broker::RunEventRecord;
 use crate::models::{
     rfc3339_from_micros, Assistant, CancelAction, ClaimedRun, Run, RunStatus, Thread, ThreadStatus,
 };
@@ -35,10 +36,11 @@ struct Migration {
 
 /// Every schema version, oldest first. Applied versions are recorded in
 /// `server_schema_version`.
-const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    statements: &[
-        "CREATE TABLE server_assistants (
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        statements: &[
+            "CREATE TABLE server_assistants (
             assistant_id TEXT NOT NULL PRIMARY KEY,
             owner        TEXT NOT NULL,
             graph_id     TEXT NOT NULL,
@@ -51,8 +53,8 @@ const MIGRATIONS: &[Migration] = &[Migration {
             created_at   INTEGER NOT NULL,
             updated_at   INTEGER NOT NULL
         )",
-        "CREATE INDEX server_assistants_owner_idx ON server_assistants (owner, created_at)",
-        "CREATE TABLE server_assistant_versions (
+            "CREATE INDEX server_assistants_owner_idx ON server_assistants (owner, created_at)",
+            "CREATE TABLE server_assistant_versions (
             assistant_id TEXT NOT NULL,
             version      INTEGER NOT NULL,
             owner        TEXT NOT NULL,
@@ -65,7 +67,7 @@ const MIGRATIONS: &[Migration] = &[Migration {
             created_at   INTEGER NOT NULL,
             PRIMARY KEY (assistant_id, version)
         )",
-        "CREATE TABLE server_threads (
+            "CREATE TABLE server_threads (
             thread_id        TEXT NOT NULL PRIMARY KEY,
             owner            TEXT NOT NULL,
             created_at       INTEGER NOT NULL,
@@ -81,10 +83,10 @@ const MIGRATIONS: &[Migration] = &[Migration {
             ttl_us           INTEGER,
             expires_at       INTEGER
         )",
-        "CREATE INDEX server_threads_owner_idx ON server_threads (owner, created_at)",
-        "CREATE INDEX server_threads_expires_idx ON server_threads (expires_at)
+            "CREATE INDEX server_threads_owner_idx ON server_threads (owner, created_at)",
+            "CREATE INDEX server_threads_expires_idx ON server_threads (expires_at)
             WHERE expires_at IS NOT NULL",
-        "CREATE TABLE server_runs (
+            "CREATE TABLE server_runs (
             run_id             TEXT NOT NULL PRIMARY KEY,
             thread_id          TEXT NOT NULL,
             owner              TEXT NOT NULL,
@@ -101,10 +103,21 @@ const MIGRATIONS: &[Migration] = &[Migration {
             attempt            INTEGER NOT NULL DEFAULT 0,
             cancel_action      TEXT
         )",
-        "CREATE INDEX server_runs_queue_idx ON server_runs (status, created_at, run_id)",
-        "CREATE INDEX server_runs_thread_idx ON server_runs (thread_id, status)",
-    ],
-}];
+            "CREATE INDEX server_runs_queue_idx ON server_runs (status, created_at, run_id)",
+            "CREATE INDEX server_runs_thread_idx ON server_runs (thread_id, status)",
+        ],
+    },
+    Migration {
+        version: 2,
+        statements: &["CREATE TABLE server_run_events (
+            run_id TEXT NOT NULL,
+            seq    INTEGER NOT NULL,
+            event  TEXT NOT NULL,
+            data   TEXT NOT NULL,
+            PRIMARY KEY (run_id, seq)
+        )"],
+    },
+];
 
 const ASSISTANT_COLS: &str =
     "assistant_id, graph_id, config, context, metadata, version, name, description, created_at, updated_at";
@@ -203,6 +216,12 @@ impl SqliteDb {
                 params![id, owner],
             )?;
             if n > 0 {
+                exec(
+                    c,
+                    "DELETE FROM server_run_events WHERE run_id IN \
+                     (SELECT run_id FROM server_runs WHERE thread_id = ?1)",
+                    params![id],
+                )?;
                 exec(c, "DELETE FROM server_runs WHERE thread_id = ?1", params![id])?;
             }
             Ok(n > 0)
@@ -938,6 +957,13 @@ impl Db for SqliteDb {
                 "DELETE FROM server_runs WHERE run_id = ?1 AND thread_id = ?2 AND owner = ?3",
                 params![run_id, thread_id, owner],
             )?;
+            if n > 0 {
+                exec(
+                    c,
+                    "DELETE FROM server_run_events WHERE run_id = ?1",
+                    params![run_id],
+                )?;
+            }
             Ok(n > 0)
         })
         .await
@@ -1076,5 +1102,51 @@ impl Db for SqliteDb {
                 .fetch_all(self.reader())
                 .await?;
         rows.into_iter().map(|(s, n)| Ok((run_status(&s)?, n))).collect()
+    }
+
+    async fn append_run_events(&self, run_id: &str, events: Vec<RunEventRecord>) -> DbResult<()> {
+        let rows = events
+            .into_iter()
+            .map(|e| Ok((i64::try_from(e.id).unwrap_or(i64::MAX), e.event, text(&e.data)?)))
+            .collect::<DbResult<Vec<_>>>()?;
+        let run_id = run_id.to_owned();
+        self.write(move |c| {
+            let mut st = c.prepare_cached(
+                "INSERT INTO server_run_events (run_id, seq, event, data) VALUES (?1, ?2, ?3, ?4) \
+                 ON CONFLICT (run_id, seq) DO NOTHING",
+            )?;
+            for (seq, event, data) in rows {
+                st.execute(params![run_id, seq, event, data])?;
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    async fn run_events(&self, run_id: &str, from: u64, limit: i64) -> DbResult<Vec<RunEventRecord>> {
+        let rows: Vec<(i64, String, String)> = sqlx::query_as(
+            "SELECT seq, event, data FROM server_run_events WHERE run_id = ? AND seq >= ? ORDER BY seq LIMIT ?",
+        )
+        .bind(run_id)
+        .bind(i64::try_from(from).unwrap_or(i64::MAX))
+        .bind(limit)
+        .fetch_all(self.reader())
+        .await?;
+        rows.into_iter()
+            .map(|(seq, event, data)| event_record(seq, event, &data))
+            .collect()
+    }
+
+    async fn delete_run_events(&self, run_id: &str) -> DbResult<()> {
+        let run_id = run_id.to_owned();
+        self.write(move |c| {
+            exec(
+                c,
+                "DELETE FROM server_run_events WHERE run_id = ?1",
+                params![run_id],
+            )?;
+            Ok(())
+        })
+        .await
     }
 }
