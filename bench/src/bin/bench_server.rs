@@ -21,6 +21,10 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+/// The allocator of the `graphloom` command, so this server is the one users run.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Command line.
 #[derive(Parser, Debug)]
 #[command(about = "graphloom server with the `agent` and `interrupter` bench graphs")]
