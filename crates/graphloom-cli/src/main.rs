@@ -14,8 +14,8 @@ use graphloom_server::{GraphDeps, Server, ServerConfig};
 use serde_json::Value;
 
 /// mimalloc instead of glibc's malloc: the server allocates many small JSON values per
-/// request (bench/server.sh, SQLite on tmpfs: 916-928 -> 1,188-1,195 runs/s, server CPU
-/// 1.72 -> 1.31 ms per run).
+/// request (interleaved A/B of bench_server, SQLite on tmpfs: runs/wait 983/1,089 ->
+/// 1,220/1,171 runs/s, server CPU 1.41-1.55 -> 1.29-1.42 ms per run).
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::path::PathBuf;
