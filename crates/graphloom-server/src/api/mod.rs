@@ -2,6 +2,7 @@
 
 mod assistants;
 mod openapi;
+mod run_output;
 mod runs;
 mod store;
 mod system;
