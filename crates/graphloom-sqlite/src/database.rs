@@ -36,6 +36,11 @@ use std::sync::{Arc, Mutex};
 /// .await?;
 /// let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM notes").fetch_one(db.reader()).await?;
 /// assert_eq!(n, 1);
+/// let body: String = db.read(|conn| {
+///     conn.query_row("SELECT body FROM notes", [], |row| row.get(0))
+///         .map_err(graphloom_sqlite::rusqlite_error)
+/// })?;
+/// assert_eq!(body, "hello");
 /// # drop((saver, store));
 /// # Ok(()) }
 /// ```
@@ -99,7 +104,24 @@ impl SqliteDatabase {
         self.db.write_as(op).await
     }
 
-    /// The pool of read connections (`query_only`).
+    /// Run `op` on a read connection (`query_only`) inside one read transaction, on the
+    /// calling thread: every statement of `op` sees the same snapshot, and no other thread
+    /// is involved. Meant for reads of a few rows by key (what a request handler does on
+    /// its way); a long scan from async code belongs in `tokio::task::spawn_blocking`.
+    /// Connections are kept open between reads, with their prepared statements
+    /// ([`SqliteOptions::read_connections`] of them at most while idle).
+    ///
+    /// # Errors
+    /// The error of `op`, or a backend error if no read connection could be opened.
+    pub fn read<T, E, F>(&self, op: F) -> std::result::Result<T, E>
+    where
+        E: From<graphloom_core::Error>,
+        F: FnOnce(&rusqlite::Connection) -> std::result::Result<T, E>,
+    {
+        self.db.read(op)
+    }
+
+    /// The pool of read connections (`query_only`) for async queries with sqlx.
     #[must_use]
     pub fn reader(&self) -> &SqlitePool {
         self.db.reader()

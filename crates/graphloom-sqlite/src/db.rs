@@ -10,7 +10,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection, SqlitePool, SqlitePoo
 use sqlx::{ConnectOptions, Connection};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
 
@@ -86,6 +86,7 @@ struct Counters {
 pub(crate) struct Db {
     writer: mpsc::Sender<Box<dyn Job>>,
     reader: SqlitePool,
+    reads: ReadPool,
     pub(crate) codec: BlobCodec,
     path: PathBuf,
     counters: Arc<Counters>,
@@ -126,6 +127,12 @@ impl Db {
         Ok(Self {
             writer: tx,
             reader,
+            reads: ReadPool {
+                path: opts.path.clone(),
+                busy_timeout: opts.busy_timeout,
+                idle: Mutex::new(Vec::new()),
+                max_idle: usize::try_from(opts.read_connections.max(1)).unwrap_or(1),
+            },
             codec: opts.codec.clone(),
             path: opts.path.clone(),
             counters,
@@ -148,6 +155,16 @@ impl Db {
     /// The read pool.
     pub(crate) fn reader(&self) -> &SqlitePool {
         &self.reader
+    }
+
+    /// Run `op` in a read transaction on an idle read connection (a new one when none is
+    /// idle), on the calling thread. Every statement of `op` sees one snapshot of the file.
+    pub(crate) fn read<T, E, F>(&self, op: F) -> std::result::Result<T, E>
+    where
+        E: From<Error>,
+        F: FnOnce(&rusqlite::Connection) -> std::result::Result<T, E>,
+    {
+        self.reads.run(op)
     }
 
     /// Queue `op` for the writer and wait until the transaction holding it committed.
@@ -179,6 +196,58 @@ impl Db {
         answer
             .await
             .map_err(|_| connection("the writer thread stopped before answering"))?
+    }
+}
+
+/// Read connections (`query_only`), kept open between reads. A read takes an idle one or
+/// opens another; at most `max_idle` are kept afterwards. Each is used by one thread at a
+/// time, and its prepared statements stay cached.
+#[derive(Debug)]
+struct ReadPool {
+    path: PathBuf,
+    busy_timeout: Duration,
+    idle: Mutex<Vec<rusqlite::Connection>>,
+    max_idle: usize,
+}
+
+impl ReadPool {
+    fn open(&self) -> Result<rusqlite::Connection> {
+        use rusqlite::OpenFlags;
+        let conn = rusqlite::Connection::open_with_flags(
+            &self.path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(rs_err)?;
+        conn.busy_timeout(self.busy_timeout).map_err(rs_err)?;
+        conn.execute_batch("PRAGMA query_only = ON; PRAGMA foreign_keys = OFF;")
+            .map_err(rs_err)?;
+        conn.set_prepared_statement_cache_capacity(64);
+        Ok(conn)
+    }
+
+    fn run<T, E, F>(&self, op: F) -> std::result::Result<T, E>
+    where
+        E: From<Error>,
+        F: FnOnce(&rusqlite::Connection) -> std::result::Result<T, E>,
+    {
+        let idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner).pop();
+        let conn = match idle {
+            Some(c) => c,
+            None => self.open()?,
+        };
+        // A deferred transaction: one snapshot for every statement of `op`, and no lock a
+        // writer waits for (WAL).
+        exec(&conn, "BEGIN").map_err(Error::Backend)?;
+        let out = op(&conn);
+        let ended = exec(&conn, "COMMIT").or_else(|_| exec(&conn, "ROLLBACK"));
+        // A connection whose transaction could not be ended is dropped, not reused.
+        if ended.is_ok() && conn.is_autocommit() {
+            let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+            if idle.len() < self.max_idle {
+                idle.push(conn);
+            }
+        }
+        out
     }
 }
 

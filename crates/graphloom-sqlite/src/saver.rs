@@ -3,15 +3,14 @@
 use crate::cache::ValueCache;
 use crate::db::{aad, db_err, invalid_input, other, rs_err, CommitStats, Db};
 use crate::options::{SqliteOptions, Synchronous};
-use futures::TryStreamExt;
 use graphloom_core::checkpoint::{
     resolve_channel, write_idx, BlobCodec, ChannelValue, Checkpoint, CheckpointConfig, CheckpointMetadata,
     CheckpointTuple, Checkpointer, ListQuery, PendingWrite, TaskWrites, Version,
 };
 use graphloom_core::{Error, Result};
+use rusqlite::types::Value as SqlValue;
 use serde_json::Value;
-use sqlx::sqlite::{SqliteConnection, SqliteRow};
-use sqlx::{QueryBuilder, Row, Sqlite};
+use sqlx::Row;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -28,7 +27,9 @@ use std::time::Duration;
 ///   with [`Synchronous::Full`], the default, fsynced). All writes go through one writer
 ///   task that commits whatever is queued in one transaction (group commit), so many
 ///   concurrent runs share commits and never see "database is locked". Reads use a small
-///   pool of connections.
+///   pool of `rusqlite` connections: `get_tuple` on the calling thread (a read by key costs
+///   less than a hand-off to another thread), `list` and `copy_thread` on tokio's blocking
+///   pool (a long history must not hold a runtime thread).
 /// - **Safe decoding.** Every stored value goes through the [`BlobCodec`] with associated
 ///   data naming its row; an undecodable, tampered or (with encryption on) plaintext row is
 ///   reported as [`Error::CorruptCheckpoint`] naming the thread and checkpoint.
@@ -266,16 +267,16 @@ fn encode<T: serde::Serialize + ?Sized>(
         .map_err(other)
 }
 
-fn read_cp_row(row: &SqliteRow) -> Result<CpRow> {
-    let thread_id: String = row.try_get(0).map_err(db_err)?;
-    let ns: String = row.try_get(1).map_err(db_err)?;
-    let id: String = row.try_get(2).map_err(db_err)?;
+fn read_cp_row(row: &rusqlite::Row<'_>) -> Result<CpRow> {
+    let thread_id: String = row.get(0).map_err(rs_err)?;
+    let ns: String = row.get(1).map_err(rs_err)?;
+    let id: String = row.get(2).map_err(rs_err)?;
     let bad =
-        |what: &str, e: sqlx::Error| corrupt_cp(&thread_id, &id, format!("checkpoint row: {what}: {e}"));
-    let parent: Option<String> = row.try_get(3).map_err(|e| bad("parent id", e))?;
-    let enc: String = row.try_get(4).map_err(|e| bad("encoding", e))?;
-    let body: Vec<u8> = row.try_get(5).map_err(|e| bad("body", e))?;
-    let metadata: String = row.try_get(6).map_err(|e| bad("metadata", e))?;
+        |what: &str, e: rusqlite::Error| corrupt_cp(&thread_id, &id, format!("checkpoint row: {what}: {e}"));
+    let parent: Option<String> = row.get(3).map_err(|e| bad("parent id", e))?;
+    let enc: String = row.get(4).map_err(|e| bad("encoding", e))?;
+    let body: Vec<u8> = bytes_of(row, 5).map_err(|e| bad("body", e))?;
+    let metadata: String = row.get(6).map_err(|e| bad("metadata", e))?;
     Ok(CpRow {
         thread_id,
         ns,
@@ -351,22 +352,49 @@ struct ReadCtx<'a> {
     epoch: u64,
 }
 
-fn add_blob_rows(blobs: &mut BlobRows, rows: Vec<SqliteRow>) -> Result<()> {
-    for row in rows {
-        let channel: String = row.try_get(0).map_err(db_err)?;
-        let version: String = row.try_get(1).map_err(db_err)?;
-        // An unreadable encoding or value is reported when (and if) the blob is needed.
-        let enc: String = row.try_get(2).unwrap_or_default();
-        let value: Vec<u8> = row.try_get(3).unwrap_or_default();
-        blobs.entry(channel).or_default().insert(version, (enc, value));
+/// A BLOB column's bytes; TEXT is taken as its UTF-8 bytes (as a row written by hand or by
+/// another tool may hold), anything else is a column type error.
+fn bytes_of(row: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<Vec<u8>> {
+    use rusqlite::types::ValueRef;
+    match row.get_ref(i)? {
+        ValueRef::Blob(b) | ValueRef::Text(b) => Ok(b.to_vec()),
+        other => Err(rusqlite::Error::InvalidColumnType(
+            i,
+            String::new(),
+            other.data_type(),
+        )),
     }
+}
+
+/// Run a prepared (cached) query and hand each row to `f`.
+fn each_row(
+    conn: &rusqlite::Connection,
+    sql: &str,
+    params: impl rusqlite::Params,
+    mut f: impl FnMut(&rusqlite::Row<'_>) -> Result<()>,
+) -> Result<()> {
+    let mut stmt = conn.prepare_cached(sql).map_err(rs_err)?;
+    let mut rows = stmt.query(params).map_err(rs_err)?;
+    while let Some(row) = rows.next().map_err(rs_err)? {
+        f(row)?;
+    }
+    Ok(())
+}
+
+fn add_blob_row(blobs: &mut BlobRows, row: &rusqlite::Row<'_>) -> Result<()> {
+    let channel: String = row.get(0).map_err(rs_err)?;
+    let version: String = row.get(1).map_err(rs_err)?;
+    // An unreadable encoding or value is reported when (and if) the blob is needed.
+    let enc: String = row.get(2).unwrap_or_default();
+    let value: Vec<u8> = bytes_of(row, 3).unwrap_or_default();
+    blobs.entry(channel).or_default().insert(version, (enc, value));
     Ok(())
 }
 
 /// Read the pending writes of `checkpoint_ids`, and the blobs at exactly the `(channel,
 /// version)` pairs in `exact`, of one thread and namespace.
-async fn load_group(
-    conn: &mut SqliteConnection,
+fn load_group(
+    conn: &rusqlite::Connection,
     codec: &BlobCodec,
     thread: &str,
     ns: &str,
@@ -376,75 +404,64 @@ async fn load_group(
     let mut data = GroupData::default();
     if !exact.is_empty() {
         let pairs = serde_json::to_string(exact).map_err(|e| other(e.to_string()))?;
-        let rows = sqlx::query(
+        each_row(
+            conn,
             "SELECT channel, version, enc, value FROM checkpoint_blobs
-             WHERE thread_id = ? AND checkpoint_ns = ? AND (channel, version) IN
-                (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?))",
-        )
-        .bind(thread)
-        .bind(ns)
-        .bind(pairs)
-        .fetch_all(&mut *conn)
-        .await
-        .map_err(db_err)?;
-        add_blob_rows(&mut data.blobs, rows)?;
+             WHERE thread_id = ?1 AND checkpoint_ns = ?2 AND (channel, version) IN
+                (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?3))",
+            (thread, ns, pairs),
+            |row| add_blob_row(&mut data.blobs, row),
+        )?;
     }
     let ids = serde_json::to_string(checkpoint_ids).map_err(|e| other(e.to_string()))?;
-    let rows = sqlx::query(
+    each_row(
+        conn,
         "SELECT checkpoint_id, task_id, idx, channel, enc, value FROM checkpoint_writes
-         WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id IN (SELECT value FROM json_each(?))
+         WHERE thread_id = ?1 AND checkpoint_ns = ?2 AND checkpoint_id IN (SELECT value FROM json_each(?3))
          ORDER BY seq",
-    )
-    .bind(thread)
-    .bind(ns)
-    .bind(ids)
-    .fetch_all(&mut *conn)
-    .await
-    .map_err(db_err)?;
-    for row in rows {
-        let checkpoint_id: String = row.try_get(0).map_err(db_err)?;
-        let task_id: String = row.try_get(1).map_err(db_err)?;
-        let idx: i64 = row.try_get(2).map_err(db_err)?;
-        let bad = |e: String| {
-            corrupt_cp(
-                thread,
-                &checkpoint_id,
-                format!("pending write {idx} of task `{task_id}`: {e}"),
-            )
-        };
-        let channel: String = row.try_get(3).map_err(|e| bad(e.to_string()))?;
-        let enc: String = row.try_get(4).map_err(|e| bad(e.to_string()))?;
-        let bytes: Vec<u8> = row.try_get(5).map_err(|e| bad(e.to_string()))?;
-        let aad = write_aad(thread, ns, &checkpoint_id, &task_id, idx, &channel);
-        let value: Value = codec.decode(&enc, &bytes, &aad).map_err(bad)?;
-        data.writes.entry(checkpoint_id).or_default().push(PendingWrite {
-            task_id,
-            channel,
-            value,
-        });
-    }
+        (thread, ns, ids),
+        |row| {
+            let checkpoint_id: String = row.get(0).map_err(rs_err)?;
+            let task_id: String = row.get(1).map_err(rs_err)?;
+            let idx: i64 = row.get(2).map_err(rs_err)?;
+            let bad = |e: String| {
+                corrupt_cp(
+                    thread,
+                    &checkpoint_id,
+                    format!("pending write {idx} of task `{task_id}`: {e}"),
+                )
+            };
+            let channel: String = row.get(3).map_err(|e| bad(e.to_string()))?;
+            let enc: String = row.get(4).map_err(|e| bad(e.to_string()))?;
+            let bytes: Vec<u8> = bytes_of(row, 5).map_err(|e| bad(e.to_string()))?;
+            let aad = write_aad(thread, ns, &checkpoint_id, &task_id, idx, &channel);
+            let value: Value = codec.decode(&enc, &bytes, &aad).map_err(bad)?;
+            data.writes.entry(checkpoint_id).or_default().push(PendingWrite {
+                task_id,
+                channel,
+                value,
+            });
+            Ok(())
+        },
+    )?;
     Ok(data)
 }
 
 /// Read every blob of `channel` (of one thread and namespace) not read yet.
-async fn load_channel(
-    conn: &mut SqliteConnection,
+fn load_channel(
+    conn: &rusqlite::Connection,
     thread: &str,
     ns: &str,
     channel: &str,
     group: &mut GroupData,
 ) -> Result<()> {
-    let rows = sqlx::query(
+    each_row(
+        conn,
         "SELECT channel, version, enc, value FROM checkpoint_blobs
-         WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ?",
-    )
-    .bind(thread)
-    .bind(ns)
-    .bind(channel)
-    .fetch_all(&mut *conn)
-    .await
-    .map_err(db_err)?;
-    add_blob_rows(&mut group.blobs, rows)?;
+         WHERE thread_id = ?1 AND checkpoint_ns = ?2 AND channel = ?3",
+        (thread, ns, channel),
+        |row| add_blob_row(&mut group.blobs, row),
+    )?;
     group.fetched_all.insert(channel.to_owned());
     Ok(())
 }
@@ -522,8 +539,8 @@ fn try_resolve(
 }
 
 /// Resolve every channel of a decoded checkpoint to its full value and build the tuple.
-async fn build_tuple(
-    conn: &mut SqliteConnection,
+fn build_tuple(
+    conn: &rusqlite::Connection,
     ctx: &ReadCtx<'_>,
     d: Decoded,
     group: &mut GroupData,
@@ -544,7 +561,7 @@ async fn build_tuple(
         let mut outcome = try_resolve(ctx, thread, ns, channel, version, group);
         if matches!(outcome, Resolution::MissingLink(_)) && !group.fetched_all.contains(channel) {
             // The chain reaches past what was read (and cached): read the whole channel.
-            load_channel(conn, thread, ns, channel, group).await?;
+            load_channel(conn, thread, ns, channel, group)?;
             outcome = try_resolve(ctx, thread, ns, channel, version, group);
         }
         match outcome {
@@ -586,8 +603,8 @@ async fn build_tuple(
 /// Resolve decoded checkpoint rows (in order) into tuples. Per (thread, namespace), one
 /// query reads the pending writes and one the blobs at the exact versions needed that are
 /// not cached; a channel whose append chain reaches further is then read whole, once.
-async fn build_tuples(
-    conn: &mut SqliteConnection,
+fn build_tuples(
+    conn: &rusqlite::Connection,
     ctx: &ReadCtx<'_>,
     decoded: Vec<Decoded>,
 ) -> Result<Vec<CheckpointTuple>> {
@@ -621,7 +638,7 @@ async fn build_tuples(
             entry.ids.push(&d.row.id);
         }
         for ((thread, ns), w) in wanted {
-            let mut data = load_group(conn, ctx.codec, thread, ns, &w.exact, &w.ids).await?;
+            let mut data = load_group(conn, ctx.codec, thread, ns, &w.exact, &w.ids)?;
             data.hits = w.hits;
             groups.insert((thread.to_owned(), ns.to_owned()), data);
         }
@@ -630,41 +647,29 @@ async fn build_tuples(
     for d in decoded {
         let key = (d.row.thread_id.clone(), d.row.ns.clone());
         let group = groups.entry(key).or_default();
-        out.push(build_tuple(conn, ctx, d, group).await?);
+        out.push(build_tuple(conn, ctx, d, group)?);
     }
     Ok(out)
 }
 
 /// A metadata filter value SQLite can pre-select on exactly as Rust compares it (strings,
 /// integers, booleans); other values are only checked in Rust.
-fn prefilter(qb: &mut QueryBuilder<'_, Sqlite>, key: &str, value: &Value) {
+fn prefilter(sql: &mut String, params: &mut Vec<SqlValue>, key: &str, value: &Value) {
     if key.contains(['"', '\\']) {
         return;
     }
-    let path = format!("$.\"{key}\"");
-    match value {
-        Value::String(s) => {
-            qb.push(" AND json_extract(metadata, ")
-                .push_bind(path)
-                .push(") = ")
-                .push_bind(s.clone());
-        }
-        Value::Number(n) => {
-            if let Some(i) = n.as_i64() {
-                qb.push(" AND json_extract(metadata, ")
-                    .push_bind(path)
-                    .push(") = ")
-                    .push_bind(i);
-            }
-        }
-        Value::Bool(b) => {
-            qb.push(" AND json_extract(metadata, ")
-                .push_bind(path)
-                .push(") = ")
-                .push_bind(i64::from(*b));
-        }
-        _ => {}
-    }
+    let bound = match value {
+        Value::String(s) => SqlValue::Text(s.clone()),
+        Value::Number(n) => match n.as_i64() {
+            Some(i) => SqlValue::Integer(i),
+            None => return,
+        },
+        Value::Bool(b) => SqlValue::Integer(i64::from(*b)),
+        _ => return,
+    };
+    sql.push_str(" AND json_extract(metadata, ?) = ?");
+    params.push(SqlValue::Text(format!("$.\"{key}\"")));
+    params.push(bound);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -681,96 +686,115 @@ impl SqliteSaver {
     }
 
     async fn get_tuple_now(&self, config: &CheckpointConfig) -> Result<Option<CheckpointTuple>> {
+        // A point read by key: on this thread, no hand-off.
         let ctx = self.read_ctx();
-        let mut tx = self.db.reader().begin().await.map_err(db_err)?;
-        let row = match &config.checkpoint_id {
-            Some(id) => {
-                sqlx::query(&format!(
-                    "SELECT {CP_COLUMNS} FROM checkpoints
-                     WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?"
-                ))
-                .bind(&config.thread_id)
-                .bind(&config.checkpoint_ns)
-                .bind(id)
-                .fetch_optional(&mut *tx)
-                .await
-            }
-            None => {
-                sqlx::query(&format!(
-                    "SELECT {CP_COLUMNS} FROM checkpoints
-                     WHERE thread_id = ? AND checkpoint_ns = ?
-                     ORDER BY checkpoint_id DESC LIMIT 1"
-                ))
-                .bind(&config.thread_id)
-                .bind(&config.checkpoint_ns)
-                .fetch_optional(&mut *tx)
-                .await
-            }
-        }
-        .map_err(db_err)?;
-        let Some(row) = row else {
-            return Ok(None);
-        };
-        let decoded = decode_cp(self.codec(), read_cp_row(&row)?)?;
-        let mut tuples = build_tuples(&mut tx, &ctx, vec![decoded]).await?;
-        let _ = tx.rollback().await;
-        Ok(tuples.pop())
+        self.db.read(|conn| {
+            let mut found = None;
+            match &config.checkpoint_id {
+                Some(id) => each_row(
+                    conn,
+                    &format!(
+                        "SELECT {CP_COLUMNS} FROM checkpoints
+                         WHERE thread_id = ?1 AND checkpoint_ns = ?2 AND checkpoint_id = ?3"
+                    ),
+                    (&config.thread_id, &config.checkpoint_ns, id),
+                    |row| {
+                        found = Some(read_cp_row(row)?);
+                        Ok(())
+                    },
+                ),
+                None => each_row(
+                    conn,
+                    &format!(
+                        "SELECT {CP_COLUMNS} FROM checkpoints
+                         WHERE thread_id = ?1 AND checkpoint_ns = ?2
+                         ORDER BY checkpoint_id DESC LIMIT 1"
+                    ),
+                    (&config.thread_id, &config.checkpoint_ns),
+                    |row| {
+                        found = Some(read_cp_row(row)?);
+                        Ok(())
+                    },
+                ),
+            }?;
+            let Some(row) = found else {
+                return Ok(None);
+            };
+            let decoded = decode_cp(self.codec(), row)?;
+            Ok(build_tuples(conn, &ctx, vec![decoded])?.pop())
+        })
     }
 
     async fn list_now(&self, query: &ListQuery) -> Result<Vec<CheckpointTuple>> {
         if query.limit == Some(0) {
             return Ok(Vec::new());
         }
-        let mut qb = QueryBuilder::<Sqlite>::new(format!("SELECT {CP_COLUMNS} FROM checkpoints WHERE 1 = 1"));
+        // A listing may read a long history: on the blocking pool, not a runtime thread.
+        let (saver, query) = (self.clone(), query.clone());
+        tokio::task::spawn_blocking(move || saver.list_blocking(&query))
+            .await
+            .map_err(|e| other(format!("checkpoint listing stopped: {e}")))?
+    }
+
+    fn list_blocking(&self, query: &ListQuery) -> Result<Vec<CheckpointTuple>> {
+        let mut sql = format!("SELECT {CP_COLUMNS} FROM checkpoints WHERE 1 = 1");
+        let mut params: Vec<SqlValue> = Vec::new();
         if let Some(thread) = &query.thread_id {
-            qb.push(" AND thread_id = ").push_bind(thread.clone());
+            sql.push_str(" AND thread_id = ?");
+            params.push(SqlValue::Text(thread.clone()));
         }
         if let Some(ns) = &query.checkpoint_ns {
-            qb.push(" AND checkpoint_ns = ").push_bind(ns.clone());
+            sql.push_str(" AND checkpoint_ns = ?");
+            params.push(SqlValue::Text(ns.clone()));
         }
         if let Some(before) = &query.before {
-            qb.push(" AND checkpoint_id < ").push_bind(before.clone());
+            sql.push_str(" AND checkpoint_id < ?");
+            params.push(SqlValue::Text(before.clone()));
         }
         for (key, value) in &query.filter {
-            prefilter(&mut qb, key, value);
+            prefilter(&mut sql, &mut params, key, value);
         }
         // Newest first; ties (copied threads share ids) in a stable thread/ns order.
-        qb.push(" ORDER BY checkpoint_id DESC, thread_id, checkpoint_ns");
+        sql.push_str(" ORDER BY checkpoint_id DESC, thread_id, checkpoint_ns");
         let sql_limit = query.filter.is_empty().then_some(query.limit).flatten();
         if let Some(limit) = sql_limit {
-            qb.push(" LIMIT ")
-                .push_bind(i64::try_from(limit).unwrap_or(i64::MAX));
+            sql.push_str(" LIMIT ?");
+            params.push(SqlValue::Integer(i64::try_from(limit).unwrap_or(i64::MAX)));
         }
 
         let ctx = self.read_ctx();
-        let mut tx = self.db.reader().begin().await.map_err(db_err)?;
-        let mut decoded = Vec::new();
-        {
-            let mut rows = qb.build().persistent(false).fetch(&mut *tx);
-            while let Some(row) = rows.try_next().await.map_err(db_err)? {
-                let row = read_cp_row(&row)?;
-                // Check the (plaintext) metadata before decoding the body.
-                if !query.filter.is_empty() {
-                    let metadata: CheckpointMetadata = serde_json::from_str(&row.metadata).map_err(|e| {
-                        corrupt_cp(
-                            &row.thread_id,
-                            &row.id,
-                            format!("checkpoint metadata does not decode: {e}"),
-                        )
-                    })?;
-                    if !metadata.matches(&query.filter) {
-                        continue;
+        self.db.read(|conn| {
+            let mut decoded = Vec::new();
+            {
+                // Not cached: the text varies with the filters.
+                let mut stmt = conn.prepare(&sql).map_err(rs_err)?;
+                let mut rows = stmt
+                    .query(rusqlite::params_from_iter(params.iter()))
+                    .map_err(rs_err)?;
+                while let Some(row) = rows.next().map_err(rs_err)? {
+                    let row = read_cp_row(row)?;
+                    // Check the (plaintext) metadata before decoding the body.
+                    if !query.filter.is_empty() {
+                        let metadata: CheckpointMetadata =
+                            serde_json::from_str(&row.metadata).map_err(|e| {
+                                corrupt_cp(
+                                    &row.thread_id,
+                                    &row.id,
+                                    format!("checkpoint metadata does not decode: {e}"),
+                                )
+                            })?;
+                        if !metadata.matches(&query.filter) {
+                            continue;
+                        }
+                    }
+                    decoded.push(decode_cp(self.codec(), row)?);
+                    if query.limit.is_some_and(|limit| decoded.len() >= limit) {
+                        break;
                     }
                 }
-                decoded.push(decode_cp(self.codec(), row)?);
-                if query.limit.is_some_and(|limit| decoded.len() >= limit) {
-                    break;
-                }
             }
-        }
-        let tuples = build_tuples(&mut tx, &ctx, decoded).await?;
-        let _ = tx.rollback().await;
-        Ok(tuples)
+            build_tuples(conn, &ctx, decoded)
+        })
     }
 
     async fn put_now(
@@ -946,7 +970,17 @@ impl SqliteSaver {
             return Ok(());
         }
         let (source, target) = (source.to_owned(), target.to_owned());
-        let rows = copy_rows(self.db.reader(), self.codec(), &source, &target).await?;
+        let rows = {
+            let saver = self.clone();
+            let (source, target) = (source.clone(), target.clone());
+            tokio::task::spawn_blocking(move || {
+                saver
+                    .db
+                    .read(|conn| copy_rows(conn, saver.codec(), &source, &target))
+            })
+            .await
+            .map_err(|e| other(format!("copying a thread stopped: {e}")))??
+        };
         self.db.write(move |conn| rows.insert(conn, &target)).await
     }
 }
@@ -1128,111 +1162,108 @@ impl CopiedRows {
 /// Read every row of thread `source` and encode it for `target`. Values are sealed with
 /// associated data naming their thread, so each is decoded and encoded again for its new
 /// row (which also refuses to copy a corrupt row).
-async fn copy_rows(
-    reader: &sqlx::SqlitePool,
+fn copy_rows(
+    conn: &rusqlite::Connection,
     codec: &BlobCodec,
     source: &str,
     target: &str,
 ) -> Result<CopiedRows> {
     let mut out = CopiedRows::default();
-    // One read transaction: the three tables as of one moment.
-    let mut tx = reader.begin().await.map_err(db_err)?;
-    let conn = &mut *tx;
-    let rows = sqlx::query(&format!(
-        "SELECT {CP_COLUMNS} FROM checkpoints WHERE thread_id = ? ORDER BY checkpoint_ns, checkpoint_id"
-    ))
-    .bind(source)
-    .fetch_all(&mut *conn)
-    .await
-    .map_err(db_err)?;
-    for row in rows {
-        let d = decode_cp(codec, read_cp_row(&row)?)?;
-        let r = &d.row;
-        let aad = cp_aad(target, &r.ns, &r.id, r.parent.as_deref(), &r.metadata);
-        let (enc, body) = encode(codec, &d.checkpoint, &aad)?;
-        out.checkpoints.push(CopiedCheckpoint {
-            ns: r.ns.clone(),
-            id: r.id.clone(),
-            parent: r.parent.clone(),
-            enc,
-            body,
-            metadata: r.metadata.clone(),
-        });
-    }
+    // The caller's read transaction: the three tables as of one moment.
+    each_row(
+        conn,
+        &format!(
+            "SELECT {CP_COLUMNS} FROM checkpoints WHERE thread_id = ?1 ORDER BY checkpoint_ns, checkpoint_id"
+        ),
+        [source],
+        |row| {
+            let d = decode_cp(codec, read_cp_row(row)?)?;
+            let r = &d.row;
+            let aad = cp_aad(target, &r.ns, &r.id, r.parent.as_deref(), &r.metadata);
+            let (enc, body) = encode(codec, &d.checkpoint, &aad)?;
+            out.checkpoints.push(CopiedCheckpoint {
+                ns: r.ns.clone(),
+                id: r.id.clone(),
+                parent: r.parent.clone(),
+                enc,
+                body,
+                metadata: r.metadata.clone(),
+            });
+            Ok(())
+        },
+    )?;
 
-    let rows = sqlx::query(
-        "SELECT checkpoint_ns, channel, version, enc, value FROM checkpoint_blobs WHERE thread_id = ?
+    each_row(
+        conn,
+        "SELECT checkpoint_ns, channel, version, enc, value FROM checkpoint_blobs WHERE thread_id = ?1
          ORDER BY checkpoint_ns, channel, version",
-    )
-    .bind(source)
-    .fetch_all(&mut *conn)
-    .await
-    .map_err(db_err)?;
-    for row in rows {
-        let ns: String = row.try_get(0).map_err(db_err)?;
-        let channel: String = row.try_get(1).map_err(db_err)?;
-        let version: String = row.try_get(2).map_err(db_err)?;
-        let bad = |e: String| Error::CorruptCheckpoint {
-            thread_id: source.to_owned(),
-            checkpoint_id: String::new(),
-            message: format!("namespace `{ns}` channel `{channel}` version {version}: {e}"),
-        };
-        let enc: String = row.try_get(3).map_err(|e| bad(e.to_string()))?;
-        let bytes: Vec<u8> = row.try_get(4).map_err(|e| bad(e.to_string()))?;
-        let value: ChannelValue = codec
-            .decode(&enc, &bytes, &blob_aad(source, &ns, &channel, &version))
-            .map_err(bad)?;
-        let (enc, bytes) = encode(codec, &value, &blob_aad(target, &ns, &channel, &version))?;
-        out.blobs.push((ns, channel, version, enc, bytes));
-    }
+        [source],
+        |row| {
+            let ns: String = row.get(0).map_err(rs_err)?;
+            let channel: String = row.get(1).map_err(rs_err)?;
+            let version: String = row.get(2).map_err(rs_err)?;
+            let bad = |e: String| Error::CorruptCheckpoint {
+                thread_id: source.to_owned(),
+                checkpoint_id: String::new(),
+                message: format!("namespace `{ns}` channel `{channel}` version {version}: {e}"),
+            };
+            let enc: String = row.get(3).map_err(|e| bad(e.to_string()))?;
+            let bytes: Vec<u8> = bytes_of(row, 4).map_err(|e| bad(e.to_string()))?;
+            let value: ChannelValue = codec
+                .decode(&enc, &bytes, &blob_aad(source, &ns, &channel, &version))
+                .map_err(bad)?;
+            let (enc, bytes) = encode(codec, &value, &blob_aad(target, &ns, &channel, &version))?;
+            out.blobs.push((ns, channel, version, enc, bytes));
+            Ok(())
+        },
+    )?;
 
-    let rows = sqlx::query(
+    each_row(
+        conn,
         "SELECT checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, enc, value
-         FROM checkpoint_writes WHERE thread_id = ? ORDER BY seq",
-    )
-    .bind(source)
-    .fetch_all(&mut *conn)
-    .await
-    .map_err(db_err)?;
-    for row in rows {
-        let ns: String = row.try_get(0).map_err(db_err)?;
-        let checkpoint_id: String = row.try_get(1).map_err(db_err)?;
-        let task_id: String = row.try_get(2).map_err(db_err)?;
-        let idx: i64 = row.try_get(3).map_err(db_err)?;
-        let bad = |e: String| {
-            corrupt_cp(
-                source,
-                &checkpoint_id,
-                format!("pending write {idx} of task `{task_id}`: {e}"),
-            )
-        };
-        let channel: String = row.try_get(4).map_err(|e| bad(e.to_string()))?;
-        let task_path: String = row.try_get(5).map_err(|e| bad(e.to_string()))?;
-        let enc: String = row.try_get(6).map_err(|e| bad(e.to_string()))?;
-        let bytes: Vec<u8> = row.try_get(7).map_err(|e| bad(e.to_string()))?;
-        let value: Value = codec
-            .decode(
-                &enc,
-                &bytes,
-                &write_aad(source, &ns, &checkpoint_id, &task_id, idx, &channel),
-            )
-            .map_err(bad)?;
-        let (enc, bytes) = encode(
-            codec,
-            &value,
-            &write_aad(target, &ns, &checkpoint_id, &task_id, idx, &channel),
-        )?;
-        let w = WriteRow {
-            checkpoint_id,
-            task_id,
-            idx,
-            channel,
-            task_path,
-            enc,
-            bytes,
-        };
-        out.writes.push((ns, w));
-    }
+         FROM checkpoint_writes WHERE thread_id = ?1 ORDER BY seq",
+        [source],
+        |row| {
+            let ns: String = row.get(0).map_err(rs_err)?;
+            let checkpoint_id: String = row.get(1).map_err(rs_err)?;
+            let task_id: String = row.get(2).map_err(rs_err)?;
+            let idx: i64 = row.get(3).map_err(rs_err)?;
+            let bad = |e: String| {
+                corrupt_cp(
+                    source,
+                    &checkpoint_id,
+                    format!("pending write {idx} of task `{task_id}`: {e}"),
+                )
+            };
+            let channel: String = row.get(4).map_err(|e| bad(e.to_string()))?;
+            let task_path: String = row.get(5).map_err(|e| bad(e.to_string()))?;
+            let enc: String = row.get(6).map_err(|e| bad(e.to_string()))?;
+            let bytes: Vec<u8> = bytes_of(row, 7).map_err(|e| bad(e.to_string()))?;
+            let value: Value = codec
+                .decode(
+                    &enc,
+                    &bytes,
+                    &write_aad(source, &ns, &checkpoint_id, &task_id, idx, &channel),
+                )
+                .map_err(bad)?;
+            let (enc, bytes) = encode(
+                codec,
+                &value,
+                &write_aad(target, &ns, &checkpoint_id, &task_id, idx, &channel),
+            )?;
+            let w = WriteRow {
+                checkpoint_id,
+                task_id,
+                idx,
+                channel,
+                task_path,
+                enc,
+                bytes,
+            };
+            out.writes.push((ns, w));
+            Ok(())
+        },
+    )?;
     Ok(out)
 }
 
