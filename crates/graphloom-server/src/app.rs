@@ -96,6 +96,8 @@ pub struct AppState {
     pub(crate) config: ServerConfig,
     pub(crate) worker_id: String,
     pub(crate) wake: Notify,
+    /// Execution slots of this process's worker pool (set when the workers start).
+    pub(crate) slots: std::sync::OnceLock<Arc<tokio::sync::Semaphore>>,
     pub(crate) local: Mutex<HashMap<String, Arc<LocalRun>>>,
     pub(crate) shutdown: watch::Sender<bool>,
     pub(crate) validators: BTreeMap<String, Arc<jsonschema::Validator>>,
@@ -253,6 +255,7 @@ impl ServerBuilder {
             metrics: Metrics::new(),
             worker_id: uuid::Uuid::new_v4().to_string(),
             wake: Notify::new(),
+            slots: std::sync::OnceLock::new(),
             local: Mutex::new(HashMap::new()),
             shutdown,
             validators,

@@ -15,41 +15,86 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// How often an idle worker looks at the queue (runs created by another replica are seen
 /// this way; local ones wake a worker at once).
 const POLL: Duration = Duration::from_millis(250);
 
 pub(crate) fn start(state: Arc<AppState>) -> Vec<tokio::task::JoinHandle<()>> {
-    let mut handles: Vec<_> = (0..state.config.workers)
-        .map(|_| tokio::spawn(worker_loop(Arc::clone(&state))))
+    let workers = state.config.workers;
+    let slots = Arc::clone(state.slots.get_or_init(|| Arc::new(Semaphore::new(workers))));
+    let mut handles: Vec<_> = (0..workers)
+        .map(|_| tokio::spawn(worker_loop(Arc::clone(&state), Arc::clone(&slots))))
         .collect();
+    // Runs claimed at creation execute on tasks of their own: shutdown waits for them by
+    // taking back every slot.
+    let (st, all) = (Arc::clone(&state), u32::try_from(workers).unwrap_or(u32::MAX));
+    handles.push(tokio::spawn(async move {
+        let mut rx = st.shutdown.subscribe();
+        if rx.wait_for(|v| *v).await.is_ok() && all > 0 {
+            let _ = slots.acquire_many(all).await;
+        }
+    }));
     handles.push(tokio::spawn(sweeper(state)));
     handles
 }
 
-async fn worker_loop(state: Arc<AppState>) {
+/// A free execution slot, if the worker pool runs here and is not shutting down: a run
+/// created now can be claimed at once and executed with [`spawn_claimed`].
+pub(crate) fn free_slot(state: &AppState) -> Option<OwnedSemaphorePermit> {
+    if *state.shutdown.borrow() {
+        return None;
+    }
+    Arc::clone(state.slots.get()?).try_acquire_owned().ok()
+}
+
+/// Execute a run claimed at its creation, holding `slot` until it ends.
+pub(crate) fn spawn_claimed(state: &Arc<AppState>, claimed: ClaimedRun, slot: OwnedSemaphorePermit) {
+    let state = Arc::clone(state);
+    tokio::spawn(async move {
+        run_claimed(&state, claimed).await;
+        drop(slot);
+    });
+}
+
+/// Execute a claimed run inside its trace span.
+async fn run_claimed(state: &Arc<AppState>, claimed: ClaimedRun) {
+    // The root of a run's trace: node, model and tool spans nest under it.
+    let span = tracing::info_span!(
+        "run",
+        run_id = %claimed.run.run_id,
+        thread_id = %claimed.run.thread_id,
+        assistant_id = %claimed.run.assistant_id,
+        graph_id = str_of(&claimed.run.kwargs, "graph_id").unwrap_or_default(),
+        attempt = claimed.attempt,
+        otel.status_code = tracing::field::Empty,
+        otel.status_description = tracing::field::Empty,
+    );
+    tracing::Instrument::instrument(execute(state, claimed), span).await;
+}
+
+async fn worker_loop(state: Arc<AppState>, slots: Arc<Semaphore>) {
     let mut shutdown = state.shutdown.subscribe();
     loop {
         if *shutdown.borrow() {
             return;
         }
+        // A slot first: runs claimed at creation count against the same pool.
+        let slot = tokio::select! {
+            s = Arc::clone(&slots).acquire_owned() => match s {
+                Ok(s) => s,
+                Err(_) => return,
+            },
+            _ = shutdown.changed() => continue,
+        };
         match state.db.claim_run(&state.worker_id, state.config.lease).await {
             Ok(Some(claimed)) => {
-                // The root of a run's trace: node, model and tool spans nest under it.
-                let span = tracing::info_span!(
-                    "run",
-                    run_id = %claimed.run.run_id,
-                    thread_id = %claimed.run.thread_id,
-                    assistant_id = %claimed.run.assistant_id,
-                    graph_id = str_of(&claimed.run.kwargs, "graph_id").unwrap_or_default(),
-                    attempt = claimed.attempt,
-                    otel.status_code = tracing::field::Empty,
-                    otel.status_description = tracing::field::Empty,
-                );
-                tracing::Instrument::instrument(execute(&state, claimed), span).await;
+                run_claimed(&state, claimed).await;
+                drop(slot);
             }
             Ok(None) => {
+                drop(slot);
                 tokio::select! {
                     () = state.wake.notified() => {}
                     () = tokio::time::sleep(POLL) => {}
@@ -57,6 +102,7 @@ async fn worker_loop(state: Arc<AppState>) {
                 }
             }
             Err(e) => {
+                drop(slot);
                 tracing::warn!(error = %e, "claiming a run failed");
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }

@@ -80,6 +80,8 @@ fn enqueue(thread_id: &str) -> NewRun {
         delay: None,
         reject_if_busy: false,
         cancel_active: None,
+        thread_metadata: None,
+        claim: None,
     }
 }
 

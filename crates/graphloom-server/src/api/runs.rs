@@ -6,8 +6,9 @@ use super::threads::{load, new_thread};
 use super::{AppRef, Owner};
 use crate::db::NewRun;
 use crate::error::{parse_body, ApiError, ApiResult};
-use crate::models::{now_rfc3339, CancelAction, MultitaskStrategy, Run, RunStatus, Thread};
+use crate::models::{now_rfc3339, CancelAction, ClaimedRun, MultitaskStrategy, Run, RunStatus, Thread};
 use crate::wire;
+use crate::worker;
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
@@ -182,14 +183,11 @@ pub(crate) async fn enqueue(
             None => return Err(ApiError::not_found(format!("thread {id}"))),
         },
     };
-    if thread.metadata.get("graph_id") != graph_meta.get("graph_id")
-        || thread.metadata.get("assistant_id") != graph_meta.get("assistant_id")
-    {
-        state
-            .db
-            .patch_thread(owner, &thread.thread_id, Some(&graph_meta), None)
-            .await?;
-    }
+    // The thread remembers the graph and assistant of its latest run (in the run's own
+    // transaction).
+    let thread_metadata = (thread.metadata.get("graph_id") != graph_meta.get("graph_id")
+        || thread.metadata.get("assistant_id") != graph_meta.get("assistant_id"))
+    .then_some(graph_meta);
     let config = merge(&assistant.config, b.config.as_ref().unwrap_or(&Value::Null));
     let context = merge(&assistant.context, b.context.as_ref().unwrap_or(&Value::Null));
     let checkpoint_id = b.checkpoint_id.clone().or_else(|| {
@@ -238,7 +236,7 @@ pub(crate) async fn enqueue(
         MultitaskStrategy::Rollback => Some(CancelAction::Rollback),
         _ => None,
     };
-    let new = NewRun {
+    let mut new = NewRun {
         run,
         owner: owner.to_owned(),
         delay: b
@@ -247,13 +245,38 @@ pub(crate) async fn enqueue(
             .map(Duration::from_secs_f64),
         reject_if_busy: strategy == MultitaskStrategy::Reject,
         cancel_active,
+        thread_metadata,
+        claim: None,
     };
+    // A free worker slot here: claim the run in the transaction that creates it and start
+    // it at once (no separate claim, no hand-off through the queue).
+    let slot = worker::free_slot(state);
+    if slot.is_some() {
+        new.claim = Some((state.worker_id.clone(), state.config.lease));
+    }
     state.broker.open(&new.run.run_id);
     let run = state.db.create_run(&new).await?;
     if let Some(action) = cancel_active {
         state.cancel_local_thread(&run.thread_id, action);
     }
-    state.wake.notify_one();
+    let run = match (slot, run.status) {
+        (Some(slot), RunStatus::Running) => {
+            let claimed = ClaimedRun {
+                run: run.clone(),
+                attempt: 1,
+            };
+            worker::spawn_claimed(state, claimed, slot);
+            // As the reference server answers: the run as queued.
+            Run {
+                status: RunStatus::Pending,
+                ..run
+            }
+        }
+        _ => {
+            state.wake.notify_one();
+            run
+        }
+    };
     Ok((public(run), resumable))
 }
 

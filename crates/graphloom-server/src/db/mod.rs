@@ -145,6 +145,14 @@ pub struct NewRun {
     /// Whether to ask the thread's active runs to stop, with this action, before this run
     /// (strategies `interrupt` and `rollback`); pending runs of the thread are cancelled.
     pub cancel_active: Option<CancelAction>,
+    /// Merged into the thread's metadata in the same transaction (the run's `graph_id`
+    /// and `assistant_id`).
+    pub thread_metadata: Option<Map<String, Value>>,
+    /// Claim the run at once for this worker, with this lease, when nothing else is
+    /// queued or running on its thread and it is due now: [`Db::create_run`] then returns
+    /// it `running` (attempt 1) and the thread `busy`, and the caller executes it. Else it
+    /// is queued as usual.
+    pub claim: Option<(String, Duration)>,
 }
 
 /// What a worker learns from a heartbeat.

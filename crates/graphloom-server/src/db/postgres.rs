@@ -772,15 +772,28 @@ impl Db for PgDb {
         let r = &new.run;
         let mut tx = self.pool.begin().await?;
         // Serialise with claims and other creations on this thread.
-        let exists: Option<i32> =
-            sqlx::query_scalar("SELECT 1 FROM server_threads WHERE thread_id = $1 FOR UPDATE")
+        let stored: Option<Json<Value>> =
+            sqlx::query_scalar("SELECT metadata FROM server_threads WHERE thread_id = $1 FOR UPDATE")
                 .bind(&r.thread_id)
                 .fetch_optional(&mut *tx)
                 .await?;
-        if exists.is_none() {
+        let Some(Json(stored)) = stored else {
             return Err(DbError::Backend(format!("thread {} not found", r.thread_id)));
-        }
+        };
         let now = now_micros();
+        if let Some(m) = &new.thread_metadata {
+            let mut merged = match stored {
+                Value::Object(o) => o,
+                _ => Map::new(),
+            };
+            merge(&mut merged, m);
+            sqlx::query("UPDATE server_threads SET metadata = $1, updated_at = $2 WHERE thread_id = $3")
+                .bind(Json(&merged))
+                .bind(now)
+                .bind(&r.thread_id)
+                .execute(&mut *tx)
+                .await?;
+        }
         if new.reject_if_busy {
             let active: bool = sqlx::query_scalar(
                 "SELECT EXISTS (SELECT 1 FROM server_runs WHERE thread_id = $1 \
@@ -842,12 +855,48 @@ impl Db for PgDb {
         if inserted == 0 {
             return Err(DbError::Conflict(format!("run {}", r.run_id)));
         }
+        let mut claimed = false;
+        if let Some((worker, lease)) = new.claim.as_ref().filter(|_| due <= now) {
+            // The thread row is locked: no claim or creation on it runs meanwhile.
+            let others: bool = sqlx::query_scalar(
+                "SELECT EXISTS (SELECT 1 FROM server_runs WHERE thread_id = $1 AND run_id <> $2 \
+                 AND status IN ('pending', 'running'))",
+            )
+            .bind(&r.thread_id)
+            .bind(&r.run_id)
+            .fetch_one(&mut *tx)
+            .await?;
+            if !others {
+                sqlx::query(
+                    "UPDATE server_runs SET status = 'running', worker = $1, lease_expires_at = $2, attempt = 1 \
+                     WHERE run_id = $3",
+                )
+                .bind(worker)
+                .bind(after(now, *lease))
+                .bind(&r.run_id)
+                .execute(&mut *tx)
+                .await?;
+                sqlx::query(
+                    "UPDATE server_threads SET status = 'busy', updated_at = $1, expires_at = $1 + ttl_us \
+                     WHERE thread_id = $2",
+                )
+                .bind(now)
+                .bind(&r.thread_id)
+                .execute(&mut *tx)
+                .await?;
+                claimed = true;
+            }
+        }
         tx.commit().await?;
         let at = rfc3339_from_micros(now);
         Ok(Run {
             created_at: at.clone(),
             updated_at: at,
-            status: RunStatus::Pending,
+            status: if claimed {
+                RunStatus::Running
+            } else {
+                RunStatus::Pending
+            },
             ..r.clone()
         })
     }

@@ -170,6 +170,13 @@ impl SqliteDb {
         self.db.reader()
     }
 
+    /// Run `op` in one read transaction on a read connection, on this thread: for the
+    /// point reads by key of a request's path (a hand-off to another thread would cost
+    /// more than the read).
+    fn read<T>(&self, op: impl FnOnce(&Connection) -> DbResult<T>) -> DbResult<T> {
+        self.db.read(op)
+    }
+
     /// Run `op` in the writer's next transaction; an error rolls back `op`'s changes.
     async fn write<T, F>(&self, op: F) -> DbResult<T>
     where
@@ -491,14 +498,16 @@ impl Db for SqliteDb {
     }
 
     async fn get_assistant(&self, owner: &str, id: &str) -> DbResult<Option<Assistant>> {
-        let row = sqlx::query(&format!(
-            "SELECT {ASSISTANT_COLS} FROM server_assistants WHERE assistant_id = ? AND owner = ?"
-        ))
-        .bind(id)
-        .bind(owner)
-        .fetch_optional(self.reader())
-        .await?;
-        row.as_ref().map(assistant).transpose()
+        self.read(|c| {
+            query_one(
+                c,
+                &format!(
+                    "SELECT {ASSISTANT_COLS} FROM server_assistants WHERE assistant_id = ?1 AND owner = ?2"
+                ),
+                params![id, owner],
+                |r| assistant(r),
+            )
+        })
     }
 
     async fn patch_assistant(
@@ -699,14 +708,14 @@ impl Db for SqliteDb {
     }
 
     async fn get_thread(&self, owner: &str, id: &str) -> DbResult<Option<Thread>> {
-        let row = sqlx::query(&format!(
-            "SELECT {THREAD_COLS} FROM server_threads WHERE thread_id = ? AND owner = ?"
-        ))
-        .bind(id)
-        .bind(owner)
-        .fetch_optional(self.reader())
-        .await?;
-        row.as_ref().map(thread).transpose()
+        self.read(|c| {
+            query_one(
+                c,
+                &format!("SELECT {THREAD_COLS} FROM server_threads WHERE thread_id = ?1 AND owner = ?2"),
+                params![id, owner],
+                |r| thread(r),
+            )
+        })
     }
 
     async fn patch_thread(
@@ -858,12 +867,29 @@ impl Db for SqliteDb {
             r.multitask_strategy.as_str(),
         );
         let (reject_if_busy, cancel_active) = (new.reject_if_busy, new.cancel_active);
-        self.write(move |c| {
+        let (thread_metadata, claim) = (new.thread_metadata.clone(), new.claim.clone());
+        let claimed = self.write(move |c| {
             let (run_id, thread_id, owner, assistant_id, strategy) = row;
-            if query_one(c, "SELECT 1 FROM server_threads WHERE thread_id = ?1", params![thread_id], |_| Ok(()))?
-                .is_none()
-            {
+            let Some(stored_metadata) = query_one(
+                c,
+                "SELECT metadata FROM server_threads WHERE thread_id = ?1",
+                params![thread_id],
+                |r| json(r, "metadata"),
+            )?
+            else {
                 return Err(DbError::Backend(format!("thread {thread_id} not found")));
+            };
+            if let Some(m) = &thread_metadata {
+                let mut merged = match stored_metadata {
+                    Value::Object(o) => o,
+                    _ => Map::new(),
+                };
+                merge(&mut merged, m);
+                exec(
+                    c,
+                    "UPDATE server_threads SET metadata = ?1, updated_at = ?2 WHERE thread_id = ?3",
+                    params![text(&merged)?, now, thread_id],
+                )?;
             }
             if reject_if_busy {
                 let active: i64 = c
@@ -903,29 +929,59 @@ impl Db for SqliteDb {
             if inserted == 0 {
                 return Err(DbError::Conflict(format!("run {run_id}")));
             }
-            Ok(())
+            let Some((worker, lease)) = claim.filter(|_| due <= now) else {
+                return Ok(false);
+            };
+            let others: i64 = c
+                .prepare_cached(
+                    "SELECT COUNT(*) FROM server_runs WHERE thread_id = ?1 AND run_id <> ?2 \
+                     AND status IN ('pending', 'running')",
+                )?
+                .query_row(params![thread_id, run_id], |r| r.get(0))?;
+            if others > 0 {
+                return Ok(false);
+            }
+            exec(
+                c,
+                "UPDATE server_runs SET status = 'running', worker = ?1, lease_expires_at = ?2, attempt = 1 \
+                 WHERE run_id = ?3",
+                params![worker, after(now, lease), run_id],
+            )?;
+            exec(
+                c,
+                "UPDATE server_threads SET status = 'busy', updated_at = ?1, \
+                 expires_at = CASE WHEN ttl_us IS NULL THEN NULL ELSE ?1 + ttl_us END WHERE thread_id = ?2",
+                params![now, thread_id],
+            )?;
+            Ok(true)
         })
         .await?;
         let at = rfc3339_from_micros(now);
         Ok(Run {
             created_at: at.clone(),
             updated_at: at,
-            status: RunStatus::Pending,
+            status: if claimed {
+                RunStatus::Running
+            } else {
+                RunStatus::Pending
+            },
             ..r.clone()
         })
     }
 
     async fn get_run(&self, owner: &str, thread_id: Option<&str>, run_id: &str) -> DbResult<Option<Run>> {
-        let row = sqlx::query(&format!(
-            "SELECT {RUN_COLS} FROM server_runs WHERE run_id = ?1 AND owner = ?2 \
-             AND (?3 IS NULL OR thread_id = ?3)"
-        ))
-        .bind(run_id)
-        .bind(owner)
-        .bind(thread_id)
-        .fetch_optional(self.reader())
-        .await?;
-        Ok(row.as_ref().map(run).transpose()?.map(|(r, _, _)| r))
+        let found = self.read(|c| {
+            query_one(
+                c,
+                &format!(
+                    "SELECT {RUN_COLS} FROM server_runs WHERE run_id = ?1 AND owner = ?2 \
+                     AND (?3 IS NULL OR thread_id = ?3)"
+                ),
+                params![run_id, owner, thread_id],
+                |r| run(r),
+            )
+        })?;
+        Ok(found.map(|(r, _, _)| r))
     }
 
     async fn list_runs(
@@ -972,10 +1028,7 @@ impl Db for SqliteDb {
     async fn claim_run(&self, worker: &str, lease: Duration) -> DbResult<Option<ClaimedRun>> {
         // A look on a read connection first: idle workers polling an empty queue then never
         // queue behind the writer.
-        let any: Option<(String, String)> = sqlx::query_as(CLAIMABLE)
-            .bind(now_micros())
-            .fetch_optional(self.reader())
-            .await?;
+        let any = self.read(|c| query_one(c, CLAIMABLE, params![now_micros()], |_| Ok(())))?;
         if any.is_none() {
             return Ok(None);
         }
