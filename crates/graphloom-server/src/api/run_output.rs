@@ -68,18 +68,27 @@ pub(super) async fn wait_outcome(state: &AppRef, owner: &str, run: &Run) -> Valu
     }
 }
 
-/// A JSON body sent after the run ends, with a space every few seconds before that so
-/// proxies keep the connection open.
-pub(super) fn wait_response(state: AppRef, owner: String, run: Run, headers: HeaderMap) -> Response {
-    let fut = async move { wait_outcome(&state, &owner, &run).await };
-    let stream = futures::stream::unfold(Some(Box::pin(fut)), |fut| async move {
-        let mut fut = fut?;
-        tokio::select! {
-            v = &mut fut => Some((Ok::<_, Infallible>(Bytes::from(v.to_string())), None)),
-            () = tokio::time::sleep(KEEPALIVE) => Some((Ok(Bytes::from_static(b" ")), Some(fut))),
+/// The JSON body of a run once it ends. A run that ends within the first keep-alive
+/// interval (most do) is answered with a plain body, in one write; a longer one gets its
+/// headers then, and a space every few seconds until the body, so proxies keep the
+/// connection open.
+pub(super) async fn wait_response(state: AppRef, owner: String, run: Run, headers: HeaderMap) -> Response {
+    let mut fut = Box::pin(async move { wait_outcome(&state, &owner, &run).await });
+    let body = tokio::select! {
+        v = &mut fut => Body::from(v.to_string()),
+        () = tokio::time::sleep(KEEPALIVE) => {
+            let rest = futures::stream::unfold(Some(fut), |fut| async move {
+                let mut fut = fut?;
+                tokio::select! {
+                    v = &mut fut => Some((Ok::<_, Infallible>(Bytes::from(v.to_string())), None)),
+                    () = tokio::time::sleep(KEEPALIVE) => Some((Ok(Bytes::from_static(b" ")), Some(fut))),
+                }
+            });
+            let first = futures::stream::once(async { Ok::<_, Infallible>(Bytes::from_static(b" ")) });
+            Body::from_stream(futures::StreamExt::chain(first, rest))
         }
-    });
-    let mut res = Response::new(Body::from_stream(stream));
+    };
+    let mut res = Response::new(body);
     *res.headers_mut() = headers;
     res.headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));

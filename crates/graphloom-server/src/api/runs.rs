@@ -368,7 +368,7 @@ async fn wait_common(
     let stateless = thread_id.is_none();
     let (run, _) = enqueue(&state, &owner, thread_id, parse_body(&body)?).await?;
     let headers = location_headers(&run, stateless, "/join");
-    Ok(wait_response(state, owner, run, headers))
+    Ok(wait_response(state, owner, run, headers).await)
 }
 
 pub(crate) async fn create_wait(
@@ -465,7 +465,7 @@ pub(crate) async fn join(
     if run.status.is_final() && !state.broker.knows(&run_id) {
         return Ok(Json(settled_body(&state, &owner, &run).await).into_response());
     }
-    Ok(wait_response(state, owner, run, HeaderMap::new()))
+    Ok(wait_response(state, owner, run, HeaderMap::new()).await)
 }
 
 #[derive(Deserialize, Default)]
