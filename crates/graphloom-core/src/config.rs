@@ -43,6 +43,52 @@ pub struct RunConfig {
     /// finished are kept, and the run ends with [`Error::Cancelled`](crate::Error::Cancelled)
     /// and a resumable checkpoint.
     pub cancel: Option<CancelToken>,
+    /// Told about each task of the root graph as it ends (node, time taken, failed or
+    /// not): a cheap way to time nodes, e.g. for metrics, without streaming `tasks`
+    /// events (which carry each task's whole input state).
+    pub on_task_end: Option<TaskObserver>,
+}
+
+/// Receives a [`TaskEnd`] as each task of the root graph ends; called on the run's own
+/// task, so it must be quick (record a metric, send on a channel).
+///
+/// ```
+/// use graphloom_core::{RunConfig, TaskObserver};
+/// let cfg = RunConfig {
+///     on_task_end: Some(TaskObserver::new(|t| println!("{} took {:?}", t.node, t.elapsed))),
+///     ..RunConfig::default()
+/// };
+/// # drop(cfg);
+/// ```
+#[derive(Clone)]
+pub struct TaskObserver(Arc<dyn Fn(&TaskEnd<'_>) + Send + Sync>);
+
+impl TaskObserver {
+    /// An observer calling `f`.
+    pub fn new(f: impl Fn(&TaskEnd<'_>) + Send + Sync + 'static) -> Self {
+        Self(Arc::new(f))
+    }
+
+    pub(crate) fn notify(&self, end: &TaskEnd<'_>) {
+        (self.0)(end);
+    }
+}
+
+impl std::fmt::Debug for TaskObserver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TaskObserver")
+    }
+}
+
+/// A task of the root graph that ended (see [`RunConfig::on_task_end`]).
+#[derive(Debug, Clone, Copy)]
+pub struct TaskEnd<'a> {
+    /// The task's node.
+    pub node: &'a str,
+    /// From the task's start to its end (its writes not yet saved).
+    pub elapsed: Duration,
+    /// Whether the task failed (an interrupt is not a failure).
+    pub failed: bool,
 }
 
 /// A handle that cancels a run from outside (a server's cancel endpoint, a shutdown).
@@ -99,6 +145,7 @@ impl Default for RunConfig {
             metadata: Map::new(),
             run_id: None,
             cancel: None,
+            on_task_end: None,
         }
     }
 }

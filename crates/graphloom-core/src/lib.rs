@@ -58,7 +58,9 @@ pub mod stream;
 pub mod test_kit;
 pub mod types;
 
-pub use config::{CancelToken, RunConfig, RunInput, StreamOptions, DEFAULT_RECURSION_LIMIT};
+pub use config::{
+    CancelToken, RunConfig, RunInput, StreamOptions, TaskEnd, TaskObserver, DEFAULT_RECURSION_LIMIT,
+};
 pub use error::{BackendError, BackendErrorKind, Error, Result};
 pub use graph::{
     CompiledGraph, HistoryQuery, PendingTask, RunEvent, RunOutput, RunStatus, RunStream, StateGraph,

@@ -47,6 +47,8 @@ pub(crate) struct RunShared {
     /// Step limit and durability of the run, inherited by subgraphs.
     pub recursion_limit: usize,
     pub durability: crate::types::Durability,
+    /// Told about each root task as it ends.
+    pub on_task_end: Option<crate::config::TaskObserver>,
 }
 
 impl RunShared {

@@ -171,3 +171,26 @@ async fn messages_are_not_built_when_nobody_listens() {
     assert_eq!(out.values.messages.get(0).unwrap().text(), "false");
     let _ = Arc::new(0);
 }
+
+/// A failing task is reported to the task observer as failed.
+#[tokio::test]
+async fn the_task_observer_hears_of_a_failed_task() {
+    let seen: Arc<std::sync::Mutex<Vec<(String, bool)>>> = Arc::default();
+    let cfg = RunConfig {
+        on_task_end: Some(TaskObserver::new({
+            let seen = Arc::clone(&seen);
+            move |t| seen.lock().unwrap().push((t.node.to_owned(), t.failed))
+        })),
+        ..RunConfig::thread("fails")
+    };
+    let many: Vec<Message> = (0..6).map(|i| Message::human(format!("m{i}"))).collect();
+    let err = graph()
+        .invoke(TalkUpdate::new().messages(many), cfg)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("boom"), "{err}");
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [("model".to_owned(), false), ("fail".to_owned(), true)]
+    );
+}

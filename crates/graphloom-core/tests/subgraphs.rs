@@ -307,3 +307,40 @@ fn subgraphs_are_listed_with_their_schemas_and_nested_namespaces() {
     // A graph without subgraph nodes lists none.
     assert!(inner.subgraphs(true).is_empty());
 }
+
+/// The task observer hears about the root graph's tasks only (a subgraph is one task of
+/// its parent), in order, with their time; an interrupt inside the subgraph is no failure.
+#[tokio::test]
+async fn the_task_observer_sees_root_tasks_only() {
+    let seen: Arc<std::sync::Mutex<Vec<(String, bool)>>> = Arc::default();
+    let observer = {
+        let seen = Arc::clone(&seen);
+        TaskObserver::new(move |t| {
+            assert!(t.elapsed < std::time::Duration::from_secs(5));
+            seen.lock().unwrap().push((t.node.to_owned(), t.failed));
+        })
+    };
+    let cfg = RunConfig {
+        on_task_end: Some(observer),
+        ..RunConfig::thread("observed")
+    };
+    let g = parent(InMemorySaver::new(), child(Arc::default(), false));
+    g.invoke(ParentUpdate::new().topic("x".into()), cfg.clone())
+        .await
+        .unwrap();
+    let names = |v: &[(String, bool)]| v.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&seen.lock().unwrap()), ["before", "sub", "after"]);
+    assert!(seen.lock().unwrap().iter().all(|(_, failed)| !failed));
+
+    seen.lock().unwrap().clear();
+    let asking = parent(InMemorySaver::new(), child(Arc::default(), true));
+    let out = asking
+        .invoke(ParentUpdate::new().topic("y".into()), cfg)
+        .await
+        .unwrap();
+    assert_eq!(out.status, RunStatus::Interrupted);
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [("before".to_owned(), false), ("sub".to_owned(), false)]
+    );
+}

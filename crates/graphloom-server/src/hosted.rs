@@ -74,6 +74,9 @@ pub struct JsonRunRequest {
     pub subgraphs: bool,
     /// Cancels the run (pass it on as `RunConfig::cancel`).
     pub cancel: Option<graphloom_core::CancelToken>,
+    /// Told as each root task ends (pass it on as `RunConfig::on_task_end`); the worker
+    /// times nodes with it.
+    pub on_task_end: Option<graphloom_core::TaskObserver>,
 }
 
 /// How a run ended, in JSON.
@@ -273,6 +276,7 @@ fn run_config(req: &JsonRunRequest) -> RunConfig {
         metadata: req.metadata.clone(),
         run_id: req.run_id.clone(),
         cancel: req.cancel.clone(),
+        on_task_end: req.on_task_end.clone(),
     }
 }
 

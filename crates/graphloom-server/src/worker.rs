@@ -9,9 +9,8 @@ use crate::metrics::{NodeLabel, StatusLabel, TokenLabel};
 use crate::models::{CancelAction, ClaimedRun, RunStatus, ThreadStatus};
 use crate::wire;
 use futures::StreamExt;
-use graphloom_core::{CancelToken, Durability, NodeSet, StreamMode};
+use graphloom_core::{CancelToken, Durability, NodeSet, StreamMode, TaskObserver};
 use serde_json::{json, Map, Value};
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -232,6 +231,7 @@ async fn request(
             .and_then(Value::as_bool)
             .unwrap_or(false),
         cancel: None,
+        on_task_end: None,
     }
 }
 
@@ -380,11 +380,11 @@ async fn execute(state: &Arc<AppState>, claimed: ClaimedRun) {
         .ok();
     let Some(wire_modes) = wire_modes else { return };
     let requested = wire_modes.core_modes();
+    // Updates carry the models' token usage; nodes are timed by the task observer below
+    // (not by `tasks` events, which would serialise each task's whole input).
     let mut modes = requested.clone();
-    for m in [StreamMode::Updates, StreamMode::Tasks] {
-        if !modes.contains(&m) {
-            modes.push(m);
-        }
+    if !modes.contains(&StreamMode::Updates) {
+        modes.push(StreamMode::Updates);
     }
     let mut encoder = wire::WireEncoder::new(
         wire_modes,
@@ -413,6 +413,19 @@ async fn execute(state: &Arc<AppState>, claimed: ClaimedRun) {
     );
     let mut req = request(state, &graph, &claimed, modes).await;
     req.cancel = Some(token.clone());
+    req.on_task_end = Some(TaskObserver::new({
+        let (state, graph) = (Arc::clone(state), graph_id.clone());
+        move |t| {
+            state
+                .metrics
+                .node_seconds
+                .get_or_create(&NodeLabel {
+                    graph: graph.clone(),
+                    node: t.node.to_owned(),
+                })
+                .observe(t.elapsed.as_secs_f64());
+        }
+    }));
 
     // Heartbeats: keep the lease, learn about cancels and about losing the run.
     let lost = Arc::new(AtomicBool::new(false));
@@ -459,30 +472,12 @@ async fn execute(state: &Arc<AppState>, claimed: ClaimedRun) {
     };
 
     let started = Instant::now();
-    let mut task_start: HashMap<String, Instant> = HashMap::new();
     let mut result = None;
     let mut stream = graph.stream(req);
     while let Some(ev) = stream.next().await {
         if let JsonRunEvent::Part { mode, ns, data } = &ev {
-            match mode {
-                StreamMode::Updates if ns.is_empty() => count_usage(state, data),
-                StreamMode::Tasks => {
-                    if let Some(id) = str_of(data, "id") {
-                        if data.get("triggers").is_some() || data.get("input").is_some() {
-                            task_start.insert(id.to_owned(), Instant::now());
-                        } else if let Some(t0) = task_start.remove(id) {
-                            state
-                                .metrics
-                                .node_seconds
-                                .get_or_create(&NodeLabel {
-                                    graph: graph_id.clone(),
-                                    node: str_of(data, "name").unwrap_or_default().to_owned(),
-                                })
-                                .observe(t0.elapsed().as_secs_f64());
-                        }
-                    }
-                }
-                _ => {}
+            if *mode == StreamMode::Updates && ns.is_empty() {
+                count_usage(state, data);
             }
             if !requested.contains(mode) {
                 continue;

@@ -275,6 +275,7 @@ impl<S: State> CompiledGraph<S> {
             resume: Mutex::new(HashMap::new()),
             recursion_limit: config.recursion_limit,
             durability: config.durability,
+            on_task_end: config.on_task_end.clone(),
         })
     }
 

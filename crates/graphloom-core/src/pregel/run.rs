@@ -7,11 +7,13 @@ use super::task::{
     decode_writes, encode_writes, saved_resumes, task_input, Outcome, Task, TaskKind, TaskRun,
 };
 use crate::checkpoint::{self, CheckpointConfig};
+use crate::config::TaskEnd;
 use crate::error::{Error, Result};
 use crate::graph::node::NodeInput;
 use crate::state::State;
 use serde_json::json;
 use std::sync::Arc;
+use std::time::Instant;
 
 impl<S: State> Loop<S> {
     /// In `exit` mode, save the finished writes of a step that did not complete, so a
@@ -47,6 +49,7 @@ impl<S: State> Loop<S> {
         let step = self.ls.step + 1;
         let mut outcomes: Vec<Option<Outcome<S>>> = tasks.iter().map(|_| None).collect();
         let mut to_run: Vec<(usize, TaskRun<S>)> = Vec::new();
+        let mut started: Vec<Option<Instant>> = vec![None; tasks.len()];
         for (i, t) in tasks.iter().enumerate() {
             if matches!(t.kind, TaskKind::Start) {
                 // The start task cannot fail, so its input is consumed here.
@@ -82,6 +85,7 @@ impl<S: State> Loop<S> {
                 _ => None,
             };
             self.task_event(t, None);
+            started[i] = Some(Instant::now());
             to_run.push((
                 i,
                 TaskRun {
@@ -103,6 +107,7 @@ impl<S: State> Loop<S> {
                 return Err(Error::Cancelled);
             };
             let out = self.bounded(run.execute()).await?;
+            self.task_ended(&tasks[i], &out, started[i]);
             self.record(&cfg, &tasks[i], &out, true).await?;
             outcomes[i] = Some(out);
         } else if !to_run.is_empty() {
@@ -127,6 +132,7 @@ impl<S: State> Loop<S> {
                     message: format!("task panicked or was cancelled: {e}"),
                 })?;
                 let last = set.is_empty();
+                self.task_ended(&tasks[i], &out, started[i]);
                 self.record(&cfg, &tasks[i], &out, last).await?;
                 outcomes[i] = Some(out);
             }
@@ -135,6 +141,17 @@ impl<S: State> Loop<S> {
             .into_iter()
             .map(|o| o.unwrap_or(Outcome::Failed(Error::Cancelled)))
             .collect())
+    }
+
+    /// Tell the run's task observer (root graph only) that `task` ended.
+    fn task_ended(&self, task: &Task, out: &Outcome<S>, started: Option<Instant>) {
+        if let (Some(observe), true, Some(t0)) = (&self.run.on_task_end, self.ns.is_empty(), started) {
+            observe.notify(&TaskEnd {
+                node: &task.node,
+                elapsed: t0.elapsed(),
+                failed: matches!(out, Outcome::Failed(_)),
+            });
+        }
     }
 
     /// Save one finished task's writes and emit its result event. In `sync` mode the writes
