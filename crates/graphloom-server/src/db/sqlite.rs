@@ -879,27 +879,16 @@ impl Db for SqliteDb {
             else {
                 return Err(DbError::Backend(format!("thread {thread_id} not found")));
             };
-            if let Some(m) = &thread_metadata {
-                let mut merged = match stored_metadata {
-                    Value::Object(o) => o,
-                    _ => Map::new(),
-                };
-                merge(&mut merged, m);
-                exec(
-                    c,
-                    "UPDATE server_threads SET metadata = ?1, updated_at = ?2 WHERE thread_id = ?3",
-                    params![text(&merged)?, now, thread_id],
-                )?;
-            }
-            if reject_if_busy {
-                let active: i64 = c
+            let active = |c: &Connection| -> DbResult<bool> {
+                let n: i64 = c
                     .prepare_cached(
                         "SELECT COUNT(*) FROM server_runs WHERE thread_id = ?1 AND status IN ('pending', 'running')",
                     )?
                     .query_row(params![thread_id], |r| r.get(0))?;
-                if active > 0 {
-                    return Err(DbError::Busy(thread_id));
-                }
+                Ok(n > 0)
+            };
+            if reject_if_busy && active(c)? {
+                return Err(DbError::Busy(thread_id));
             }
             if let Some(action) = cancel_active {
                 let pending = match action {
@@ -919,41 +908,64 @@ impl Db for SqliteDb {
                     params![action.as_str(), now, thread_id],
                 )?;
             }
+            // Claimed at once: inserted running (no pending row to update, no index
+            // entries written twice).
+            let claim = match claim {
+                Some(held) if due <= now && !active(c)? => Some(held),
+                _ => None,
+            };
+            let (status, worker, lease_expires_at, attempt) = match &claim {
+                Some((worker, lease)) => ("running", Some(worker.as_str()), Some(after(now, *lease)), 1),
+                None => ("pending", None, None, 0),
+            };
             let inserted = exec(
                 c,
                 "INSERT INTO server_runs (run_id, thread_id, owner, assistant_id, created_at, updated_at, status, \
-                 metadata, kwargs, multitask_strategy, due_at, attempt) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?5, 'pending', ?6, ?7, ?8, ?9, 0) ON CONFLICT (run_id) DO NOTHING",
-                params![run_id, thread_id, owner, assistant_id, now, metadata, kwargs, strategy, due],
+                 metadata, kwargs, multitask_strategy, due_at, worker, lease_expires_at, attempt) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) ON CONFLICT (run_id) DO NOTHING",
+                params![
+                    run_id,
+                    thread_id,
+                    owner,
+                    assistant_id,
+                    now,
+                    status,
+                    metadata,
+                    kwargs,
+                    strategy,
+                    due,
+                    worker,
+                    lease_expires_at,
+                    attempt
+                ],
             )?;
             if inserted == 0 {
                 return Err(DbError::Conflict(format!("run {run_id}")));
             }
-            let Some((worker, lease)) = claim.filter(|_| due <= now) else {
-                return Ok(false);
+            // The thread: the run's graph in its metadata, busy if claimed; one update.
+            let merged = match &thread_metadata {
+                Some(m) => {
+                    let mut merged = match stored_metadata {
+                        Value::Object(o) => o,
+                        _ => Map::new(),
+                    };
+                    merge(&mut merged, m);
+                    Some(text(&merged)?)
+                }
+                None => None,
             };
-            let others: i64 = c
-                .prepare_cached(
-                    "SELECT COUNT(*) FROM server_runs WHERE thread_id = ?1 AND run_id <> ?2 \
-                     AND status IN ('pending', 'running')",
-                )?
-                .query_row(params![thread_id, run_id], |r| r.get(0))?;
-            if others > 0 {
-                return Ok(false);
+            let claimed = claim.is_some();
+            if merged.is_some() || claimed {
+                exec(
+                    c,
+                    "UPDATE server_threads SET metadata = COALESCE(?1, metadata), updated_at = ?2, \
+                     status = CASE WHEN ?3 THEN 'busy' ELSE status END, \
+                     expires_at = CASE WHEN NOT ?3 THEN expires_at WHEN ttl_us IS NULL THEN NULL ELSE ?2 + ttl_us END \
+                     WHERE thread_id = ?4",
+                    params![merged, now, claimed, thread_id],
+                )?;
             }
-            exec(
-                c,
-                "UPDATE server_runs SET status = 'running', worker = ?1, lease_expires_at = ?2, attempt = 1 \
-                 WHERE run_id = ?3",
-                params![worker, after(now, lease), run_id],
-            )?;
-            exec(
-                c,
-                "UPDATE server_threads SET status = 'busy', updated_at = ?1, \
-                 expires_at = CASE WHEN ttl_us IS NULL THEN NULL ELSE ?1 + ttl_us END WHERE thread_id = ?2",
-                params![now, thread_id],
-            )?;
-            Ok(true)
+            Ok(claimed)
         })
         .await?;
         let at = rfc3339_from_micros(now);
