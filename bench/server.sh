@@ -3,10 +3,14 @@
 # (langgraph-api, in-memory runtime) on this machine, with one load generator (bench_load).
 #
 #   bash bench/server.sh [--clients N] [--duration SECS] [--warmup SECS] [--idle-threads N]
+#                        [--rounds N]
 #
 # Per server: start it, run `wait` and `stream` (warm-up, then timed; the agent graph on a
 # fresh thread per run), stop it; start a fresh one, create --idle-threads threads each
 # interrupted (the `interrupter` graph), read its peak RSS (VmHWM), stop it. Then a table.
+# With --rounds N (default 1) the wait/stream part runs N times, the servers taking turns
+# in each round, and the table shows each scenario's median round and the range: on a
+# shared VM one server's run can land in a slow spell the other's missed.
 # Environment:
 #   SKIP_LANGGRAPH=1 / SKIP_GRAPHLOOM=1  reuse bench/out/server_{langgraph,graphloom}*.json
 #   LG_JOBS    `langgraph dev --n-jobs-per-worker` (default 8, as graphloom's default of 8
@@ -29,11 +33,13 @@ GL_PORT=${GL_PORT:-8123}
 LG_PORT=${LG_PORT:-8124}
 LOAD_ARGS=()
 IDLE_ARGS=()
+ROUNDS=1
 while [ $# -gt 0 ]; do
     case "$1" in
         --clients) LOAD_ARGS+=(--clients "$2"); IDLE_ARGS+=(--clients "$2"); shift 2 ;;
         --duration|--warmup) LOAD_ARGS+=("$1" "$2"); shift 2 ;;
         --idle-threads) IDLE_ARGS+=(--idle-threads "$2"); shift 2 ;;
+        --rounds) ROUNDS=$2; shift 2 ;;
         *) echo "unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -101,28 +107,21 @@ start_langgraph() {
     wait_ready "http://127.0.0.1:$LG_PORT"
 }
 
-run_server() { # label start-fn port [no-idle]
-    local label=$1 start=$2 port=$3 url="http://127.0.0.1:$3"
-    echo "== $label: wait, stream"
+run_server() { # label start-fn port round [no-idle]
+    local label=$1 start=$2 port=$3 round=$4 url="http://127.0.0.1:$3"
+    echo "== $label: wait, stream (round $round of $ROUNDS)"
+    [ "$round" != 1 ] || rm -f "$OUT/server_${label}".r*.json
     $start
     "$BIN/bench_load" --url "$url" --label "$label" --pid "$server_pid" --scenarios wait,stream \
-        "${LOAD_ARGS[@]}" --json "$OUT/server_${label}.json" >/dev/null
+        "${LOAD_ARGS[@]}" --json "$OUT/server_${label}.r${round}.json" >/dev/null
     stop_server
-    [ -z "${4:-}" ] && [ "${SKIP_IDLE:-0}" != 1 ] || return 0
+    [ "$round" = "$ROUNDS" ] && [ -z "${5:-}" ] && [ "${SKIP_IDLE:-0}" != 1 ] || return 0
     echo "== $label: idle interrupted threads"
     $start
     "$BIN/bench_load" --url "$url" --label "$label" --pid "$server_pid" --scenarios idle \
         "${IDLE_ARGS[@]}" --json "$OUT/server_${label}_idle.json" >/dev/null
     stop_server
 }
-
-if [ "${SKIP_GRAPHLOOM:-0}" != 1 ]; then
-    run_server graphloom start_graphloom "$GL_PORT"
-    if [ "${SKIP_TMPFS:-0}" != 1 ] && [ -d /dev/shm ]; then
-        run_server graphloom_tmpfs start_graphloom_tmpfs "$GL_PORT" no-idle
-        rm -f /dev/shm/graphloom-bench.db*
-    fi
-fi
 
 if [ "${SKIP_LANGGRAPH:-0}" != 1 ]; then
     if [ ! -x "$VENV/bin/python" ]; then
@@ -138,8 +137,20 @@ PYEOF
             "langgraph-cli[inmem]==$LANGGRAPH_CLI_VERSION" "langgraph-api==$LANGGRAPH_API_VERSION" \
             "langgraph-runtime-inmem==$LANGGRAPH_RUNTIME_INMEM_VERSION"
     fi
-    run_server langgraph start_langgraph "$LG_PORT"
 fi
+
+for round in $(seq 1 "$ROUNDS"); do
+    if [ "${SKIP_GRAPHLOOM:-0}" != 1 ]; then
+        run_server graphloom start_graphloom "$GL_PORT" "$round"
+        if [ "${SKIP_TMPFS:-0}" != 1 ] && [ -d /dev/shm ]; then
+            run_server graphloom_tmpfs start_graphloom_tmpfs "$GL_PORT" "$round" no-idle
+            rm -f /dev/shm/graphloom-bench.db*
+        fi
+    fi
+    if [ "${SKIP_LANGGRAPH:-0}" != 1 ]; then
+        run_server langgraph start_langgraph "$LG_PORT" "$round"
+    fi
+done
 
 PY=python3
 [ -x "$VENV/bin/python" ] && PY="$VENV/bin/python"
@@ -147,6 +158,29 @@ PY=python3
 import json, os, sys
 
 out = sys.argv[1]
+
+# Rounds of this invocation (server_<label>.r<N>.json): each scenario's median round by
+# throughput, with every round's rps, becomes server_<label>.json (what SKIP_* reuses).
+import glob
+for label in ("graphloom", "graphloom_tmpfs", "langgraph"):
+    paths = sorted(glob.glob(os.path.join(out, f"server_{label}.r*.json")))
+    if not paths:
+        continue
+    runs = [json.load(open(p)) for p in paths]
+    merged = dict(runs[0])
+    results = []
+    for scenario in [r["scenario"] for r in runs[0]["results"]]:
+        rounds = [r for doc in runs for r in doc["results"] if r["scenario"] == scenario]
+        rounds.sort(key=lambda r: r["rps"])
+        median = dict(rounds[(len(rounds) - 1) // 2])
+        median["rounds_rps"] = [r["rps"] for r in rounds]
+        results.append(median)
+    merged["results"] = results
+    with open(os.path.join(out, f"server_{label}.json"), "w") as f:
+        json.dump(merged, f, indent=1)
+    for p in paths:
+        os.remove(p)
+
 def load(name):
     path = os.path.join(out, name)
     try:
@@ -165,6 +199,9 @@ def f(x, d=1):
 w = gl["wait"]
 print(f"\n{w['clients']} clients, {w['seconds']:.0f} s per scenario; load average at the end: "
       f"graphloom {gl['stream']['loadavg']}, langgraph {lg['stream']['loadavg']}\n")
+def spread(r):
+    rs = r.get("rounds_rps") or []
+    return f" ({min(rs):,.0f}-{max(rs):,.0f})" if len(rs) > 1 else ""
 print("| scenario | graphloom rps | p50 ms | p99 ms | langgraph dev rps | p50 ms | p99 ms | rps ratio | p99 ratio |")
 print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 tp = os.path.join(out, "server_graphloom_tmpfs.json")
@@ -172,7 +209,7 @@ tm = load("server_graphloom_tmpfs.json") if os.path.exists(tp) else {}
 rows = [(s, "", gl[s]) for s in ("wait", "stream")] + [(s, " (SQLite on tmpfs)", tm[s]) for s in tm]
 for s, note, a in rows:
     b = lg[s]
-    print(f"| runs/{s}{note} | {f(a['rps'])} | {f(a['p50_ms'],2)} | {f(a['p99_ms'],2)} | {f(b['rps'])} | "
+    print(f"| runs/{s}{note} | {f(a['rps'])}{spread(a)} | {f(a['p50_ms'],2)} | {f(a['p99_ms'],2)} | {f(b['rps'])}{spread(b)} | "
           f"{f(b['p50_ms'],2)} | {f(b['p99_ms'],2)} | {a['rps']/b['rps']:.1f}x | {b['p99_ms']/a['p99_ms']:.1f}x lower |")
 print()
 print("| scenario | graphloom server CPU ms/run | client CPU ms/run | errors | langgraph dev server CPU ms/run | client CPU ms/run | errors |")
