@@ -14,6 +14,9 @@ use std::time::{Duration, Instant};
 async fn a_quick_run_is_one_plain_body() {
     let s = TestServer::sqlite(|_| {}).await;
     let t = s.thread().await;
+    // Server-made thread ids are time-ordered UUIDs (v7): new threads' rows and index
+    // entries sit together at the end of each index.
+    assert_eq!(uuid::Uuid::parse_str(&t).unwrap().get_version_num(), 7, "{t}");
     let res = s
         .http
         .post(s.u(&format!("/threads/{t}/runs/wait")))

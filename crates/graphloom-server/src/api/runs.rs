@@ -167,7 +167,7 @@ pub(crate) async fn enqueue(
     graph_meta.insert("assistant_id".into(), json!(assistant.assistant_id));
     let thread: Thread = match &thread_id {
         None => {
-            let t = new_thread(uuid::Uuid::new_v4().to_string(), graph_meta.clone(), None);
+            let t = new_thread(uuid::Uuid::now_v7().to_string(), graph_meta.clone(), None);
             state.db.create_thread(owner, &t).await?
         }
         Some(id) => match state.db.get_thread(owner, id).await? {

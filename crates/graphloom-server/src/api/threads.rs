@@ -77,7 +77,7 @@ pub(crate) async fn create(
     let b: CreateBody = parse_body(&body)?;
     let id = match b.thread_id {
         Some(id) if !id.is_empty() => id,
-        _ => uuid::Uuid::new_v4().to_string(),
+        _ => uuid::Uuid::now_v7().to_string(),
     };
     let t = new_thread(id.clone(), b.metadata.unwrap_or_default(), ttl_value(b.ttl)?);
     let t = match state.db.create_thread(&owner, &t).await {
@@ -266,7 +266,7 @@ pub(crate) async fn copy(
     Path(id): Path<String>,
 ) -> ApiResult<Json<Thread>> {
     let src = load(&state, &owner, &id).await?;
-    let new_id = uuid::Uuid::new_v4().to_string();
+    let new_id = uuid::Uuid::now_v7().to_string();
     let mut t = new_thread(new_id.clone(), src.metadata.clone(), src.ttl.clone());
     t.values = src.values.clone();
     t.status = match src.status {
