@@ -123,6 +123,18 @@ async fn claims_at_creation(db: &dyn Db) {
     assert!(db.claim_run("w1", LEASE).await.unwrap().is_none());
     assert_eq!(status_of(db, &later.run_id).await, RunStatus::Pending);
     assert!(db.delete_thread(OWNER, "c1").await.unwrap());
+
+    // A run claimed at creation whose worker died is taken over like any other: attempt 2.
+    db.create_thread(OWNER, &thread("c2", json!({}))).await.unwrap();
+    let mut short = new_run("c2", Some("dead"));
+    short.claim = Some(("dead".into(), Duration::from_millis(1)));
+    let short = db.create_run(&short).await.unwrap();
+    assert_eq!(short.status, RunStatus::Running);
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let taken = db.claim_run("w2", LEASE).await.unwrap().unwrap();
+    assert_eq!((taken.run.run_id.as_str(), taken.attempt), (short.run_id.as_str(), 2));
+    assert_eq!(db.heartbeat(&short.run_id, "dead", LEASE).await.unwrap(), Lease::Lost);
+    assert!(db.delete_thread(OWNER, "c2").await.unwrap());
 }
 
 /// Twenty creations with a claim on one idle thread at once, over every replica, while

@@ -835,57 +835,56 @@ impl Db for PgDb {
             .await?;
         }
         let due = new.delay.map_or(now, |d| after(now, d));
+        // Claimed at once when due and nothing else is queued or running on the thread
+        // (whose row is locked: no claim or creation on it runs meanwhile): inserted
+        // running, so no pending row is updated and no index entry written twice.
+        let mut claim = None;
+        if let Some((worker, lease)) = new.claim.as_ref().filter(|_| due <= now) {
+            let active: bool = sqlx::query_scalar(
+                "SELECT EXISTS (SELECT 1 FROM server_runs WHERE thread_id = $1 \
+                 AND status IN ('pending', 'running'))",
+            )
+            .bind(&r.thread_id)
+            .fetch_one(&mut *tx)
+            .await?;
+            if !active {
+                claim = Some((worker.as_str(), after(now, *lease)));
+            }
+        }
         let inserted = sqlx::query(
             "INSERT INTO server_runs (run_id, thread_id, owner, assistant_id, created_at, updated_at, status, \
-             metadata, kwargs, multitask_strategy, due_at, attempt) \
-             VALUES ($1, $2, $3, $4, $5, $5, 'pending', $6, $7, $8, $9, 0) ON CONFLICT (run_id) DO NOTHING",
+             metadata, kwargs, multitask_strategy, due_at, worker, lease_expires_at, attempt) \
+             VALUES ($1, $2, $3, $4, $5, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT (run_id) DO NOTHING",
         )
         .bind(&r.run_id)
         .bind(&r.thread_id)
         .bind(&new.owner)
         .bind(&r.assistant_id)
         .bind(now)
+        .bind(if claim.is_some() { "running" } else { "pending" })
         .bind(Json(&r.metadata))
         .bind(Json(&r.kwargs))
         .bind(r.multitask_strategy.as_str())
         .bind(due)
+        .bind(claim.map(|(w, _)| w))
+        .bind(claim.map(|(_, until)| until))
+        .bind(i64::from(claim.is_some()))
         .execute(&mut *tx)
         .await?
         .rows_affected();
         if inserted == 0 {
             return Err(DbError::Conflict(format!("run {}", r.run_id)));
         }
-        let mut claimed = false;
-        if let Some((worker, lease)) = new.claim.as_ref().filter(|_| due <= now) {
-            // The thread row is locked: no claim or creation on it runs meanwhile.
-            let others: bool = sqlx::query_scalar(
-                "SELECT EXISTS (SELECT 1 FROM server_runs WHERE thread_id = $1 AND run_id <> $2 \
-                 AND status IN ('pending', 'running'))",
+        let claimed = claim.is_some();
+        if claimed {
+            sqlx::query(
+                "UPDATE server_threads SET status = 'busy', updated_at = $1, expires_at = $1 + ttl_us \
+                 WHERE thread_id = $2",
             )
+            .bind(now)
             .bind(&r.thread_id)
-            .bind(&r.run_id)
-            .fetch_one(&mut *tx)
+            .execute(&mut *tx)
             .await?;
-            if !others {
-                sqlx::query(
-                    "UPDATE server_runs SET status = 'running', worker = $1, lease_expires_at = $2, attempt = 1 \
-                     WHERE run_id = $3",
-                )
-                .bind(worker)
-                .bind(after(now, *lease))
-                .bind(&r.run_id)
-                .execute(&mut *tx)
-                .await?;
-                sqlx::query(
-                    "UPDATE server_threads SET status = 'busy', updated_at = $1, expires_at = $1 + ttl_us \
-                     WHERE thread_id = $2",
-                )
-                .bind(now)
-                .bind(&r.thread_id)
-                .execute(&mut *tx)
-                .await?;
-                claimed = true;
-            }
         }
         tx.commit().await?;
         let at = rfc3339_from_micros(now);
