@@ -289,7 +289,10 @@ impl Server {
         crate::api::router(Arc::clone(&self.state))
     }
 
-    /// Start the worker pool and the TTL sweeper; they stop at [`Server::shutdown`].
+    /// Start the worker pool and the TTL sweeper; they stop at [`Server::shutdown`]. Until
+    /// then requests only queue runs; once started, a request that finds a worker slot
+    /// free claims its run as it creates it and starts it at once, and the workers take
+    /// the rest from the queue.
     pub fn start_workers(&self) -> Vec<tokio::task::JoinHandle<()>> {
         crate::worker::start(Arc::clone(&self.state))
     }

@@ -132,8 +132,14 @@ async fn claims_at_creation(db: &dyn Db) {
     assert_eq!(short.status, RunStatus::Running);
     tokio::time::sleep(Duration::from_millis(20)).await;
     let taken = db.claim_run("w2", LEASE).await.unwrap().unwrap();
-    assert_eq!((taken.run.run_id.as_str(), taken.attempt), (short.run_id.as_str(), 2));
-    assert_eq!(db.heartbeat(&short.run_id, "dead", LEASE).await.unwrap(), Lease::Lost);
+    assert_eq!(
+        (taken.run.run_id.as_str(), taken.attempt),
+        (short.run_id.as_str(), 2)
+    );
+    assert_eq!(
+        db.heartbeat(&short.run_id, "dead", LEASE).await.unwrap(),
+        Lease::Lost
+    );
     assert!(db.delete_thread(OWNER, "c2").await.unwrap());
 }
 
