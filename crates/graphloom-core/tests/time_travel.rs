@@ -268,3 +268,45 @@ async fn delete_and_copy_threads() {
         3
     );
 }
+
+/// In `sync` mode the input checkpoint is saved together with the `__start__` step's; it
+/// is there however the run stops: before its first node, or when that node fails.
+#[tokio::test]
+async fn the_input_checkpoint_is_saved_however_the_run_stops() {
+    let saver = InMemorySaver::new();
+    let g = graph(saver.clone(), counts());
+    let paused = RunConfig {
+        interrupt_before: NodeSet::Some(vec!["a".into()]),
+        ..RunConfig::thread("paused")
+    };
+    let out = g.invoke(DocUpdate::new(), paused.clone()).await.unwrap();
+    assert_eq!(out.status, RunStatus::Interrupted);
+    let hist = g
+        .get_state_history(&paused, HistoryQuery::default())
+        .await
+        .unwrap();
+    let steps: Vec<i64> = hist.iter().map(|s| s.metadata.as_ref().unwrap().step).collect();
+    assert_eq!(steps, vec![0, -1]);
+    assert_eq!(
+        hist[0].parent_config.as_ref().unwrap().checkpoint_id,
+        hist[1].config.checkpoint_id
+    );
+
+    let failing = StateGraph::<Doc>::new()
+        .add_node("a", |_s, _rt| async {
+            Err::<NodeOutput<Doc>, _>(NodeError::fatal("no"))
+        })
+        .add_edge(START, "a")
+        .add_edge("a", END)
+        .checkpointer(saver)
+        .compile()
+        .unwrap();
+    let cfg = RunConfig::thread("failing");
+    assert!(failing.invoke(DocUpdate::new(), cfg.clone()).await.is_err());
+    let hist = failing
+        .get_state_history(&cfg, HistoryQuery::default())
+        .await
+        .unwrap();
+    let sources: Vec<CheckpointSource> = hist.iter().map(|s| s.metadata.as_ref().unwrap().source).collect();
+    assert_eq!(sources, vec![CheckpointSource::Loop, CheckpointSource::Input]);
+}

@@ -285,7 +285,11 @@ impl<S: State> Loop<S> {
         };
         let meta = self.meta(source);
         let writes = self.deferred.take();
-        self.saver.put_after(writes, &parent, cp, meta, nv).await?;
+        if source == CheckpointSource::Input && writes.is_none() {
+            self.saver.hold(&parent, cp, meta, nv).await?;
+        } else {
+            self.saver.put_after(writes, &parent, cp, meta, nv).await?;
+        }
         self.event_parent = self.ls.saved_id.replace(self.ls.checkpoint_id.clone());
         Ok(())
     }

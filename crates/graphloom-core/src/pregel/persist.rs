@@ -11,6 +11,14 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+/// A checkpoint put not yet made.
+pub(crate) type Held = (
+    CheckpointConfig,
+    Checkpoint,
+    CheckpointMetadata,
+    BTreeMap<String, Version>,
+);
+
 pub(crate) enum SaveOp {
     Writes(CheckpointConfig, Vec<(String, Value)>, String),
     Checkpoint(
@@ -27,8 +35,9 @@ pub(crate) enum SaveOp {
 pub(crate) enum Saver {
     /// No checkpointer or no thread: nothing is saved.
     None,
-    /// Each save awaited before the loop goes on.
-    Sync(Arc<dyn DynCheckpointer>),
+    /// Each save awaited before the loop goes on; a held input checkpoint (see
+    /// [`Saver::hold`]) goes with the next save.
+    Sync(Arc<dyn DynCheckpointer>, Option<Box<Held>>),
     /// Saves queued to one background writer, applied in order.
     Async(mpsc::UnboundedSender<SaveOp>, JoinHandle<Result<()>>),
     /// Only the last checkpoint (and the writes against it) saved, at the end.
@@ -39,7 +48,7 @@ impl Saver {
     pub fn new(saver: Option<Arc<dyn DynCheckpointer>>, mode: Durability) -> Self {
         let Some(saver) = saver else { return Saver::None };
         match mode {
-            Durability::Sync => Saver::Sync(saver),
+            Durability::Sync => Saver::Sync(saver, None),
             Durability::Exit => Saver::Exit(saver, Vec::new()),
             Durability::Async => {
                 let (tx, mut rx) = mpsc::unbounded_channel::<SaveOp>();
@@ -72,7 +81,7 @@ impl Saver {
 
     /// Whether this is `sync` mode.
     pub fn is_sync(&self) -> bool {
-        matches!(self, Saver::Sync(_))
+        matches!(self, Saver::Sync(..))
     }
 
     /// Whether this is `exit` mode.
@@ -82,7 +91,7 @@ impl Saver {
 
     /// Whether per-step checkpoints are written (not in `exit` mode).
     pub fn per_step(&self) -> bool {
-        matches!(self, Saver::Sync(_) | Saver::Async(..))
+        matches!(self, Saver::Sync(..) | Saver::Async(..))
     }
 
     pub async fn put_writes(
@@ -93,7 +102,10 @@ impl Saver {
     ) -> Result<()> {
         match self {
             Saver::None => Ok(()),
-            Saver::Sync(s) => s.put_writes(cfg, writes, task_id, "").await,
+            Saver::Sync(s, held) => {
+                flush(s, held).await?;
+                s.put_writes(cfg, writes, task_id, "").await
+            }
             Saver::Async(tx, _) => tx
                 .send(SaveOp::Writes(cfg.clone(), writes, task_id.to_owned()))
                 .map_err(|_| {
@@ -107,6 +119,28 @@ impl Saver {
                 buf.push((task_id.to_owned(), writes));
                 Ok(())
             }
+        }
+    }
+
+    /// Save a run's input checkpoint. In `sync` mode it is held and put together with the
+    /// next save (in the same commit where the backend groups them): the step after an
+    /// input runs only the `__start__` pseudo-task, no node code, so nothing runs between
+    /// the two and a crash before both are saved loses no work (the run's input is its
+    /// caller's). Every other save, and the end of the run, puts a held checkpoint first.
+    pub async fn hold(
+        &mut self,
+        cfg: &CheckpointConfig,
+        cp: Checkpoint,
+        meta: CheckpointMetadata,
+        nv: BTreeMap<String, Version>,
+    ) -> Result<()> {
+        match self {
+            Saver::Sync(s, held) => {
+                flush(s, held).await?;
+                *held = Some(Box::new((cfg.clone(), cp, meta, nv)));
+                Ok(())
+            }
+            me => me.put(cfg, cp, meta, nv).await,
         }
     }
 
@@ -126,7 +160,15 @@ impl Saver {
     ) -> Result<()> {
         match self {
             Saver::None => Ok(()),
-            Saver::Sync(s) | Saver::Exit(s, _) => s.put(cfg, cp, meta, nv).await.map(|_| ()),
+            Saver::Sync(s, held) => match held.take() {
+                // The held input checkpoint and this one, at once (queued in that order).
+                Some(first) => {
+                    let (cfg0, cp0, meta0, nv0) = *first;
+                    tokio::try_join!(s.put(&cfg0, cp0, meta0, nv0), s.put(cfg, cp, meta, nv)).map(|_| ())
+                }
+                None => s.put(cfg, cp, meta, nv).await.map(|_| ()),
+            },
+            Saver::Exit(s, _) => s.put(cfg, cp, meta, nv).await.map(|_| ()),
             Saver::Async(tx, _) => tx
                 .send(SaveOp::Checkpoint(Box::new((cfg.clone(), cp, meta, nv))))
                 .map_err(|_| {
@@ -149,10 +191,13 @@ impl Saver {
         nv: BTreeMap<String, Version>,
     ) -> Result<()> {
         match (self, writes) {
-            (Saver::Sync(s), Some(w)) => s
-                .put_writes_then_checkpoint(w, cfg, cp, meta, nv)
-                .await
-                .map(|_| ()),
+            (Saver::Sync(s, held), Some(w)) => {
+                // The writes may belong to the held checkpoint: it goes first.
+                flush(s, held).await?;
+                s.put_writes_then_checkpoint(w, cfg, cp, meta, nv)
+                    .await
+                    .map(|_| ())
+            }
             (me, Some(w)) => {
                 me.put_writes(&w.config, w.writes, &w.task_id).await?;
                 me.put(cfg, cp, meta, nv).await
@@ -165,7 +210,8 @@ impl Saver {
     /// put by the caller), `async` mode's queue.
     pub async fn finish(self, cfg: &CheckpointConfig) -> Result<()> {
         match self {
-            Saver::None | Saver::Sync(_) => Ok(()),
+            Saver::None => Ok(()),
+            Saver::Sync(s, mut held) => flush(&s, &mut held).await,
             Saver::Exit(s, buf) => {
                 for (task, writes) in buf {
                     s.put_writes(cfg, writes, &task, "").await?;
@@ -182,5 +228,16 @@ impl Saver {
                 })?
             }
         }
+    }
+}
+
+/// Put the held checkpoint, if any.
+async fn flush(s: &Arc<dyn DynCheckpointer>, held: &mut Option<Box<Held>>) -> Result<()> {
+    match held.take() {
+        Some(first) => {
+            let (cfg, cp, meta, nv) = *first;
+            s.put(&cfg, cp, meta, nv).await.map(|_| ())
+        }
+        None => Ok(()),
     }
 }
