@@ -496,7 +496,8 @@ impl<S: State> CachePolicy<S> {
 #[serde(rename_all = "lowercase")]
 pub enum Durability {
     /// Each superstep's writes and checkpoint are saved before the next step starts. The
-    /// default: a crash never loses a step that was reported done.
+    /// default: a crash never loses a step that was reported done. (A run's input
+    /// checkpoint is saved together with the `__start__` step's, which runs no node code.)
     #[default]
     Sync,
     /// Saved in the background, in order, while the next step runs; the run waits for them
