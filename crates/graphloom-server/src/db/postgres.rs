@@ -794,17 +794,8 @@ impl Db for PgDb {
                 .execute(&mut *tx)
                 .await?;
         }
-        if new.reject_if_busy {
-            let active: bool = sqlx::query_scalar(
-                "SELECT EXISTS (SELECT 1 FROM server_runs WHERE thread_id = $1 \
-                 AND status IN ('pending', 'running'))",
-            )
-            .bind(&r.thread_id)
-            .fetch_one(&mut *tx)
-            .await?;
-            if active {
-                return Err(DbError::Busy(r.thread_id.clone()));
-            }
+        if new.reject_if_busy && thread_active(&mut tx, &r.thread_id).await? {
+            return Err(DbError::Busy(r.thread_id.clone()));
         }
         if let Some(action) = new.cancel_active {
             match action {
@@ -840,14 +831,7 @@ impl Db for PgDb {
         // running, so no pending row is updated and no index entry written twice.
         let mut claim = None;
         if let Some((worker, lease)) = new.claim.as_ref().filter(|_| due <= now) {
-            let active: bool = sqlx::query_scalar(
-                "SELECT EXISTS (SELECT 1 FROM server_runs WHERE thread_id = $1 \
-                 AND status IN ('pending', 'running'))",
-            )
-            .bind(&r.thread_id)
-            .fetch_one(&mut *tx)
-            .await?;
-            if !active {
+            if !thread_active(&mut tx, &r.thread_id).await? {
                 claim = Some((worker.as_str(), after(now, *lease)));
             }
         }
@@ -1168,4 +1152,15 @@ impl Db for PgDb {
             .await?;
         Ok(())
     }
+}
+
+/// Whether the thread has a run queued or running (inside the caller's transaction).
+async fn thread_active(tx: &mut sqlx::Transaction<'_, Postgres>, thread_id: &str) -> DbResult<bool> {
+    Ok(sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM server_runs WHERE thread_id = $1 \
+         AND status IN ('pending', 'running'))",
+    )
+    .bind(thread_id)
+    .fetch_one(&mut **tx)
+    .await?)
 }
