@@ -47,6 +47,83 @@ pub struct RunConfig {
     /// not): a cheap way to time nodes, e.g. for metrics, without streaming `tasks`
     /// events (which carry each task's whole input state).
     pub on_task_end: Option<TaskObserver>,
+    /// Told once when the run completes (no task left: not paused, not failed, not
+    /// cancelled), before its end is reported. In `sync` mode the hook's future runs while
+    /// the run's last checkpoint is being put, its writes queued after the checkpoint's, so
+    /// a caller recording the outcome in the same database (a server's run table) can share
+    /// that checkpoint's commit instead of waiting for one more. See [`CompletionHook`].
+    pub on_complete: Option<CompletionHook>,
+}
+
+/// A run that completed (see [`RunConfig::on_complete`]).
+#[derive(Clone)]
+pub struct Completion {
+    /// The run's id.
+    pub run_id: String,
+    /// The thread, when the run has one.
+    pub thread_id: Option<String>,
+    /// The run's last checkpoint, when it is saved. In `sync` mode its put is in flight
+    /// while the hook runs: a write that must not outlive a failed put checks that the
+    /// checkpoint is there in its own transaction (see [`CompletionHook`]).
+    pub checkpoint_id: Option<String>,
+    /// The final state.
+    pub values: Arc<dyn crate::stream::StreamValue>,
+}
+
+impl std::fmt::Debug for Completion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Completion")
+            .field("run_id", &self.run_id)
+            .field("thread_id", &self.thread_id)
+            .field("checkpoint_id", &self.checkpoint_id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Called with a [`Completion`] when a run of the root graph completes; the run's end is
+/// reported after the returned future finishes.
+///
+/// In `sync` mode the run's last checkpoint is put at the same moment (its write queued
+/// first), so on a backend with one group-committing writer (SQLite) a write the future
+/// queues right away goes into the same commit or a later one, never an earlier one. The
+/// two can still fail apart: the checkpoint's put may fail while the hook's write commits.
+/// A hook that records "this run succeeded" should therefore check, in the transaction of
+/// its write, that [`Completion::checkpoint_id`] is saved, and leave the outcome to its
+/// caller otherwise. The hook's own result is not the run's: it reports to its caller by
+/// its own means.
+///
+/// ```
+/// use graphloom_core::{CompletionHook, RunConfig};
+/// let cfg = RunConfig {
+///     on_complete: Some(CompletionHook::new(|c| async move {
+///         println!("run {} completed at {:?}", c.run_id, c.checkpoint_id);
+///     })),
+///     ..RunConfig::default()
+/// };
+/// # drop(cfg);
+/// ```
+#[derive(Clone)]
+pub struct CompletionHook(Arc<dyn Fn(Completion) -> futures::future::BoxFuture<'static, ()> + Send + Sync>);
+
+impl CompletionHook {
+    /// A hook running `f`.
+    pub fn new<F, Fut>(f: F) -> Self
+    where
+        F: Fn(Completion) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = ()> + Send + 'static,
+    {
+        Self(Arc::new(move |c| Box::pin(f(c))))
+    }
+
+    pub(crate) fn call(&self, c: Completion) -> futures::future::BoxFuture<'static, ()> {
+        (self.0)(c)
+    }
+}
+
+impl std::fmt::Debug for CompletionHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CompletionHook")
+    }
 }
 
 /// Receives a [`TaskEnd`] as each task of the root graph ends; called on the run's own
@@ -146,6 +223,7 @@ impl Default for RunConfig {
             run_id: None,
             cancel: None,
             on_task_end: None,
+            on_complete: None,
         }
     }
 }

@@ -59,7 +59,8 @@ pub mod test_kit;
 pub mod types;
 
 pub use config::{
-    CancelToken, RunConfig, RunInput, StreamOptions, TaskEnd, TaskObserver, DEFAULT_RECURSION_LIMIT,
+    CancelToken, Completion, CompletionHook, RunConfig, RunInput, StreamOptions, TaskEnd, TaskObserver,
+    DEFAULT_RECURSION_LIMIT,
 };
 pub use error::{BackendError, BackendErrorKind, Error, Result};
 pub use graph::{

@@ -496,8 +496,10 @@ impl<S: State> CachePolicy<S> {
 #[serde(rename_all = "lowercase")]
 pub enum Durability {
     /// Each superstep's writes and checkpoint are saved before the next step starts. The
-    /// default: a crash never loses a step that was reported done. (A run's input
-    /// checkpoint is saved together with the `__start__` step's, which runs no node code.)
+    /// default: a crash never loses a step that was reported done. Checkpoints with no node
+    /// code between them and the next save go with that save: a run's input checkpoint
+    /// with the `__start__` step's, and a completing run's last checkpoint with its
+    /// [`CompletionHook`](crate::CompletionHook).
     #[default]
     Sync,
     /// Saved in the background, in order, while the next step runs; the run waits for them

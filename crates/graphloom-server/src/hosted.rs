@@ -77,6 +77,9 @@ pub struct JsonRunRequest {
     /// Told as each root task ends (pass it on as `RunConfig::on_task_end`); the worker
     /// times nodes with it.
     pub on_task_end: Option<graphloom_core::TaskObserver>,
+    /// Told when the run completes, alongside its last checkpoint's put (pass it on as
+    /// `RunConfig::on_complete`); the worker records the outcome with it.
+    pub on_complete: Option<graphloom_core::CompletionHook>,
 }
 
 /// How a run ended, in JSON.
@@ -277,6 +280,7 @@ fn run_config(req: &JsonRunRequest) -> RunConfig {
         run_id: req.run_id.clone(),
         cancel: req.cancel.clone(),
         on_task_end: req.on_task_end.clone(),
+        on_complete: req.on_complete.clone(),
     }
 }
 

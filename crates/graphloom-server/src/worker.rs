@@ -9,7 +9,9 @@ use crate::metrics::{NodeLabel, StatusLabel, TokenLabel};
 use crate::models::{CancelAction, ClaimedRun, RunStatus, ThreadStatus};
 use crate::wire;
 use futures::StreamExt;
-use graphloom_core::{CancelToken, Durability, NodeSet, StreamMode, TaskObserver};
+use graphloom_core::{
+    CancelToken, Completion, CompletionHook, Durability, NodeSet, StreamMode, TaskObserver,
+};
 use serde_json::{json, Map, Value};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -232,6 +234,7 @@ async fn request(
             .unwrap_or(false),
         cancel: None,
         on_task_end: None,
+        on_complete: None,
     }
 }
 
@@ -471,6 +474,15 @@ async fn execute(state: &Arc<AppState>, claimed: ClaimedRun) {
         })
     };
 
+    let temporary = kw.get("temporary").and_then(Value::as_bool).unwrap_or(false);
+    // A run that completes records its outcome alongside its last checkpoint (one commit
+    // on SQLite instead of two in turn). Not for resumable runs, whose stored events go
+    // first, nor temporary ones, whose thread is deleted after.
+    let early: Arc<Mutex<Option<bool>>> = Arc::default();
+    if !resumable && !temporary {
+        req.on_complete = Some(completion_hook(state, &run, Arc::clone(&early)));
+    }
+
     let started = Instant::now();
     let mut result = None;
     let mut stream = graph.stream(req);
@@ -540,7 +552,6 @@ async fn execute(state: &Arc<AppState>, claimed: ClaimedRun) {
         }
     }
     let body = wire::wait_body(&result);
-    let temporary = kw.get("temporary").and_then(Value::as_bool).unwrap_or(false);
     let rollback = cancelled && action == Some(CancelAction::Rollback);
     if rollback {
         // Rolled back: what the run checkpointed goes, the thread is where the run found it.
@@ -590,7 +601,10 @@ async fn execute(state: &Arc<AppState>, claimed: ClaimedRun) {
             _ => None,
         },
     };
-    let recorded = if rollback {
+    let recorded_early = *early.lock().unwrap_or_else(PoisonError::into_inner) == Some(true);
+    let recorded = if recorded_early && status == RunStatus::Success && !rollback {
+        Ok(true)
+    } else if rollback {
         let owner = str_of(&kw, "owner").unwrap_or_default();
         let _ = state.db.delete_run(owner, &run.thread_id, &run_id).await;
         state
@@ -627,4 +641,43 @@ async fn execute(state: &Arc<AppState>, claimed: ClaimedRun) {
         .inc();
     state.metrics.run_seconds.observe(started.elapsed().as_secs_f64());
     state.broker.finish(&run_id, body);
+}
+
+/// The completion hook of a run: records `success` and the final values with the run's
+/// last checkpoint (see [`Db::finish_run_at_checkpoint`]) and notes in `recorded` whether
+/// it did; when it did not, the worker records the outcome as usual.
+fn completion_hook(
+    state: &Arc<AppState>,
+    run: &crate::models::Run,
+    recorded: Arc<Mutex<Option<bool>>>,
+) -> CompletionHook {
+    let state = Arc::clone(state);
+    let (run_id, thread_id) = (run.run_id.clone(), run.thread_id.clone());
+    CompletionHook::new(move |c: Completion| {
+        let (state, run_id, thread_id, recorded) = (
+            Arc::clone(&state),
+            run_id.clone(),
+            thread_id.clone(),
+            Arc::clone(&recorded),
+        );
+        async move {
+            let (Some(checkpoint), Ok(values)) = (c.checkpoint_id, c.values.to_json()) else {
+                return;
+            };
+            let outcome = ThreadOutcome {
+                status: ThreadStatus::Idle,
+                values: Some(values),
+                interrupts: Value::Object(Map::new()),
+                error: None,
+            };
+            let done = state
+                .db
+                .finish_run_at_checkpoint(&run_id, &state.worker_id, &thread_id, &outcome, &checkpoint)
+                .await;
+            if let Err(e) = &done {
+                tracing::warn!(run_id = %run_id, error = %e, "recording the run's outcome with its checkpoint failed");
+            }
+            *recorded.lock().unwrap_or_else(PoisonError::into_inner) = Some(done.unwrap_or(false));
+        }
+    })
 }

@@ -104,6 +104,28 @@ impl SqliteDatabase {
         self.db.write_as(op).await
     }
 
+    /// Whether checkpoint `checkpoint_id` of `thread_id` in namespace `checkpoint_ns` is
+    /// saved, as seen by `conn` (inside an operation of [`write`](Self::write) that sees
+    /// the checkpoints written before it in the same transaction, or inside
+    /// [`read`](Self::read)). For a write that must only go with a saved checkpoint.
+    ///
+    /// # Errors
+    /// The query's error.
+    pub fn checkpoint_saved(
+        conn: &rusqlite::Connection,
+        thread_id: &str,
+        checkpoint_ns: &str,
+        checkpoint_id: &str,
+    ) -> rusqlite::Result<bool> {
+        conn.prepare_cached(
+            "SELECT EXISTS (SELECT 1 FROM checkpoints \
+             WHERE thread_id = ?1 AND checkpoint_ns = ?2 AND checkpoint_id = ?3)",
+        )?
+        .query_row(rusqlite::params![thread_id, checkpoint_ns, checkpoint_id], |r| {
+            r.get(0)
+        })
+    }
+
     /// Run `op` on a read connection (`query_only`) inside one read transaction, on the
     /// calling thread: every statement of `op` sees the same snapshot, and no other thread
     /// is involved. Meant for reads of a few rows by key (what a request handler does on

@@ -89,6 +89,8 @@ struct Loop<S: State> {
     /// `sync` mode: the writes of the task that finished the step, saved with its checkpoint.
     deferred: Option<checkpoint::TaskWrites>,
     metadata: serde_json::Map<String, Value>,
+    /// The root run's completion hook.
+    on_complete: Option<crate::config::CompletionHook>,
 }
 
 /// Run graph `g` in namespace `ns` (empty for the root).
@@ -164,6 +166,7 @@ pub(crate) async fn run_loop<S: State>(
             .timeout
             .map_or(0, |t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
         metadata: rc.metadata.clone(),
+        on_complete: if is_root { rc.on_complete.clone() } else { None },
     };
     let graph_before = lp.g.interrupt_before.clone();
     let graph_after = lp.g.interrupt_after.clone();
@@ -273,8 +276,10 @@ impl<S: State> Loop<S> {
         }
     }
 
-    /// Save the current checkpoint (it must have a new id).
-    async fn save(&mut self, source: CheckpointSource) -> Result<()> {
+    /// Save the current checkpoint (it must have a new id). `hold`: no node code runs
+    /// before the next save or the end of the run, so in `sync` mode it may be held like an
+    /// input checkpoint (see [`Saver::hold`]).
+    async fn save(&mut self, source: CheckpointSource, hold: bool) -> Result<()> {
         if self.saver.is_none() {
             return Ok(());
         }
@@ -285,8 +290,8 @@ impl<S: State> Loop<S> {
         };
         let meta = self.meta(source);
         let writes = self.deferred.take();
-        if source == CheckpointSource::Input && writes.is_none() {
-            self.saver.hold(&parent, cp, meta, nv).await?;
+        if hold || (source == CheckpointSource::Input && writes.is_none()) {
+            self.saver.hold(writes, &parent, cp, meta, nv).await?;
         } else {
             self.saver.put_after(writes, &parent, cp, meta, nv).await?;
         }
@@ -312,7 +317,7 @@ impl<S: State> Loop<S> {
         self.ls.checkpoint_id = checkpoint::new_checkpoint_id();
         self.ls.updated = vec![START_CHANNEL.to_owned()];
         if self.saver.per_step() {
-            self.save(CheckpointSource::Input).await?;
+            self.save(CheckpointSource::Input, false).await?;
         }
         Ok(())
     }
@@ -405,15 +410,53 @@ impl<S: State> Loop<S> {
             } else {
                 CheckpointSource::Loop
             };
-            self.save(source).await?;
+            self.save(source, false).await?;
         }
         let cfg = self.current_cfg();
         let persisted = !self.saver.is_none();
-        self.saver.finish(&cfg).await?;
+        self.saver.finish(&cfg, None).await?;
         Ok(LoopResult {
             changes: self.ls.run_changes,
             state: self.ls.state,
             end,
+            config: persisted.then_some(cfg),
+        })
+    }
+
+    /// No task left: the run completed. Its hook (if any) runs alongside the last save.
+    async fn complete(mut self) -> Result<LoopResult<S>> {
+        let Some(hook) = self.on_complete.take() else {
+            return self.finish(LoopEnd::Done).await;
+        };
+        let (run_id, thread_id) = (self.run.run_id.clone(), self.run.thread_id.clone());
+        if !self.saver.is_sync() {
+            // Nothing held: save as any run does, then tell the hook.
+            let r = self.finish(LoopEnd::Done).await?;
+            let completion = crate::config::Completion {
+                run_id,
+                thread_id,
+                checkpoint_id: r.config.as_ref().and_then(|c| c.checkpoint_id.clone()),
+                values: Arc::new(StateValue(Arc::clone(&r.state))),
+            };
+            hook.call(completion).await;
+            return Ok(r);
+        }
+        if let Some(w) = self.deferred.take() {
+            self.saver.put_writes(&w.config, w.writes, &w.task_id).await?;
+        }
+        let then = hook.call(crate::config::Completion {
+            run_id,
+            thread_id,
+            checkpoint_id: self.ls.saved_id.clone(),
+            values: Arc::new(StateValue(Arc::clone(&self.ls.state))),
+        });
+        let cfg = self.current_cfg();
+        let persisted = !self.saver.is_none();
+        self.saver.finish(&cfg, Some(then)).await?;
+        Ok(LoopResult {
+            changes: self.ls.run_changes,
+            state: self.ls.state,
+            end: LoopEnd::Done,
             config: persisted.then_some(cfg),
         })
     }
@@ -457,7 +500,7 @@ impl<S: State> Loop<S> {
             }
             let tasks = plan(&self.g, &self.ls, &self.ns_str);
             if tasks.is_empty() {
-                return self.finish(LoopEnd::Done).await;
+                return self.complete().await;
             }
             let only_start = tasks.iter().all(|t| matches!(t.kind, TaskKind::Start));
             if !only_start {
@@ -508,7 +551,16 @@ impl<S: State> Loop<S> {
             }
             self.saver.step_done();
             if self.saver.per_step() {
-                self.save(CheckpointSource::Loop).await?;
+                // Held (sync mode): a completing run's last checkpoint goes with its
+                // completion hook. Not when the caller watches checkpoint events: each
+                // says its checkpoint is saved.
+                let watched = self.run.wants(StreamMode::Checkpoints, self.ns.len())
+                    || self.run.wants(StreamMode::Debug, self.ns.len());
+                let hold = !watched
+                    && self.on_complete.is_some()
+                    && self.saver.is_sync()
+                    && plan(&self.g, &self.ls, &self.ns_str).is_empty();
+                self.save(CheckpointSource::Loop, hold).await?;
             }
             let st = Arc::clone(&self.ls.state);
             self.emit(StreamMode::Values, || {

@@ -11,13 +11,26 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-/// A checkpoint put not yet made.
-pub(crate) type Held = (
-    CheckpointConfig,
-    Checkpoint,
-    CheckpointMetadata,
-    BTreeMap<String, Version>,
-);
+/// A checkpoint put not yet made, with the writes of the task that finished its step.
+pub(crate) struct Held {
+    writes: Option<TaskWrites>,
+    cfg: CheckpointConfig,
+    cp: Checkpoint,
+    meta: CheckpointMetadata,
+    nv: BTreeMap<String, Version>,
+}
+
+impl Held {
+    async fn put(self, s: &Arc<dyn DynCheckpointer>) -> Result<()> {
+        match self.writes {
+            Some(w) => s
+                .put_writes_then_checkpoint(w, &self.cfg, self.cp, self.meta, self.nv)
+                .await
+                .map(|_| ()),
+            None => s.put(&self.cfg, self.cp, self.meta, self.nv).await.map(|_| ()),
+        }
+    }
+}
 
 pub(crate) enum SaveOp {
     Writes(CheckpointConfig, Vec<(String, Value)>, String),
@@ -35,9 +48,9 @@ pub(crate) enum SaveOp {
 pub(crate) enum Saver {
     /// No checkpointer or no thread: nothing is saved.
     None,
-    /// Each save awaited before the loop goes on; a held input checkpoint (see
-    /// [`Saver::hold`]) goes with the next save.
-    Sync(Arc<dyn DynCheckpointer>, Option<Box<Held>>),
+    /// Each save awaited before the loop goes on; held checkpoints (see [`Saver::hold`])
+    /// go with the next save, in order.
+    Sync(Arc<dyn DynCheckpointer>, Vec<Held>),
     /// Saves queued to one background writer, applied in order.
     Async(mpsc::UnboundedSender<SaveOp>, JoinHandle<Result<()>>),
     /// Only the last checkpoint (and the writes against it) saved, at the end.
@@ -48,7 +61,7 @@ impl Saver {
     pub fn new(saver: Option<Arc<dyn DynCheckpointer>>, mode: Durability) -> Self {
         let Some(saver) = saver else { return Saver::None };
         match mode {
-            Durability::Sync => Saver::Sync(saver, None),
+            Durability::Sync => Saver::Sync(saver, Vec::new()),
             Durability::Exit => Saver::Exit(saver, Vec::new()),
             Durability::Async => {
                 let (tx, mut rx) = mpsc::unbounded_channel::<SaveOp>();
@@ -103,8 +116,7 @@ impl Saver {
         match self {
             Saver::None => Ok(()),
             Saver::Sync(s, held) => {
-                flush(s, held).await?;
-                s.put_writes(cfg, writes, task_id, "").await
+                tokio::try_join!(flush(s, held), s.put_writes(cfg, writes, task_id, "")).map(|_| ())
             }
             Saver::Async(tx, _) => tx
                 .send(SaveOp::Writes(cfg.clone(), writes, task_id.to_owned()))
@@ -122,25 +134,34 @@ impl Saver {
         }
     }
 
-    /// Save a run's input checkpoint. In `sync` mode it is held and put together with the
-    /// next save (in the same commit where the backend groups them): the step after an
-    /// input runs only the `__start__` pseudo-task, no node code, so nothing runs between
-    /// the two and a crash before both are saved loses no work (the run's input is its
-    /// caller's). Every other save, and the end of the run, puts a held checkpoint first.
+    /// Save a checkpoint later, with the next save or at the end of the run (`sync` mode;
+    /// other modes save at once). Held checkpoints are put at the same moment as the next
+    /// save, queued before it (one commit where the backend groups them), or at the end of
+    /// the run alongside its [`CompletionHook`](crate::CompletionHook); every other save,
+    /// and the end of the run however it ends, puts them first. Two checkpoints qualify,
+    /// neither with node code between it and that next save: a run's input (the step after
+    /// it runs only the `__start__` pseudo-task; the input is the caller's), and the last
+    /// checkpoint of a run that completes (its end is reported only once it is saved).
     pub async fn hold(
         &mut self,
+        writes: Option<TaskWrites>,
         cfg: &CheckpointConfig,
         cp: Checkpoint,
         meta: CheckpointMetadata,
         nv: BTreeMap<String, Version>,
     ) -> Result<()> {
         match self {
-            Saver::Sync(s, held) => {
-                flush(s, held).await?;
-                *held = Some(Box::new((cfg.clone(), cp, meta, nv)));
+            Saver::Sync(_, held) => {
+                held.push(Held {
+                    writes,
+                    cfg: cfg.clone(),
+                    cp,
+                    meta,
+                    nv,
+                });
                 Ok(())
             }
-            me => me.put(cfg, cp, meta, nv).await,
+            me => me.put_after(writes, cfg, cp, meta, nv).await,
         }
     }
 
@@ -160,14 +181,9 @@ impl Saver {
     ) -> Result<()> {
         match self {
             Saver::None => Ok(()),
-            Saver::Sync(s, held) => match held.take() {
-                // The held input checkpoint and this one, at once (queued in that order).
-                Some(first) => {
-                    let (cfg0, cp0, meta0, nv0) = *first;
-                    tokio::try_join!(s.put(&cfg0, cp0, meta0, nv0), s.put(cfg, cp, meta, nv)).map(|_| ())
-                }
-                None => s.put(cfg, cp, meta, nv).await.map(|_| ()),
-            },
+            Saver::Sync(s, held) if held.is_empty() => s.put(cfg, cp, meta, nv).await.map(|_| ()),
+            // The held checkpoints and this one, at once (queued in that order).
+            Saver::Sync(s, held) => tokio::try_join!(flush(s, held), s.put(cfg, cp, meta, nv)).map(|_| ()),
             Saver::Exit(s, _) => s.put(cfg, cp, meta, nv).await.map(|_| ()),
             Saver::Async(tx, _) => tx
                 .send(SaveOp::Checkpoint(Box::new((cfg.clone(), cp, meta, nv))))
@@ -192,11 +208,9 @@ impl Saver {
     ) -> Result<()> {
         match (self, writes) {
             (Saver::Sync(s, held), Some(w)) => {
-                // The writes may belong to the held checkpoint: it goes first.
-                flush(s, held).await?;
-                s.put_writes_then_checkpoint(w, cfg, cp, meta, nv)
-                    .await
-                    .map(|_| ())
+                // The writes may belong to a held checkpoint: it is queued first.
+                let put = s.put_writes_then_checkpoint(w, cfg, cp, meta, nv);
+                tokio::try_join!(flush(s, held), put).map(|_| ())
             }
             (me, Some(w)) => {
                 me.put_writes(&w.config, w.writes, &w.task_id).await?;
@@ -207,8 +221,30 @@ impl Saver {
     }
 
     /// Flush what is pending: `exit` mode's buffered writes (after its final checkpoint was
-    /// put by the caller), `async` mode's queue.
-    pub async fn finish(self, cfg: &CheckpointConfig) -> Result<()> {
+    /// put by the caller), `async` mode's queue; then run `then` (a completed run's hook).
+    /// In `sync` mode `then` runs while the held checkpoints are put, its first poll after
+    /// theirs, so writes it queues at once follow theirs in the backend's queue.
+    pub async fn finish(
+        self,
+        cfg: &CheckpointConfig,
+        then: Option<futures::future::BoxFuture<'static, ()>>,
+    ) -> Result<()> {
+        match self {
+            Saver::Sync(s, mut held) => match then {
+                Some(then) => tokio::join!(flush(&s, &mut held), then).0,
+                None => flush(&s, &mut held).await,
+            },
+            me => {
+                me.finish_queued(cfg).await?;
+                if let Some(then) = then {
+                    then.await;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    async fn finish_queued(self, cfg: &CheckpointConfig) -> Result<()> {
         match self {
             Saver::None => Ok(()),
             Saver::Sync(s, mut held) => flush(&s, &mut held).await,
@@ -231,13 +267,16 @@ impl Saver {
     }
 }
 
-/// Put the held checkpoint, if any.
-async fn flush(s: &Arc<dyn DynCheckpointer>, held: &mut Option<Box<Held>>) -> Result<()> {
-    match held.take() {
-        Some(first) => {
-            let (cfg, cp, meta, nv) = *first;
-            s.put(&cfg, cp, meta, nv).await.map(|_| ())
-        }
-        None => Ok(()),
+/// Put the held checkpoints, if any, at once (queued in order).
+async fn flush(s: &Arc<dyn DynCheckpointer>, held: &mut Vec<Held>) -> Result<()> {
+    match held.len() {
+        0 => Ok(()),
+        1 => match held.pop() {
+            Some(h) => h.put(s).await,
+            None => Ok(()),
+        },
+        _ => futures::future::try_join_all(held.drain(..).map(|h| h.put(s)))
+            .await
+            .map(|_| ()),
     }
 }

@@ -260,6 +260,24 @@ pub trait Db: Send + Sync + 'static {
         thread_id: &str,
         outcome: &ThreadOutcome,
     ) -> DbResult<bool>;
+    /// [`finish_run_with_outcome`](Db::finish_run_with_outcome) for a run that completed,
+    /// written only if checkpoint `checkpoint_id` of the thread's root namespace is saved,
+    /// checked in the same transaction. Called while that checkpoint's put may still be in
+    /// flight, its write queued first: where the database shares one writer with the
+    /// checkpointer (SQLite), both land in one commit and the run's end costs no commit of
+    /// its own. False when nothing was written (the checkpoint is not saved, the lease was
+    /// lost, or the database cannot tell, as by default): the caller then records the
+    /// outcome as usual.
+    async fn finish_run_at_checkpoint(
+        &self,
+        _run_id: &str,
+        _worker: &str,
+        _thread_id: &str,
+        _outcome: &ThreadOutcome,
+        _checkpoint_id: &str,
+    ) -> DbResult<bool> {
+        Ok(false)
+    }
     /// Ask a run to stop. A pending run ends `interrupted` at once (or is deleted for
     /// rollback); a running one gets the request, which its worker sees on its next heartbeat.
     /// Returns the run as it is after the request; None when not found.

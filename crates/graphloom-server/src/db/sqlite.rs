@@ -787,6 +787,35 @@ impl Db for SqliteDb {
         .await
     }
 
+    async fn finish_run_at_checkpoint(
+        &self,
+        run_id: &str,
+        worker: &str,
+        thread_id: &str,
+        outcome: &ThreadOutcome,
+        checkpoint_id: &str,
+    ) -> DbResult<bool> {
+        let row = OutcomeRow::new(outcome)?;
+        let (run_id, worker, thread_id, checkpoint_id) = (
+            run_id.to_owned(),
+            worker.to_owned(),
+            thread_id.to_owned(),
+            checkpoint_id.to_owned(),
+        );
+        self.write(move |c| {
+            if !SqliteDatabase::checkpoint_saved(c, &thread_id, "", &checkpoint_id)? {
+                return Ok(false);
+            }
+            let now = now_micros();
+            if finish(c, &run_id, &worker, RunStatus::Success, now)? == 0 {
+                return Ok(false);
+            }
+            row.write(c, &thread_id, now)?;
+            Ok(true)
+        })
+        .await
+    }
+
     async fn set_thread_status(&self, id: &str, status: ThreadStatus) -> DbResult<()> {
         let id = id.to_owned();
         self.write(move |c| {
