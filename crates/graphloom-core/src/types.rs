@@ -499,7 +499,11 @@ pub enum Durability {
     /// default: a crash never loses a step that was reported done. Checkpoints with no node
     /// code between them and the next save go with that save: a run's input checkpoint
     /// with the `__start__` step's, and a completing run's last checkpoint with its
-    /// [`CompletionHook`](crate::CompletionHook).
+    /// [`CompletionHook`](crate::CompletionHook). On a backend that saves in order
+    /// ([`Checkpointer::saves_in_order`](crate::checkpoint::Checkpointer::saves_in_order):
+    /// SQLite, in-memory) the first node starts while the input and `__start__`
+    /// checkpoints are being saved; its writes and its step's checkpoint are queued behind
+    /// them.
     #[default]
     Sync,
     /// Saved in the background, in order, while the next step runs; the run waits for them

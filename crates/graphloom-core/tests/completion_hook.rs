@@ -33,6 +33,8 @@ struct Gated {
     fail: bool,
     /// Sleep in the put of `hold_step` instead of waiting for the hook.
     sleep: bool,
+    /// What `saves_in_order` says.
+    in_order: bool,
 }
 
 impl Gated {
@@ -44,6 +46,7 @@ impl Gated {
             hook_started: Arc::default(),
             fail,
             sleep: false,
+            in_order: false,
         }
     }
 
@@ -107,6 +110,9 @@ impl Checkpointer for Gated {
     }
     async fn delete_thread(&self, thread_id: &str) -> Result<()> {
         self.inner.delete_thread(thread_id).await
+    }
+    fn saves_in_order(&self) -> bool {
+        self.in_order
     }
     async fn copy_thread(&self, source: &str, target: &str) -> Result<()> {
         self.inner.copy_thread(source, target).await
@@ -323,4 +329,55 @@ async fn with_checkpoint_events_the_last_checkpoint_is_not_held() {
         }
         assert_eq!(told.lock().unwrap().len(), 1);
     }
+}
+
+/// On a backend that saves in order the run's input and `__start__` checkpoints are issued
+/// and the first node starts while they are saved; its step's save waits for them. On any
+/// other backend they are saved before the first node starts.
+#[tokio::test]
+async fn the_first_node_starts_while_the_input_is_saved_where_saves_are_in_order() {
+    for in_order in [false, true] {
+        let mut saver = Gated::new(0, false);
+        saver.sleep = true;
+        saver.in_order = in_order;
+        let g = graph(saver.clone());
+        let thread = format!("t{in_order}");
+        let out = g
+            .invoke(StepsUpdate::new(), RunConfig::thread(&thread))
+            .await
+            .unwrap();
+        assert_eq!(out.values.seen.to_vec(), ["a", "b"]);
+        let log = saver.log.lock().unwrap().clone();
+        let expected: &[&str] = if in_order {
+            // `a`'s checkpoint is queued behind them while they are still in flight.
+            &["put -1", "put 0", "node a", "put 1", "put 0 done", "put 2"]
+        } else {
+            &["put -1", "put 0", "put 0 done", "node a", "put 1", "put 2"]
+        };
+        assert_eq!(log, expected, "in order: {in_order}");
+        let history = g
+            .get_state_history(&RunConfig::thread(&thread), HistoryQuery::default())
+            .await
+            .unwrap();
+        let steps: Vec<i64> = history
+            .iter()
+            .filter_map(|s| s.metadata.as_ref())
+            .map(|m| m.step)
+            .collect();
+        assert_eq!(steps, [2, 1, 0, -1]);
+    }
+
+    // The first node fails: what was issued is saved all the same, with the failure.
+    let mut saver = Gated::new(i64::MAX, false);
+    saver.in_order = true;
+    let g = graph(saver.clone());
+    let err = g
+        .invoke(StepsUpdate::new().fail(true), RunConfig::thread("f"))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("boom"));
+    let snap = g.get_state(&RunConfig::thread("f")).await.unwrap();
+    assert_eq!(snap.next, ["a"]);
+    assert!(snap.values.fail);
+    assert_eq!(snap.metadata.map(|m| m.step), Some(0));
 }

@@ -1312,6 +1312,12 @@ impl Checkpointer for SqliteSaver {
         self.delete_run_now(thread_id, run_id).await
     }
 
+    /// One writer thread applies the saves in the order queued (each is queued when its
+    /// future is first polled) and commits them in that order.
+    fn saves_in_order(&self) -> bool {
+        true
+    }
+
     async fn delete_thread(&self, thread_id: &str) -> Result<()> {
         self.delete_thread_now(thread_id).await
     }

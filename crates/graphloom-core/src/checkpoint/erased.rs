@@ -49,6 +49,8 @@ pub trait DynCheckpointer: Send + Sync + 'static {
     fn copy_thread<'a>(&'a self, source: &'a str, target: &'a str) -> BoxFuture<'a, Result<()>>;
     /// See [`Checkpointer::delete_run`].
     fn delete_run<'a>(&'a self, thread_id: &'a str, run_id: &'a str) -> BoxFuture<'a, Result<()>>;
+    /// [`Checkpointer::saves_in_order`].
+    fn saves_in_order(&self) -> bool;
 }
 
 impl<T: Checkpointer> DynCheckpointer for T {
@@ -110,5 +112,8 @@ impl<T: Checkpointer> DynCheckpointer for T {
     }
     fn delete_run<'a>(&'a self, thread_id: &'a str, run_id: &'a str) -> BoxFuture<'a, Result<()>> {
         Box::pin(Checkpointer::delete_run(self, thread_id, run_id))
+    }
+    fn saves_in_order(&self) -> bool {
+        Checkpointer::saves_in_order(self)
     }
 }

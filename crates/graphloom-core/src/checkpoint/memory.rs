@@ -371,6 +371,11 @@ impl Checkpointer for InMemorySaver {
         Ok(self.put_now(config, checkpoint, metadata, new_versions))
     }
 
+    /// Every save is done when its future is first polled.
+    fn saves_in_order(&self) -> bool {
+        true
+    }
+
     async fn put_writes(
         &self,
         config: &CheckpointConfig,

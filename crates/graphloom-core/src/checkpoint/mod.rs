@@ -363,6 +363,17 @@ pub trait Checkpointer: Send + Sync + 'static {
     /// Copy every checkpoint and write of `source` to `target` (all namespaces).
     fn copy_thread(&self, source: &str, target: &str) -> impl Future<Output = Result<()>> + Send;
 
+    /// Whether saves issued one after another (each future polled once, in order) are made
+    /// durable in that order: a later one is never durable while an earlier one is not (one
+    /// writer applying a queue in order, or saves done by the time they are issued). The
+    /// executor then issues a run's input and `__start__` checkpoints in `sync` mode
+    /// without waiting for them before the first node starts (it waits before that node's
+    /// writes are saved and before it reports anything saved), as a crash can no longer
+    /// leave a later checkpoint saved without them. The default says no.
+    fn saves_in_order(&self) -> bool {
+        false
+    }
+
     /// Delete the checkpoints of `thread_id` (all namespaces) whose metadata names run
     /// `run_id`, and their pending writes: rolling back a cancelled run. The thread's
     /// latest checkpoint is then the one the run started from. Channel values stay (older
@@ -421,6 +432,9 @@ impl<T: Checkpointer> Checkpointer for std::sync::Arc<T> {
     }
     fn delete_run(&self, thread_id: &str, run_id: &str) -> impl Future<Output = Result<()>> + Send {
         (**self).delete_run(thread_id, run_id)
+    }
+    fn saves_in_order(&self) -> bool {
+        (**self).saves_in_order()
     }
 }
 

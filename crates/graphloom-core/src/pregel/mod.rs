@@ -70,6 +70,17 @@ impl<S: State> StreamValue for UpdateValue<S> {
     }
 }
 
+/// How [`Loop::save`] saves (in `sync` mode; other modes save as they always do).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Save {
+    /// Put now and wait for it (a run's input checkpoint is held all the same).
+    Now,
+    /// Hold until the next save or the end of the run: no node code runs before either.
+    Hold,
+    /// Issue now, wait with the next save, where the backend saves in order.
+    Issue,
+}
+
 struct Loop<S: State> {
     g: Arc<GraphInner<S>>,
     run: Arc<RunShared>,
@@ -276,10 +287,8 @@ impl<S: State> Loop<S> {
         }
     }
 
-    /// Save the current checkpoint (it must have a new id). `hold`: no node code runs
-    /// before the next save or the end of the run, so in `sync` mode it may be held like an
-    /// input checkpoint (see [`Saver::hold`]).
-    async fn save(&mut self, source: CheckpointSource, hold: bool) -> Result<()> {
+    /// Save the current checkpoint (it must have a new id), as `how` says.
+    async fn save(&mut self, source: CheckpointSource, how: Save) -> Result<()> {
         if self.saver.is_none() {
             return Ok(());
         }
@@ -290,8 +299,10 @@ impl<S: State> Loop<S> {
         };
         let meta = self.meta(source);
         let writes = self.deferred.take();
-        if hold || (source == CheckpointSource::Input && writes.is_none()) {
+        if how == Save::Hold || (source == CheckpointSource::Input && writes.is_none()) {
             self.saver.hold(writes, &parent, cp, meta, nv).await?;
+        } else if how == Save::Issue {
+            self.saver.issue(writes, &parent, cp, meta, nv).await?;
         } else {
             self.saver.put_after(writes, &parent, cp, meta, nv).await?;
         }
@@ -317,7 +328,7 @@ impl<S: State> Loop<S> {
         self.ls.checkpoint_id = checkpoint::new_checkpoint_id();
         self.ls.updated = vec![START_CHANNEL.to_owned()];
         if self.saver.per_step() {
-            self.save(CheckpointSource::Input, false).await?;
+            self.save(CheckpointSource::Input, Save::Now).await?;
         }
         Ok(())
     }
@@ -410,7 +421,7 @@ impl<S: State> Loop<S> {
             } else {
                 CheckpointSource::Loop
             };
-            self.save(source, false).await?;
+            self.save(source, Save::Now).await?;
         }
         let cfg = self.current_cfg();
         let persisted = !self.saver.is_none();
@@ -556,11 +567,20 @@ impl<S: State> Loop<S> {
                 // says its checkpoint is saved.
                 let watched = self.run.wants(StreamMode::Checkpoints, self.ns.len())
                     || self.run.wants(StreamMode::Debug, self.ns.len());
-                let hold = !watched
-                    && self.on_complete.is_some()
+                let how = if watched {
+                    Save::Now
+                } else if self.on_complete.is_some()
                     && self.saver.is_sync()
-                    && plan(&self.g, &self.ls, &self.ns_str).is_empty();
-                self.save(CheckpointSource::Loop, hold).await?;
+                    && plan(&self.g, &self.ls, &self.ns_str).is_empty()
+                {
+                    Save::Hold
+                } else if only_start {
+                    // The first node starts while the input is being saved.
+                    Save::Issue
+                } else {
+                    Save::Now
+                };
+                self.save(CheckpointSource::Loop, how).await?;
             }
             let st = Arc::clone(&self.ls.state);
             self.emit(StreamMode::Values, || {

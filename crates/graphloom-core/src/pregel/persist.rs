@@ -5,6 +5,7 @@ use crate::checkpoint::{
 };
 use crate::error::{Error, Result};
 use crate::types::Durability;
+use futures::future::BoxFuture;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -49,8 +50,8 @@ pub(crate) enum Saver {
     /// No checkpointer or no thread: nothing is saved.
     None,
     /// Each save awaited before the loop goes on; held checkpoints (see [`Saver::hold`])
-    /// go with the next save, in order.
-    Sync(Arc<dyn DynCheckpointer>, Vec<Held>),
+    /// and issued saves (see [`Saver::issue`]) go with the next save, in order.
+    Sync(Arc<dyn DynCheckpointer>, Queue),
     /// Saves queued to one background writer, applied in order.
     Async(mpsc::UnboundedSender<SaveOp>, JoinHandle<Result<()>>),
     /// Only the last checkpoint (and the writes against it) saved, at the end.
@@ -61,7 +62,7 @@ impl Saver {
     pub fn new(saver: Option<Arc<dyn DynCheckpointer>>, mode: Durability) -> Self {
         let Some(saver) = saver else { return Saver::None };
         match mode {
-            Durability::Sync => Saver::Sync(saver, Vec::new()),
+            Durability::Sync => Saver::Sync(saver, Queue::default()),
             Durability::Exit => Saver::Exit(saver, Vec::new()),
             Durability::Async => {
                 let (tx, mut rx) = mpsc::unbounded_channel::<SaveOp>();
@@ -115,8 +116,8 @@ impl Saver {
     ) -> Result<()> {
         match self {
             Saver::None => Ok(()),
-            Saver::Sync(s, held) => {
-                tokio::try_join!(flush(s, held), s.put_writes(cfg, writes, task_id, "")).map(|_| ())
+            Saver::Sync(s, q) => {
+                tokio::try_join!(flush(s, q), s.put_writes(cfg, writes, task_id, "")).map(|_| ())
             }
             Saver::Async(tx, _) => tx
                 .send(SaveOp::Writes(cfg.clone(), writes, task_id.to_owned()))
@@ -151,8 +152,8 @@ impl Saver {
         nv: BTreeMap<String, Version>,
     ) -> Result<()> {
         match self {
-            Saver::Sync(_, held) => {
-                held.push(Held {
+            Saver::Sync(_, q) => {
+                q.held.push(Held {
                     writes,
                     cfg: cfg.clone(),
                     cp,
@@ -160,6 +161,46 @@ impl Saver {
                     nv,
                 });
                 Ok(())
+            }
+            me => me.put_after(writes, cfg, cp, meta, nv).await,
+        }
+    }
+
+    /// Save a checkpoint without waiting for it (`sync` mode on a backend that saves in
+    /// order): it and the held checkpoints are issued now, each queued at the backend, and
+    /// awaited with the next save or at the end of the run, which the backend makes durable
+    /// after them. For the `__start__` step's checkpoint: the first node starts while its
+    /// run's input is being saved, and the thread shows that input as soon as it is (a
+    /// crash before it is leaves the thread as it was; the run applies its input again).
+    /// Elsewhere: saved at once, as [`Self::put_after`].
+    pub async fn issue(
+        &mut self,
+        writes: Option<TaskWrites>,
+        cfg: &CheckpointConfig,
+        cp: Checkpoint,
+        meta: CheckpointMetadata,
+        nv: BTreeMap<String, Version>,
+    ) -> Result<()> {
+        match self {
+            Saver::Sync(s, q) if s.saves_in_order() => {
+                q.held.push(Held {
+                    writes,
+                    cfg: cfg.clone(),
+                    cp,
+                    meta,
+                    nv,
+                });
+                let (s, mut later) = (Arc::clone(s), std::mem::take(q));
+                let mut issued: BoxFuture<'static, Result<()>> =
+                    Box::pin(async move { flush(&s, &mut later).await });
+                // The first poll queues the saves at the backend.
+                match futures::poll!(&mut issued) {
+                    std::task::Poll::Ready(r) => r,
+                    std::task::Poll::Pending => {
+                        *q.issued() = Some(issued);
+                        Ok(())
+                    }
+                }
             }
             me => me.put_after(writes, cfg, cp, meta, nv).await,
         }
@@ -181,9 +222,9 @@ impl Saver {
     ) -> Result<()> {
         match self {
             Saver::None => Ok(()),
-            Saver::Sync(s, held) if held.is_empty() => s.put(cfg, cp, meta, nv).await.map(|_| ()),
+            Saver::Sync(s, q) if q.is_empty() => s.put(cfg, cp, meta, nv).await.map(|_| ()),
             // The held checkpoints and this one, at once (queued in that order).
-            Saver::Sync(s, held) => tokio::try_join!(flush(s, held), s.put(cfg, cp, meta, nv)).map(|_| ()),
+            Saver::Sync(s, q) => tokio::try_join!(flush(s, q), s.put(cfg, cp, meta, nv)).map(|_| ()),
             Saver::Exit(s, _) => s.put(cfg, cp, meta, nv).await.map(|_| ()),
             Saver::Async(tx, _) => tx
                 .send(SaveOp::Checkpoint(Box::new((cfg.clone(), cp, meta, nv))))
@@ -207,10 +248,10 @@ impl Saver {
         nv: BTreeMap<String, Version>,
     ) -> Result<()> {
         match (self, writes) {
-            (Saver::Sync(s, held), Some(w)) => {
+            (Saver::Sync(s, q), Some(w)) => {
                 // The writes may belong to a held checkpoint: it is queued first.
                 let put = s.put_writes_then_checkpoint(w, cfg, cp, meta, nv);
-                tokio::try_join!(flush(s, held), put).map(|_| ())
+                tokio::try_join!(flush(s, q), put).map(|_| ())
             }
             (me, Some(w)) => {
                 me.put_writes(&w.config, w.writes, &w.task_id).await?;
@@ -230,9 +271,9 @@ impl Saver {
         then: Option<futures::future::BoxFuture<'static, ()>>,
     ) -> Result<()> {
         match self {
-            Saver::Sync(s, mut held) => match then {
-                Some(then) => tokio::join!(flush(&s, &mut held), then).0,
-                None => flush(&s, &mut held).await,
+            Saver::Sync(s, mut q) => match then {
+                Some(then) => tokio::join!(flush(&s, &mut q), then).0,
+                None => flush(&s, &mut q).await,
             },
             me => {
                 me.finish_queued(cfg).await?;
@@ -247,7 +288,7 @@ impl Saver {
     async fn finish_queued(self, cfg: &CheckpointConfig) -> Result<()> {
         match self {
             Saver::None => Ok(()),
-            Saver::Sync(s, mut held) => flush(&s, &mut held).await,
+            Saver::Sync(s, mut q) => flush(&s, &mut q).await,
             Saver::Exit(s, buf) => {
                 for (task, writes) in buf {
                     s.put_writes(cfg, writes, &task, "").await?;
@@ -267,16 +308,51 @@ impl Saver {
     }
 }
 
-/// Put the held checkpoints, if any, at once (queued in order).
-async fn flush(s: &Arc<dyn DynCheckpointer>, held: &mut Vec<Held>) -> Result<()> {
-    match held.len() {
-        0 => Ok(()),
-        1 => match held.pop() {
-            Some(h) => h.put(s).await,
-            None => Ok(()),
-        },
-        _ => futures::future::try_join_all(held.drain(..).map(|h| h.put(s)))
-            .await
-            .map(|_| ()),
+/// Saves of `sync` mode not yet awaited.
+#[derive(Default)]
+pub(crate) struct Queue {
+    /// Held: not yet issued.
+    held: Vec<Held>,
+    /// Issued (queued at a backend that saves in order), not yet awaited. (In a mutex only
+    /// to be `Sync`: it is reached through `&mut`.)
+    issued: std::sync::Mutex<Option<BoxFuture<'static, Result<()>>>>,
+}
+
+impl Queue {
+    fn issued(&mut self) -> &mut Option<BoxFuture<'static, Result<()>>> {
+        self.issued
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.held.is_empty()
+            && self
+                .issued
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .is_none()
+    }
+}
+
+/// Await the issued saves and put the held checkpoints, at once (queued in order).
+async fn flush(s: &Arc<dyn DynCheckpointer>, q: &mut Queue) -> Result<()> {
+    let issued = q.issued().take();
+    let held = std::mem::take(&mut q.held);
+    let puts = async move {
+        match held.len() {
+            0 => Ok(()),
+            1 => match held.into_iter().next() {
+                Some(h) => h.put(s).await,
+                None => Ok(()),
+            },
+            _ => futures::future::try_join_all(held.into_iter().map(|h| h.put(s)))
+                .await
+                .map(|_| ()),
+        }
+    };
+    match issued {
+        Some(issued) => tokio::try_join!(issued, puts).map(|_| ()),
+        None => puts.await,
     }
 }
