@@ -181,15 +181,12 @@ impl Saver {
         meta: CheckpointMetadata,
         nv: BTreeMap<String, Version>,
     ) -> Result<()> {
+        if !matches!(self, Saver::Sync(s, _) if s.saves_in_order()) {
+            return self.put_after(writes, cfg, cp, meta, nv).await;
+        }
+        self.hold(writes, cfg, cp, meta, nv).await?;
         match self {
-            Saver::Sync(s, q) if s.saves_in_order() => {
-                q.held.push(Held {
-                    writes,
-                    cfg: cfg.clone(),
-                    cp,
-                    meta,
-                    nv,
-                });
+            Saver::Sync(s, q) => {
                 let (s, mut later) = (Arc::clone(s), std::mem::take(q));
                 let mut issued: BoxFuture<'static, Result<()>> =
                     Box::pin(async move { flush(&s, &mut later).await });
@@ -202,7 +199,7 @@ impl Saver {
                     }
                 }
             }
-            me => me.put_after(writes, cfg, cp, meta, nv).await,
+            _ => Ok(()),
         }
     }
 
