@@ -640,7 +640,11 @@ async fn execute(state: &Arc<AppState>, claimed: ClaimedRun) {
         })
         .inc();
     state.metrics.run_seconds.observe(started.elapsed().as_secs_f64());
-    state.broker.finish(&run_id, body);
+    if resumable {
+        state.broker.finish(&run_id, body);
+    } else {
+        state.broker.finish_unreplayable(&run_id, body);
+    }
 }
 
 /// The completion hook of a run: records `success` and the final values with the run's

@@ -125,6 +125,8 @@ struct SseState {
     guard: DisconnectGuard,
     cursor: u64,
     with_ids: bool,
+    /// Keeps the run's events here while this stream reads them.
+    _reader: Option<crate::broker::Reader>,
 }
 
 /// The SSE response of a run from event `cursor` on.
@@ -137,7 +139,9 @@ pub(super) fn sse_response(
     cancel_on_disconnect: bool,
     headers: HeaderMap,
 ) -> Response {
+    let reader = state.broker.reader(&run.run_id);
     let init = SseState {
+        _reader: reader,
         guard: DisconnectGuard {
             state,
             owner,
