@@ -129,17 +129,31 @@ struct SseState {
     _reader: Option<crate::broker::Reader>,
 }
 
-/// The SSE response of a run from event `cursor` on.
+/// Where an SSE response starts reading a run's events.
+pub(super) struct StreamFrom {
+    /// The first event id sent.
+    pub cursor: u64,
+    /// Whether frames carry ids (resumable runs).
+    pub with_ids: bool,
+    /// A reader taken before the run could start (else one is taken now).
+    pub reader: Option<crate::broker::Reader>,
+}
+
+/// The SSE response of a run from event `from.cursor` on.
 pub(super) fn sse_response(
     state: AppRef,
     owner: String,
     run: Run,
-    cursor: u64,
-    with_ids: bool,
+    from: StreamFrom,
     cancel_on_disconnect: bool,
     headers: HeaderMap,
 ) -> Response {
-    let reader = state.broker.reader(&run.run_id);
+    let StreamFrom {
+        cursor,
+        with_ids,
+        reader,
+    } = from;
+    let reader = reader.or_else(|| state.broker.reader(&run.run_id));
     let init = SseState {
         _reader: reader,
         guard: DisconnectGuard {

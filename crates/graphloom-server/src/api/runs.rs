@@ -1,7 +1,7 @@
 //! Runs: background, streamed (SSE), waited; stateless; join; cancel; list.
 
 use super::assistants::resolve;
-use super::run_output::{settled_body, sse_response, wait_outcome, wait_response};
+use super::run_output::{settled_body, sse_response, wait_outcome, wait_response, StreamFrom};
 use super::threads::{load, new_thread};
 use super::{AppRef, Owner};
 use crate::db::NewRun;
@@ -109,6 +109,19 @@ pub(crate) async fn enqueue(
     thread_id: Option<String>,
     b: RunBody,
 ) -> ApiResult<(Run, bool)> {
+    let (run, resumable, _) = enqueue_as(state, owner, thread_id, b, false).await?;
+    Ok((run, resumable))
+}
+
+/// [`enqueue`]; `read`: also a reader of the run's events, taken before the run can start
+/// (a run that ends unread drops its events at once).
+async fn enqueue_as(
+    state: &AppRef,
+    owner: &str,
+    thread_id: Option<String>,
+    b: RunBody,
+    read: bool,
+) -> ApiResult<(Run, bool, Option<crate::broker::Reader>)> {
     let Some(assistant_id) = b.assistant_id.as_deref() else {
         return Err(ApiError::invalid("assistant_id is required"));
     };
@@ -255,6 +268,11 @@ pub(crate) async fn enqueue(
         new.claim = Some((state.worker_id.clone(), state.config.lease));
     }
     state.broker.open(&new.run.run_id);
+    let reader = if read {
+        state.broker.reader(&new.run.run_id)
+    } else {
+        None
+    };
     let run = state.db.create_run(&new).await?;
     if let Some(action) = cancel_active {
         state.cancel_local_thread(&run.thread_id, action);
@@ -277,7 +295,7 @@ pub(crate) async fn enqueue(
             run
         }
     };
-    Ok((public(run), resumable))
+    Ok((public(run), resumable, reader))
 }
 
 fn location_headers(run: &Run, stateless: bool, tail: &str) -> HeaderMap {
@@ -337,9 +355,14 @@ async fn stream_common(
     let b: RunBody = parse_body(&body)?;
     let cancel = b.on_disconnect.as_deref() == Some("cancel");
     let stateless = thread_id.is_none();
-    let (run, resumable) = enqueue(&state, &owner, thread_id, b).await?;
+    let (run, resumable, reader) = enqueue_as(&state, &owner, thread_id, b, true).await?;
     let headers = location_headers(&run, stateless, "/stream");
-    Ok(sse_response(state, owner, run, 0, resumable, cancel, headers))
+    let from = StreamFrom {
+        cursor: 0,
+        with_ids: resumable,
+        reader,
+    };
+    Ok(sse_response(state, owner, run, from, cancel, headers))
 }
 
 pub(crate) async fn create_stream(
@@ -495,7 +518,8 @@ pub(crate) async fn join_stream(
         None if resumable => 0,
         None => state.broker.len(&run_id),
     };
-    if run.status.is_final() && !resumable && !state.broker.knows(&run_id) {
+    // Ended and not replayable: its final values (its events are gone once read).
+    if run.status.is_final() && !resumable {
         let body = settled_body(&state, &owner, &run).await;
         let frame = wire::sse_frame("values", &body, None);
         let mut res = Response::new(Body::from(frame));
@@ -505,12 +529,16 @@ pub(crate) async fn join_stream(
         );
         return Ok(res);
     }
+    let from = StreamFrom {
+        cursor,
+        with_ids: resumable,
+        reader: None,
+    };
     Ok(sse_response(
         state,
         owner,
         run,
-        cursor,
-        resumable,
+        from,
         p.cancel_on_disconnect.unwrap_or(false),
         HeaderMap::new(),
     ))
