@@ -478,7 +478,7 @@ async fn execute(state: &Arc<AppState>, claimed: ClaimedRun) {
     // A run that completes records its outcome alongside its last checkpoint (one commit
     // on SQLite instead of two in turn). Not for resumable runs, whose stored events go
     // first, nor temporary ones, whose thread is deleted after.
-    let early: Arc<Mutex<Option<bool>>> = Arc::default();
+    let early = Arc::new(AtomicBool::new(false));
     if !resumable && !temporary {
         req.on_complete = Some(completion_hook(state, &run, Arc::clone(&early)));
     }
@@ -601,8 +601,7 @@ async fn execute(state: &Arc<AppState>, claimed: ClaimedRun) {
             _ => None,
         },
     };
-    let recorded_early = *early.lock().unwrap_or_else(PoisonError::into_inner) == Some(true);
-    let recorded = if recorded_early && status == RunStatus::Success && !rollback {
+    let recorded = if early.load(Ordering::SeqCst) && status == RunStatus::Success && !rollback {
         Ok(true)
     } else if rollback {
         let owner = str_of(&kw, "owner").unwrap_or_default();
@@ -653,7 +652,7 @@ async fn execute(state: &Arc<AppState>, claimed: ClaimedRun) {
 fn completion_hook(
     state: &Arc<AppState>,
     run: &crate::models::Run,
-    recorded: Arc<Mutex<Option<bool>>>,
+    recorded: Arc<AtomicBool>,
 ) -> CompletionHook {
     let state = Arc::clone(state);
     let (run_id, thread_id) = (run.run_id.clone(), run.thread_id.clone());
@@ -681,7 +680,7 @@ fn completion_hook(
             if let Err(e) = &done {
                 tracing::warn!(run_id = %run_id, error = %e, "recording the run's outcome with its checkpoint failed");
             }
-            *recorded.lock().unwrap_or_else(PoisonError::into_inner) = Some(done.unwrap_or(false));
+            recorded.store(done.unwrap_or(false), Ordering::SeqCst);
         }
     })
 }
