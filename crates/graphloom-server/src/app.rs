@@ -101,6 +101,8 @@ pub struct AppState {
     pub(crate) local: Mutex<HashMap<String, Arc<LocalRun>>>,
     pub(crate) shutdown: watch::Sender<bool>,
     pub(crate) validators: BTreeMap<String, Arc<jsonschema::Validator>>,
+    /// The OpenAPI document, generated when the router is built.
+    pub(crate) openapi: std::sync::OnceLock<serde_json::Value>,
 }
 
 impl AppState {
@@ -259,6 +261,7 @@ impl ServerBuilder {
             local: Mutex::new(HashMap::new()),
             shutdown,
             validators,
+            openapi: std::sync::OnceLock::new(),
             config: self.config,
         });
         Ok(Server { state })

@@ -3,7 +3,6 @@
 use crate::db::DbError;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
 
 /// An error answered to a client.
 #[derive(Debug)]
@@ -41,9 +40,16 @@ impl ApiError {
     }
 }
 
+/// The body of every error answer.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct ErrorBody {
+    /// What went wrong, for a person (for a 422: the field and why).
+    pub detail: String,
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (self.status, axum::Json(json!({ "detail": self.detail }))).into_response()
+        (self.status, axum::Json(ErrorBody { detail: self.detail })).into_response()
     }
 }
 

@@ -42,7 +42,7 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 }
 
 /// An assistant: a graph plus configuration.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
 pub struct Assistant {
     /// Id (a UUID; system assistants use UUID v5 of the graph id).
     pub assistant_id: String,
@@ -71,7 +71,7 @@ pub struct Assistant {
 }
 
 /// Thread status, derived from its runs and last checkpoint.
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Default, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ThreadStatus {
     /// No run active, last run ended normally.
@@ -110,7 +110,7 @@ impl ThreadStatus {
 }
 
 /// A thread: one conversation / one durable state.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
 pub struct Thread {
     /// Id.
     pub thread_id: String,
@@ -143,7 +143,7 @@ pub struct Thread {
 }
 
 /// Run status.
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum RunStatus {
     /// Queued.
@@ -194,7 +194,7 @@ impl RunStatus {
 }
 
 /// What to do with a new run when its thread already has an active one.
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Default, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum MultitaskStrategy {
     /// Refuse the new run with 409.
@@ -253,7 +253,7 @@ impl CancelAction {
 }
 
 /// A run.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
 pub struct Run {
     /// Id (UUID v7, so ids sort by creation).
     pub run_id: String,

@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const SDK: &str = "langgraph-sdk==0.4.14";
+/// Validates `/openapi.json` against the OpenAPI 3.1 specification.
+const VALIDATOR: &str = "openapi-spec-validator==0.9.0";
 
 fn venv_dir() -> PathBuf {
     let home = std::env::var_os("HOME").expect("HOME is not set");
@@ -22,7 +24,9 @@ fn sdk_importable(python: &Path) -> bool {
     Command::new(python)
         .args([
             "-c",
-            "import importlib.metadata as m, langgraph_sdk; assert m.version('langgraph-sdk') == '0.4.14'",
+            "import importlib.metadata as m, langgraph_sdk, openapi_spec_validator; \
+             assert m.version('langgraph-sdk') == '0.4.14'; \
+             assert m.version('openapi-spec-validator') == '0.9.0'",
         ])
         .output()
         .is_ok_and(|o| o.status.success())
@@ -50,7 +54,15 @@ fn ensure_venv() -> PathBuf {
         );
     }
     let out = Command::new(&python)
-        .args(["-m", "pip", "install", "--disable-pip-version-check", "-q", SDK])
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--disable-pip-version-check",
+            "-q",
+            SDK,
+            VALIDATOR,
+        ])
         .output()
         .unwrap();
     assert!(
@@ -126,5 +138,23 @@ async fn python_sdk_drives_the_server() {
             "drive.py did not report check {want:?}: {summary}"
         );
     }
+    // The generated OpenAPI document is valid OpenAPI 3.1, by an independent validator.
+    let check = std::process::Command::new(&python)
+        .args([
+            "-c",
+            "import json, sys, urllib.request\n\
+             from openapi_spec_validator import validate\n\
+             doc = json.load(urllib.request.urlopen(sys.argv[1] + '/openapi.json'))\n\
+             validate(doc)\n\
+             print(len(doc['paths']))",
+        ])
+        .arg(&s.url)
+        .output()
+        .unwrap();
+    assert!(
+        check.status.success(),
+        "openapi-spec-validator rejects /openapi.json:\n{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
     s.stop().await;
 }

@@ -3,7 +3,7 @@
 use super::{AppRef, Owner};
 use crate::app::system_assistant_id;
 use crate::db::{AssistantPatch, AssistantQuery, SortOrder};
-use crate::error::{parse_body, ApiError, ApiResult};
+use crate::error::{parse_body, ApiError, ApiResult, ErrorBody};
 use crate::models::{now_rfc3339, Assistant};
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
@@ -31,8 +31,9 @@ pub(crate) async fn resolve(state: &AppRef, owner: &str, id: &str) -> ApiResult<
     Err(ApiError::not_found(format!("assistant {id}")))
 }
 
-#[derive(Deserialize)]
-struct CreateBody {
+/// `POST /assistants`.
+#[derive(Deserialize, utoipa::ToSchema)]
+pub(crate) struct CreateBody {
     graph_id: String,
     assistant_id: Option<String>,
     #[serde(default)]
@@ -46,6 +47,9 @@ struct CreateBody {
     description: Option<String>,
 }
 
+#[utoipa::path(post, path = "/assistants", tag = "assistants", summary = "Create an assistant",
+    request_body = CreateBody,
+    responses((status = 200, body = Assistant), (status = 409, description = "The id exists", body = ErrorBody)))]
 pub(crate) async fn create(
     State(state): State<AppRef>,
     Extension(Owner(owner)): Extension<Owner>,
@@ -87,6 +91,8 @@ pub(crate) async fn create(
     }
 }
 
+#[utoipa::path(get, path = "/assistants/{assistant_id}", tag = "assistants", summary = "Get an assistant",
+    params(("assistant_id" = String, Path, description = "Assistant id, or a graph id for its system assistant")), responses((status = 200, body = Assistant)))]
 pub(crate) async fn get_one(
     State(state): State<AppRef>,
     Extension(Owner(owner)): Extension<Owner>,
@@ -95,8 +101,9 @@ pub(crate) async fn get_one(
     Ok(Json(resolve(&state, &owner, &id).await?))
 }
 
-#[derive(Deserialize, Default)]
-struct PatchBody {
+/// `PATCH /assistants/{assistant_id}`: the fields to change (a new version).
+#[derive(Deserialize, Default, utoipa::ToSchema)]
+pub(crate) struct PatchBody {
     graph_id: Option<String>,
     config: Option<Value>,
     context: Option<Value>,
@@ -105,6 +112,8 @@ struct PatchBody {
     description: Option<String>,
 }
 
+#[utoipa::path(patch, path = "/assistants/{assistant_id}", tag = "assistants", summary = "Update an assistant (a new version)",
+    params(("assistant_id" = String, Path, description = "Assistant id, or a graph id for its system assistant")), request_body = PatchBody, responses((status = 200, body = Assistant)))]
 pub(crate) async fn patch(
     State(state): State<AppRef>,
     Extension(Owner(owner)): Extension<Owner>,
@@ -133,6 +142,8 @@ pub(crate) async fn patch(
         .ok_or_else(|| ApiError::not_found(format!("assistant {id}")))
 }
 
+#[utoipa::path(delete, path = "/assistants/{assistant_id}", tag = "assistants", summary = "Delete an assistant",
+    params(("assistant_id" = String, Path, description = "Assistant id, or a graph id for its system assistant")), responses((status = 200, description = "Deleted", body = Object)))]
 pub(crate) async fn delete(
     State(state): State<AppRef>,
     Extension(Owner(owner)): Extension<Owner>,
@@ -145,7 +156,8 @@ pub(crate) async fn delete(
     }
 }
 
-#[derive(Deserialize, Default)]
+/// `POST /assistants/search` and `/assistants/count`.
+#[derive(Deserialize, Default, utoipa::ToSchema)]
 pub(crate) struct SearchBody {
     #[serde(default)]
     metadata: Option<Map<String, Value>>,
@@ -229,6 +241,9 @@ async fn search_all(state: &AppRef, owner: &str, q: &AssistantQuery) -> ApiResul
     Ok((page, n1 + n2))
 }
 
+#[utoipa::path(post, path = "/assistants/search", tag = "assistants", summary = "Search assistants",
+    request_body = SearchBody,
+    responses((status = 200, body = Vec<Assistant>, headers(("x-pagination-total" = i64), ("x-pagination-next" = i64)))))]
 pub(crate) async fn search(
     State(state): State<AppRef>,
     Extension(Owner(owner)): Extension<Owner>,
@@ -241,6 +256,8 @@ pub(crate) async fn search(
     super::page_response(&list, total, q.offset, &select)
 }
 
+#[utoipa::path(post, path = "/assistants/count", tag = "assistants", summary = "Count assistants",
+    request_body = SearchBody, responses((status = 200, body = i64)))]
 pub(crate) async fn count(
     State(state): State<AppRef>,
     Extension(Owner(owner)): Extension<Owner>,
@@ -253,6 +270,8 @@ pub(crate) async fn count(
     Ok(Json(search_all(&state, &owner, &q).await?.1))
 }
 
+#[utoipa::path(get, path = "/assistants/{assistant_id}/graph", tag = "assistants", summary = "Drawing data of the assistant's graph",
+    params(("assistant_id" = String, Path, description = "Assistant id, or a graph id for its system assistant")), responses((status = 200, description = "`{nodes, edges}`", body = Object)))]
 pub(crate) async fn graph(
     State(state): State<AppRef>,
     Extension(Owner(owner)): Extension<Owner>,
@@ -266,6 +285,8 @@ pub(crate) async fn graph(
     Ok(Json(g.drawing()))
 }
 
+#[utoipa::path(get, path = "/assistants/{assistant_id}/schemas", tag = "assistants", summary = "Input, output, state and context schemas",
+    params(("assistant_id" = String, Path, description = "Assistant id, or a graph id for its system assistant")), responses((status = 200, body = Object)))]
 pub(crate) async fn schemas(
     State(state): State<AppRef>,
     Extension(Owner(owner)): Extension<Owner>,
@@ -286,7 +307,9 @@ pub(crate) async fn schemas(
     })))
 }
 
-#[derive(Deserialize, Default)]
+/// Query of `/assistants/{assistant_id}/subgraphs`.
+#[derive(Deserialize, Default, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub(crate) struct SubgraphsQuery {
     /// Kept as text: any value other than `true`/`1` means no (the route never fails on it).
     recurse: Option<String>,
@@ -295,21 +318,43 @@ pub(crate) struct SubgraphsQuery {
 /// The subgraph nodes of an assistant's graph by namespace, each with its schemas (a
 /// subgraph's state describes its input and output too). `/subgraphs/{ns}` keeps that
 /// namespace (and, with `recurse`, the ones under it).
+#[utoipa::path(get, path = "/assistants/{assistant_id}/subgraphs", tag = "assistants", summary = "Subgraphs of the assistant's graph, by namespace",
+    params(("assistant_id" = String, Path, description = "Assistant id, or a graph id for its system assistant"), SubgraphsQuery), responses((status = 200, body = Object)))]
 pub(crate) async fn subgraphs(
     State(state): State<AppRef>,
     Extension(Owner(owner)): Extension<Owner>,
-    Path(params): Path<Vec<(String, String)>>,
+    Path(id): Path<String>,
     Query(q): Query<SubgraphsQuery>,
 ) -> ApiResult<Json<Value>> {
-    let param = |name: &str| params.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
-    let id = param("id").unwrap_or_default();
-    let a = resolve(&state, &owner, &id).await?;
+    list_subgraphs(&state, &owner, &id, None, &q).await
+}
+
+/// The subgraphs under one namespace (`parent|child`).
+#[utoipa::path(get, path = "/assistants/{assistant_id}/subgraphs/{namespace}", tag = "assistants", summary = "Subgraphs of the assistant's graph under a namespace",
+    params(("assistant_id" = String, Path, description = "Assistant id, or a graph id for its system assistant"), ("namespace" = String, Path, description = "A subgraph namespace, `parent|child`"), SubgraphsQuery),
+    responses((status = 200, body = Object)))]
+pub(crate) async fn subgraphs_at(
+    State(state): State<AppRef>,
+    Extension(Owner(owner)): Extension<Owner>,
+    Path((id, ns)): Path<(String, String)>,
+    Query(q): Query<SubgraphsQuery>,
+) -> ApiResult<Json<Value>> {
+    list_subgraphs(&state, &owner, &id, Some(ns), &q).await
+}
+
+async fn list_subgraphs(
+    state: &AppRef,
+    owner: &str,
+    id: &str,
+    only: Option<String>,
+    q: &SubgraphsQuery,
+) -> ApiResult<Json<Value>> {
+    let a = resolve(state, owner, id).await?;
     let g = state
         .graphs
         .get(&a.graph_id)
         .ok_or_else(|| ApiError::not_found(format!("graph {}", a.graph_id)))?;
     let recurse = matches!(q.recurse.as_deref(), Some("true" | "1" | "True"));
-    let only = param("ns");
     let mut out = Map::new();
     for (ns, name, schema) in g.subgraphs(recurse || only.is_some()) {
         if let Some(only) = &only {
@@ -335,14 +380,17 @@ pub(crate) async fn subgraphs(
     Ok(Json(Value::Object(out)))
 }
 
-#[derive(Deserialize, Default)]
-struct VersionsBody {
+/// `POST /assistants/{assistant_id}/versions`.
+#[derive(Deserialize, Default, utoipa::ToSchema)]
+pub(crate) struct VersionsBody {
     #[serde(default)]
     metadata: Option<Map<String, Value>>,
     limit: Option<i64>,
     offset: Option<i64>,
 }
 
+#[utoipa::path(post, path = "/assistants/{assistant_id}/versions", tag = "assistants", summary = "List an assistant's versions",
+    params(("assistant_id" = String, Path, description = "Assistant id, or a graph id for its system assistant")), request_body = VersionsBody, responses((status = 200, body = Vec<Assistant>)))]
 pub(crate) async fn versions(
     State(state): State<AppRef>,
     Extension(Owner(owner)): Extension<Owner>,
@@ -371,11 +419,14 @@ pub(crate) async fn versions(
     ))
 }
 
-#[derive(Deserialize)]
-struct LatestBody {
+/// `POST /assistants/{assistant_id}/latest`.
+#[derive(Deserialize, utoipa::ToSchema)]
+pub(crate) struct LatestBody {
     version: i64,
 }
 
+#[utoipa::path(post, path = "/assistants/{assistant_id}/latest", tag = "assistants", summary = "Make a version the current one",
+    params(("assistant_id" = String, Path, description = "Assistant id, or a graph id for its system assistant")), request_body = LatestBody, responses((status = 200, body = Assistant)))]
 pub(crate) async fn latest(
     State(state): State<AppRef>,
     Extension(Owner(owner)): Extension<Owner>,

@@ -14,13 +14,14 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
 use axum::Router;
 use std::sync::Arc;
 use tower_http::cors::{AllowOrigin, Any, CorsLayer};
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 pub(crate) type AppRef = Arc<AppState>;
 
@@ -29,74 +30,62 @@ pub(crate) type AppRef = Arc<AppState>;
 pub(crate) struct Owner(pub String);
 
 pub(crate) fn router(state: AppRef) -> Router {
-    let api = Router::new()
-        .route("/assistants", post(assistants::create))
-        .route("/assistants/search", post(assistants::search))
-        .route("/assistants/count", post(assistants::count))
-        .route(
-            "/assistants/{id}",
-            get(assistants::get_one)
-                .patch(assistants::patch)
-                .delete(assistants::delete),
-        )
-        .route("/assistants/{id}/graph", get(assistants::graph))
-        .route("/assistants/{id}/schemas", get(assistants::schemas))
-        .route("/assistants/{id}/subgraphs", get(assistants::subgraphs))
-        .route("/assistants/{id}/subgraphs/{ns}", get(assistants::subgraphs))
-        .route("/assistants/{id}/versions", post(assistants::versions))
-        .route("/assistants/{id}/latest", post(assistants::latest))
-        .route("/threads", post(threads::create))
-        .route("/threads/search", post(threads::search))
-        .route("/threads/count", post(threads::count))
-        .route("/threads/prune", post(threads::prune))
-        .route(
-            "/threads/{id}",
-            get(threads::get_one)
-                .patch(threads::patch)
-                .delete(threads::delete),
-        )
-        .route("/threads/{id}/copy", post(threads::copy))
-        .route(
-            "/threads/{id}/state",
-            get(threads::get_state).post(threads::update_state),
-        )
-        .route("/threads/{id}/state/checkpoint", post(threads::state_at_body))
-        .route("/threads/{id}/state/{checkpoint_id}", get(threads::state_at))
-        .route(
-            "/threads/{id}/history",
-            get(threads::history_get).post(threads::history_post),
-        )
-        .route("/threads/{id}/runs", post(runs::create_bg).get(runs::list))
-        .route("/threads/{id}/runs/stream", post(runs::create_stream))
-        .route("/threads/{id}/runs/wait", post(runs::create_wait))
-        .route(
-            "/threads/{id}/runs/{run_id}",
-            get(runs::get_one).delete(runs::delete),
-        )
-        .route("/threads/{id}/runs/{run_id}/join", get(runs::join))
-        .route("/threads/{id}/runs/{run_id}/stream", get(runs::join_stream))
-        .route("/threads/{id}/runs/{run_id}/cancel", post(runs::cancel))
-        .route("/runs", post(runs::stateless_bg))
-        .route("/runs/stream", post(runs::stateless_stream))
-        .route("/runs/wait", post(runs::stateless_wait))
-        .route("/runs/batch", post(runs::batch))
-        .route("/runs/cancel", post(runs::cancel_many))
-        .route(
-            "/store/items",
-            get(store::get_item)
-                .put(store::put_item)
-                .delete(store::delete_item),
-        )
-        .route("/store/items/search", post(store::search))
-        .route("/store/namespaces", post(store::namespaces))
+    // Every route is registered through `routes!`, which also adds its operation to the
+    // OpenAPI document: the document is generated from the same handlers the router serves.
+    // Handlers sharing a path are registered together.
+    let api = OpenApiRouter::with_openapi(openapi::base())
+        .routes(routes!(assistants::create))
+        .routes(routes!(assistants::search))
+        .routes(routes!(assistants::count))
+        .routes(routes!(
+            assistants::get_one,
+            assistants::patch,
+            assistants::delete
+        ))
+        .routes(routes!(assistants::graph))
+        .routes(routes!(assistants::schemas))
+        .routes(routes!(assistants::subgraphs))
+        .routes(routes!(assistants::subgraphs_at))
+        .routes(routes!(assistants::versions))
+        .routes(routes!(assistants::latest))
+        .routes(routes!(threads::create))
+        .routes(routes!(threads::search))
+        .routes(routes!(threads::count))
+        .routes(routes!(threads::prune))
+        .routes(routes!(threads::get_one, threads::patch, threads::delete))
+        .routes(routes!(threads::copy))
+        .routes(routes!(threads::get_state, threads::update_state))
+        .routes(routes!(threads::state_at_body))
+        .routes(routes!(threads::state_at))
+        .routes(routes!(threads::history_get, threads::history_post))
+        .routes(routes!(runs::create_bg, runs::list))
+        .routes(routes!(runs::create_stream))
+        .routes(routes!(runs::create_wait))
+        .routes(routes!(runs::get_one, runs::delete))
+        .routes(routes!(runs::join))
+        .routes(routes!(runs::join_stream))
+        .routes(routes!(runs::cancel))
+        .routes(routes!(runs::stateless_bg))
+        .routes(routes!(runs::stateless_stream))
+        .routes(routes!(runs::stateless_wait))
+        .routes(routes!(runs::batch))
+        .routes(routes!(runs::cancel_many))
+        .routes(routes!(store::get_item, store::put_item, store::delete_item))
+        .routes(routes!(store::search))
+        .routes(routes!(store::namespaces))
         .layer(axum::middleware::from_fn_with_state(Arc::clone(&state), auth));
-    let open = Router::new()
-        .route("/ok", get(system::ok))
-        .route("/info", get(system::info))
-        .route("/metrics", get(system::metrics))
-        .route("/openapi.json", get(openapi::document));
+    let secured: Vec<String> = api.get_openapi().paths.paths.keys().cloned().collect();
+    let open = OpenApiRouter::new()
+        .routes(routes!(system::ok))
+        .routes(routes!(system::info))
+        .routes(routes!(system::metrics))
+        .routes(routes!(openapi::document));
+    let (api, doc) = api.merge(open).split_for_parts();
+    let secured: Vec<&str> = secured.iter().map(String::as_str).collect();
+    let _ = state
+        .openapi
+        .set(openapi::finish(&doc, &secured, !state.config.api_keys.is_empty()));
     let mut app = api
-        .merge(open)
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "no such route") })
         .layer(RequestBodyLimitLayer::new(state.config.body_limit))
         .layer(axum::middleware::from_fn(json_errors))

@@ -5,7 +5,7 @@ use super::run_output::{settled_body, sse_response, wait_outcome, wait_response,
 use super::threads::{load, new_thread};
 use super::{AppRef, Owner};
 use crate::db::NewRun;
-use crate::error::{parse_body, ApiError, ApiResult};
+use crate::error::{parse_body, ApiError, ApiResult, ErrorBody};
 use crate::models::{now_rfc3339, CancelAction, ClaimedRun, MultitaskStrategy, Run, RunStatus, Thread};
 use crate::wire;
 use crate::worker;
@@ -18,29 +18,55 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use std::time::Duration;
 
-#[derive(Deserialize, Default)]
+/// A run request (every run-creating route).
+#[derive(Deserialize, Default, utoipa::ToSchema)]
 #[serde(default)]
 pub(crate) struct RunBody {
+    /// The assistant to run: an assistant id, or a graph id for its system assistant.
+    #[schema(required)]
     assistant_id: Option<String>,
+    /// Input: a partial update of the graph's state (its input schema).
     input: Option<Value>,
+    /// Instead of input: `{"update", "resume", "goto"}`.
     command: Option<Value>,
+    /// Metadata of the run (copied to its checkpoints).
     metadata: Option<Map<String, Value>>,
+    /// Run configuration (`recursion_limit`, `configurable`, ...), merged over the
+    /// assistant's.
     config: Option<Value>,
+    /// Context handed to nodes, merged over the assistant's.
     context: Option<Value>,
+    /// Start from this checkpoint (`{"checkpoint_id": ...}`): a fork.
     checkpoint: Option<Value>,
+    /// Start from this checkpoint id: a fork.
     checkpoint_id: Option<String>,
+    /// Pause before these nodes (a list of names, or `"*"`).
     interrupt_before: Option<Value>,
+    /// Pause after these nodes (a list of names, or `"*"`).
     interrupt_after: Option<Value>,
+    /// Stream modes: one or a list of `values`, `updates`, `messages`, `messages-tuple`,
+    /// `custom`, `events`, `debug`, `tasks`, `checkpoints` (default `values`).
     stream_mode: Option<Value>,
+    /// Include subgraph events.
     stream_subgraphs: Option<bool>,
+    /// Keep the run's events for replay (`Last-Event-ID`) after it ends.
     stream_resumable: Option<bool>,
+    /// When the thread already has an active run: `reject`, `interrupt`, `rollback` or
+    /// `enqueue` (the default).
     multitask_strategy: Option<String>,
+    /// When the thread does not exist: `reject` (404, the default) or `create`.
     if_not_exists: Option<String>,
+    /// Start the run this many seconds from now.
     after_seconds: Option<f64>,
+    /// `sync`, `async` or `exit`: when checkpoints become durable.
     durability: Option<String>,
+    /// When a streaming client disconnects: `continue` (the default) or `cancel`.
     on_disconnect: Option<String>,
+    /// For stateless runs: `delete` the temporary thread (the default) or `keep` it.
     on_completion: Option<String>,
+    /// Accepted and stored; not called yet.
     webhook: Option<String>,
+    /// Accepted and stored.
     feedback_keys: Option<Value>,
 }
 
@@ -314,6 +340,9 @@ fn location_headers(run: &Run, stateless: bool, tail: &str) -> HeaderMap {
     h
 }
 
+#[utoipa::path(post, path = "/threads/{thread_id}/runs", tag = "thread-runs", summary = "Create a background run",
+    params(("thread_id" = String, Path, description = "Thread id")), request_body = RunBody,
+    responses((status = 200, body = Run), (status = 409, description = "The thread is busy and the strategy is `reject`", body = ErrorBody)))]
 pub(crate) async fn create_bg(
     State(state): State<AppRef>,
     Extension(Owner(owner)): Extension<Owner>,
@@ -324,6 +353,8 @@ pub(crate) async fn create_bg(
     Ok(Json(run))
 }
 
+#[utoipa::path(post, path = "/runs", tag = "stateless-runs", summary = "Create a stateless background run",
+    request_body = RunBody, responses((status = 200, body = Run)))]
 pub(crate) async fn stateless_bg(
     State(state): State<AppRef>,
     Extension(Owner(owner)): Extension<Owner>,
@@ -333,6 +364,8 @@ pub(crate) async fn stateless_bg(
     Ok(Json(run))
 }
 
+#[utoipa::path(post, path = "/runs/batch", tag = "stateless-runs", summary = "Create several stateless background runs",
+    request_body = Vec<RunBody>, responses((status = 200, body = Vec<Run>)))]
 pub(crate) async fn batch(
     State(state): State<AppRef>,
     Extension(Owner(owner)): Extension<Owner>,
@@ -365,6 +398,8 @@ async fn stream_common(
     Ok(sse_response(state, owner, run, from, cancel, headers))
 }
 
+#[utoipa::path(post, path = "/threads/{thread_id}/runs/stream", tag = "thread-runs", summary = "Create a run and stream its events",
+    params(("thread_id" = String, Path, description = "Thread id")), request_body = RunBody, responses((status = 200, description = "Server-sent events: `metadata`, then the requested modes, then `error` on failure", content_type = "text/event-stream", body = String), (status = 409, description = "The thread is busy and the strategy is `reject`", body = ErrorBody)))]
 pub(crate) async fn create_stream(
     State(state): State<AppRef>,
     Extension(Owner(owner)): Extension<Owner>,
@@ -374,6 +409,8 @@ pub(crate) async fn create_stream(
     stream_common(state, owner, Some(thread_id), body).await
 }
 
+#[utoipa::path(post, path = "/runs/stream", tag = "stateless-runs", summary = "Create a stateless run and stream its events",
+    request_body = RunBody, responses((status = 200, description = "Server-sent events: `metadata`, then the requested modes, then `error` on failure", content_type = "text/event-stream", body = String)))]
 pub(crate) async fn stateless_stream(
     State(state): State<AppRef>,
     Extension(Owner(owner)): Extension<Owner>,
@@ -394,6 +431,8 @@ async fn wait_common(
     Ok(wait_response(state, owner, run, headers).await)
 }
 
+#[utoipa::path(post, path = "/threads/{thread_id}/runs/wait", tag = "thread-runs", summary = "Create a run and wait for its output",
+    params(("thread_id" = String, Path, description = "Thread id")), request_body = RunBody, responses((status = 200, description = "The final values; `__interrupt__` added when the run paused; `{\"__error__\": {error, message}}` when it failed", body = Object), (status = 409, description = "The thread is busy and the strategy is `reject`", body = ErrorBody)))]
 pub(crate) async fn create_wait(
     State(state): State<AppRef>,
     Extension(Owner(owner)): Extension<Owner>,
@@ -403,6 +442,8 @@ pub(crate) async fn create_wait(
     wait_common(state, owner, Some(thread_id), body).await
 }
 
+#[utoipa::path(post, path = "/runs/wait", tag = "stateless-runs", summary = "Create a stateless run and wait for its output",
+    request_body = RunBody, responses((status = 200, description = "The final values; `__interrupt__` added when the run paused; `{\"__error__\": {error, message}}` when it failed", body = Object)))]
 pub(crate) async fn stateless_wait(
     State(state): State<AppRef>,
     Extension(Owner(owner)): Extension<Owner>,
@@ -411,13 +452,21 @@ pub(crate) async fn stateless_wait(
     wait_common(state, owner, None, body).await
 }
 
-#[derive(Deserialize, Default)]
+/// Query of `GET /threads/{thread_id}/runs`.
+#[derive(Deserialize, Default, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub(crate) struct ListParams {
+    /// Page size (1..=1000, default 10).
     limit: Option<i64>,
+    /// Runs to skip.
     offset: Option<i64>,
+    /// Only runs with this status.
     status: Option<String>,
 }
 
+#[utoipa::path(get, path = "/threads/{thread_id}/runs", tag = "thread-runs", summary = "List a thread's runs, newest first",
+    params(("thread_id" = String, Path, description = "Thread id"), ListParams, ("select" = Option<Vec<String>>, Query, description = "Fields to return (repeat the parameter)")),
+    responses((status = 200, body = Vec<Run>)))]
 pub(crate) async fn list(
     State(state): State<AppRef>,
     Extension(Owner(owner)): Extension<Owner>,
@@ -455,6 +504,8 @@ async fn find(state: &AppRef, owner: &str, thread_id: &str, run_id: &str) -> Api
         .ok_or_else(|| ApiError::not_found(format!("run {run_id}")))
 }
 
+#[utoipa::path(get, path = "/threads/{thread_id}/runs/{run_id}", tag = "thread-runs", summary = "Get a run",
+    params(("thread_id" = String, Path, description = "Thread id"), ("run_id" = String, Path, description = "Run id")), responses((status = 200, body = Run)))]
 pub(crate) async fn get_one(
     State(state): State<AppRef>,
     Extension(Owner(owner)): Extension<Owner>,
@@ -463,6 +514,8 @@ pub(crate) async fn get_one(
     Ok(Json(public(find(&state, &owner, &thread_id, &run_id).await?)))
 }
 
+#[utoipa::path(delete, path = "/threads/{thread_id}/runs/{run_id}", tag = "thread-runs", summary = "Delete an ended run",
+    params(("thread_id" = String, Path, description = "Thread id"), ("run_id" = String, Path, description = "Run id")), responses((status = 204, description = "Deleted"), (status = 409, description = "The run has not ended", body = ErrorBody)))]
 pub(crate) async fn delete(
     State(state): State<AppRef>,
     Extension(Owner(owner)): Extension<Owner>,
@@ -479,6 +532,8 @@ pub(crate) async fn delete(
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
+#[utoipa::path(get, path = "/threads/{thread_id}/runs/{run_id}/join", tag = "thread-runs", summary = "Wait for a run's output",
+    params(("thread_id" = String, Path, description = "Thread id"), ("run_id" = String, Path, description = "Run id")), responses((status = 200, description = "The final values; `__interrupt__` added when the run paused; `{\"__error__\": {error, message}}` when it failed", body = Object)))]
 pub(crate) async fn join(
     State(state): State<AppRef>,
     Extension(Owner(owner)): Extension<Owner>,
@@ -491,11 +546,17 @@ pub(crate) async fn join(
     Ok(wait_response(state, owner, run, HeaderMap::new()).await)
 }
 
-#[derive(Deserialize, Default)]
+/// Query of `GET /threads/{thread_id}/runs/{run_id}/stream`.
+#[derive(Deserialize, Default, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub(crate) struct JoinParams {
+    /// Cancel the run when this client disconnects.
     cancel_on_disconnect: Option<bool>,
 }
 
+#[utoipa::path(get, path = "/threads/{thread_id}/runs/{run_id}/stream", tag = "thread-runs", summary = "Join a run's event stream",
+    params(("thread_id" = String, Path, description = "Thread id"), ("run_id" = String, Path, description = "Run id"), JoinParams, ("last-event-id" = Option<String>, Header, description = "Resume after this event (resumable runs)")),
+    responses((status = 200, description = "Server-sent events: `metadata`, then the requested modes, then `error` on failure", content_type = "text/event-stream", body = String)))]
 pub(crate) async fn join_stream(
     State(state): State<AppRef>,
     Extension(Owner(owner)): Extension<Owner>,
@@ -544,9 +605,13 @@ pub(crate) async fn join_stream(
     ))
 }
 
-#[derive(Deserialize, Default)]
+/// Query of `POST /threads/{thread_id}/runs/{run_id}/cancel`.
+#[derive(Deserialize, Default, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub(crate) struct CancelParams {
+    /// `true` or `1`: answer once the run has stopped (204).
     wait: Option<String>,
+    /// `interrupt` (the default: keep its checkpoints) or `rollback` (delete the run).
     action: Option<String>,
 }
 
@@ -566,6 +631,9 @@ async fn cancel_one(
     Ok(run)
 }
 
+#[utoipa::path(post, path = "/threads/{thread_id}/runs/{run_id}/cancel", tag = "thread-runs", summary = "Cancel a run",
+    params(("thread_id" = String, Path, description = "Thread id"), ("run_id" = String, Path, description = "Run id"), CancelParams),
+    responses((status = 202, description = "Cancel requested"), (status = 204, description = "Cancelled (with `wait`)")))]
 pub(crate) async fn cancel(
     State(state): State<AppRef>,
     Extension(Owner(owner)): Extension<Owner>,
@@ -587,15 +655,22 @@ pub(crate) async fn cancel(
     Ok(StatusCode::ACCEPTED.into_response())
 }
 
-#[derive(Deserialize, Default)]
+/// `POST /runs/cancel`: `run_ids`, or `thread_id` with an optional `status`.
+#[derive(Deserialize, Default, utoipa::ToSchema)]
 #[serde(default)]
 pub(crate) struct CancelManyBody {
+    /// With `thread_id`: `pending`, `running` or `all` (the default).
     status: Option<String>,
+    /// The thread whose runs to cancel (or of the `run_ids`).
     thread_id: Option<String>,
+    /// The runs to cancel.
     run_ids: Option<Vec<String>>,
+    /// `interrupt` (the default) or `rollback`.
     action: Option<String>,
 }
 
+#[utoipa::path(post, path = "/runs/cancel", tag = "stateless-runs", summary = "Cancel several runs",
+    request_body = CancelManyBody, responses((status = 204, description = "Cancelled")))]
 pub(crate) async fn cancel_many(
     State(state): State<AppRef>,
     Extension(Owner(owner)): Extension<Owner>,

@@ -56,15 +56,23 @@ fn check_namespace(ns: &[String]) -> ApiResult<()> {
     Ok(())
 }
 
-#[derive(Deserialize)]
-struct PutBody {
+/// `PUT /store/items`.
+#[derive(Deserialize, utoipa::ToSchema)]
+pub(crate) struct PutBody {
+    /// Namespace labels (none may contain `.`).
     namespace: Vec<String>,
+    /// Key within the namespace.
     key: String,
+    /// The item: a JSON object.
     value: Value,
+    /// `false` to skip indexing, or the paths to index for vector search.
     index: Option<Value>,
+    /// Time to live, in minutes.
     ttl: Option<f64>,
 }
 
+#[utoipa::path(put, path = "/store/items", tag = "store", summary = "Put an item",
+    request_body = PutBody, responses((status = 204, description = "Stored")))]
 pub(crate) async fn put_item(
     State(state): State<AppRef>,
     Extension(Owner(owner)): Extension<Owner>,
@@ -102,12 +110,18 @@ pub(crate) async fn put_item(
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
-#[derive(Deserialize)]
+/// Query of `GET /store/items`.
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub(crate) struct GetParams {
+    /// Namespace labels joined with `.`.
     namespace: Option<String>,
+    /// Key within the namespace.
     key: String,
 }
 
+#[utoipa::path(get, path = "/store/items", tag = "store", summary = "Get an item",
+    params(GetParams), responses((status = 200, description = "`{namespace, key, value, created_at, updated_at}`", body = Object)))]
 pub(crate) async fn get_item(
     State(state): State<AppRef>,
     Extension(Owner(owner)): Extension<Owner>,
@@ -128,12 +142,17 @@ pub(crate) async fn get_item(
     }
 }
 
-#[derive(Deserialize)]
-struct DeleteBody {
+/// `DELETE /store/items`.
+#[derive(Deserialize, utoipa::ToSchema)]
+pub(crate) struct DeleteBody {
+    /// Namespace labels.
     namespace: Vec<String>,
+    /// Key within the namespace.
     key: String,
 }
 
+#[utoipa::path(delete, path = "/store/items", tag = "store", summary = "Delete an item",
+    request_body = DeleteBody, responses((status = 204, description = "Deleted")))]
 pub(crate) async fn delete_item(
     State(state): State<AppRef>,
     Extension(Owner(owner)): Extension<Owner>,
@@ -145,17 +164,27 @@ pub(crate) async fn delete_item(
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
-#[derive(Deserialize, Default)]
+/// `POST /store/items/search`.
+#[derive(Deserialize, Default, utoipa::ToSchema)]
 #[serde(default)]
-struct SearchBody {
+pub(crate) struct SearchBody {
+    /// Only items under this namespace prefix.
     namespace_prefix: Vec<String>,
+    /// Conditions on the item's value: `{"field": value}` or operators (`$eq`, `$ne`, `$gt`,
+    /// `$gte`, `$lt`, `$lte`, ...).
     filter: Option<Map<String, Value>>,
+    /// Page size (1..=1000, default 10).
     limit: Option<usize>,
+    /// Items to skip.
     offset: Option<usize>,
+    /// Natural-language query, for stores with a vector index.
     query: Option<String>,
+    /// Refresh the TTL of the items returned.
     refresh_ttl: Option<bool>,
 }
 
+#[utoipa::path(post, path = "/store/items/search", tag = "store", summary = "Search items",
+    request_body = SearchBody, responses((status = 200, description = "`{items: [...]}`, each with a `score` under a query", body = Object)))]
 pub(crate) async fn search(
     State(state): State<AppRef>,
     Extension(Owner(owner)): Extension<Owner>,
@@ -180,16 +209,24 @@ pub(crate) async fn search(
     Ok(Json(json!({ "items": items })))
 }
 
-#[derive(Deserialize, Default)]
+/// `POST /store/namespaces`.
+#[derive(Deserialize, Default, utoipa::ToSchema)]
 #[serde(default)]
-struct NamespacesBody {
+pub(crate) struct NamespacesBody {
+    /// Only namespaces starting with these labels.
     prefix: Option<Vec<String>>,
+    /// Only namespaces ending with these labels.
     suffix: Option<Vec<String>>,
+    /// Cut namespaces to this many labels.
     max_depth: Option<usize>,
+    /// Page size (1..=1000, default 100).
     limit: Option<usize>,
+    /// Namespaces to skip.
     offset: Option<usize>,
 }
 
+#[utoipa::path(post, path = "/store/namespaces", tag = "store", summary = "List namespaces",
+    request_body = NamespacesBody, responses((status = 200, description = "`{namespaces: [[label, ...], ...]}`", body = Object)))]
 pub(crate) async fn namespaces(
     State(state): State<AppRef>,
     Extension(Owner(owner)): Extension<Owner>,

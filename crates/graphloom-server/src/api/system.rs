@@ -9,10 +9,14 @@ use axum::response::IntoResponse;
 use axum::Json;
 use serde_json::{json, Value};
 
+#[utoipa::path(get, path = "/ok", tag = "system", summary = "Health check", security(()),
+    responses((status = 200, description = "`{ok: true}`", body = Object)))]
 pub(crate) async fn ok() -> Json<Value> {
     Json(json!({ "ok": true }))
 }
 
+#[utoipa::path(get, path = "/info", tag = "system", summary = "Server information and feature flags",
+    responses((status = 200, body = Object)))]
 pub(crate) async fn info(State(state): State<AppRef>) -> Json<Value> {
     Json(json!({
         "version": env!("CARGO_PKG_VERSION"),
@@ -22,6 +26,8 @@ pub(crate) async fn info(State(state): State<AppRef>) -> Json<Value> {
     }))
 }
 
+#[utoipa::path(get, path = "/metrics", tag = "system", summary = "Prometheus metrics (OpenMetrics text)",
+    responses((status = 200, content_type = "application/openmetrics-text", body = String)))]
 pub(crate) async fn metrics(State(state): State<AppRef>) -> impl IntoResponse {
     if let Ok(depth) = state.db.queue_depth().await {
         state.metrics.queue_depth.set(depth);

@@ -3,7 +3,7 @@
 use super::assistants::{page, sort_order};
 use super::{AppRef, Owner};
 use crate::db::{ThreadOutcome, ThreadQuery};
-use crate::error::{parse_body, ApiError, ApiResult};
+use crate::error::{parse_body, ApiError, ApiResult, ErrorBody};
 use crate::hosted::HostedGraph;
 use crate::models::{now_rfc3339, Thread, ThreadStatus};
 use axum::body::Bytes;
@@ -58,8 +58,9 @@ fn ttl_value(v: Option<Value>) -> ApiResult<Option<Value>> {
     }
 }
 
-#[derive(Deserialize, Default)]
-struct CreateBody {
+/// `POST /threads`.
+#[derive(Deserialize, Default, utoipa::ToSchema)]
+pub(crate) struct CreateBody {
     thread_id: Option<String>,
     #[serde(default)]
     metadata: Option<Map<String, Value>>,
@@ -69,6 +70,9 @@ struct CreateBody {
     supersteps: Option<Vec<Value>>,
 }
 
+#[utoipa::path(post, path = "/threads", tag = "threads", summary = "Create a thread",
+    request_body = CreateBody,
+    responses((status = 200, body = Thread), (status = 409, description = "The id exists", body = ErrorBody)))]
 pub(crate) async fn create(
     State(state): State<AppRef>,
     Extension(Owner(owner)): Extension<Owner>,
@@ -142,6 +146,8 @@ async fn refresh(state: &AppRef, graph: &Arc<dyn HostedGraph>, id: &str) -> ApiR
     Ok(())
 }
 
+#[utoipa::path(get, path = "/threads/{thread_id}", tag = "threads", summary = "Get a thread",
+    params(("thread_id" = String, Path, description = "Thread id")), responses((status = 200, body = Thread)))]
 pub(crate) async fn get_one(
     State(state): State<AppRef>,
     Extension(Owner(owner)): Extension<Owner>,
@@ -150,13 +156,17 @@ pub(crate) async fn get_one(
     Ok(Json(load(&state, &owner, &id).await?))
 }
 
-#[derive(Deserialize, Default)]
-struct PatchBody {
+/// `PATCH /threads/{thread_id}`.
+#[derive(Deserialize, Default, utoipa::ToSchema)]
+pub(crate) struct PatchBody {
     #[serde(default)]
     metadata: Option<Map<String, Value>>,
     ttl: Option<Value>,
 }
 
+#[utoipa::path(patch, path = "/threads/{thread_id}", tag = "threads", summary = "Update a thread's metadata or ttl",
+    params(("thread_id" = String, Path, description = "Thread id")), request_body = PatchBody,
+    responses((status = 200, body = Thread), (status = 204, description = "With `Prefer: return=minimal`")))]
 pub(crate) async fn patch(
     State(state): State<AppRef>,
     Extension(Owner(owner)): Extension<Owner>,
@@ -182,6 +192,8 @@ pub(crate) async fn patch(
     Ok(Json(t).into_response())
 }
 
+#[utoipa::path(delete, path = "/threads/{thread_id}", tag = "threads", summary = "Delete a thread and its checkpoints",
+    params(("thread_id" = String, Path, description = "Thread id")), responses((status = 200, description = "Deleted", body = Object)))]
 pub(crate) async fn delete(
     State(state): State<AppRef>,
     Extension(Owner(owner)): Extension<Owner>,
@@ -194,8 +206,9 @@ pub(crate) async fn delete(
     Ok(Json(json!({})))
 }
 
-#[derive(Deserialize, Default)]
-struct SearchBody {
+/// `POST /threads/search` and `/threads/count`.
+#[derive(Deserialize, Default, utoipa::ToSchema)]
+pub(crate) struct SearchBody {
     ids: Option<Vec<String>>,
     #[serde(default)]
     metadata: Option<Map<String, Value>>,
@@ -236,6 +249,9 @@ fn query(b: SearchBody) -> ApiResult<ThreadQuery> {
     })
 }
 
+#[utoipa::path(post, path = "/threads/search", tag = "threads", summary = "Search threads",
+    request_body = SearchBody,
+    responses((status = 200, body = Vec<Thread>, headers(("x-pagination-total" = i64), ("x-pagination-next" = i64)))))]
 pub(crate) async fn search(
     State(state): State<AppRef>,
     Extension(Owner(owner)): Extension<Owner>,
@@ -248,6 +264,8 @@ pub(crate) async fn search(
     super::page_response(&list, total, q.offset, &select)
 }
 
+#[utoipa::path(post, path = "/threads/count", tag = "threads", summary = "Count threads",
+    request_body = SearchBody, responses((status = 200, body = i64)))]
 pub(crate) async fn count(
     State(state): State<AppRef>,
     Extension(Owner(owner)): Extension<Owner>,
@@ -260,6 +278,8 @@ pub(crate) async fn count(
     Ok(Json(state.db.search_threads(&owner, &q).await?.1))
 }
 
+#[utoipa::path(post, path = "/threads/{thread_id}/copy", tag = "threads", summary = "Copy a thread with its checkpoints",
+    params(("thread_id" = String, Path, description = "Thread id")), responses((status = 200, body = Thread)))]
 pub(crate) async fn copy(
     State(state): State<AppRef>,
     Extension(Owner(owner)): Extension<Owner>,
@@ -279,12 +299,15 @@ pub(crate) async fn copy(
     Ok(Json(t))
 }
 
-#[derive(Deserialize)]
-struct PruneBody {
+/// `POST /threads/prune`.
+#[derive(Deserialize, utoipa::ToSchema)]
+pub(crate) struct PruneBody {
     thread_ids: Vec<String>,
     strategy: Option<String>,
 }
 
+#[utoipa::path(post, path = "/threads/prune", tag = "threads", summary = "Delete threads",
+    request_body = PruneBody, responses((status = 200, description = "`{pruned_count}`", body = Object)))]
 pub(crate) async fn prune(
     State(state): State<AppRef>,
     Extension(Owner(owner)): Extension<Owner>,
@@ -334,6 +357,8 @@ async fn state_of(state: &AppRef, owner: &str, id: &str, checkpoint: Option<&str
     }
 }
 
+#[utoipa::path(get, path = "/threads/{thread_id}/state", tag = "threads", summary = "The thread's latest state",
+    params(("thread_id" = String, Path, description = "Thread id")), responses((status = 200, description = "A `ThreadState`: values, next, tasks, checkpoint, metadata, interrupts", body = Object)))]
 pub(crate) async fn get_state(
     State(state): State<AppRef>,
     Extension(Owner(owner)): Extension<Owner>,
@@ -342,6 +367,9 @@ pub(crate) async fn get_state(
     Ok(Json(state_of(&state, &owner, &id, None).await?))
 }
 
+#[utoipa::path(get, path = "/threads/{thread_id}/state/{checkpoint_id}", tag = "threads", summary = "The thread's state at a checkpoint",
+    params(("thread_id" = String, Path, description = "Thread id"), ("checkpoint_id" = String, Path, description = "Checkpoint id")),
+    responses((status = 200, description = "A `ThreadState`", body = Object)))]
 pub(crate) async fn state_at(
     State(state): State<AppRef>,
     Extension(Owner(owner)): Extension<Owner>,
@@ -364,25 +392,40 @@ fn checkpoint_id_of(v: Option<&Value>) -> Option<String> {
     }
 }
 
+/// `POST /threads/{thread_id}/state/checkpoint`.
+#[derive(Deserialize, Default, utoipa::ToSchema)]
+#[serde(default)]
+pub(crate) struct StateAtBody {
+    /// The checkpoint: its id, `{"checkpoint_id": ...}`, or a config with
+    /// `configurable.checkpoint_id`.
+    checkpoint: Option<Value>,
+}
+
+#[utoipa::path(post, path = "/threads/{thread_id}/state/checkpoint", tag = "threads", summary = "The thread's state at a checkpoint",
+    params(("thread_id" = String, Path, description = "Thread id")), request_body = StateAtBody, responses((status = 200, description = "A `ThreadState`", body = Object)))]
 pub(crate) async fn state_at_body(
     State(state): State<AppRef>,
     Extension(Owner(owner)): Extension<Owner>,
     Path(id): Path<String>,
     body: Bytes,
 ) -> ApiResult<Json<Value>> {
-    let b: Value = parse_body(&body)?;
-    let cp = checkpoint_id_of(b.get("checkpoint"));
+    let b: StateAtBody = parse_body(&body)?;
+    let cp = checkpoint_id_of(b.checkpoint.as_ref());
     Ok(Json(state_of(&state, &owner, &id, cp.as_deref()).await?))
 }
 
-#[derive(Deserialize, Default)]
-struct UpdateBody {
+/// `POST /threads/{thread_id}/state`.
+#[derive(Deserialize, Default, utoipa::ToSchema)]
+pub(crate) struct UpdateBody {
     values: Option<Value>,
     as_node: Option<String>,
     checkpoint: Option<Value>,
     checkpoint_id: Option<String>,
 }
 
+#[utoipa::path(post, path = "/threads/{thread_id}/state", tag = "threads", summary = "Update the state as a node (a new checkpoint)",
+    params(("thread_id" = String, Path, description = "Thread id")), request_body = UpdateBody,
+    responses((status = 200, description = "`{checkpoint}`: the new checkpoint", body = Object), (status = 409, description = "The thread is busy", body = ErrorBody)))]
 pub(crate) async fn update_state(
     State(state): State<AppRef>,
     Extension(Owner(owner)): Extension<Owner>,
@@ -417,7 +460,9 @@ pub(crate) async fn update_state(
     })))
 }
 
-#[derive(Deserialize, Default)]
+/// Query of `GET /threads/{thread_id}/history`.
+#[derive(Deserialize, Default, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub(crate) struct HistoryParams {
     limit: Option<usize>,
     before: Option<String>,
@@ -439,6 +484,8 @@ async fn history(
     Ok(Json(graph.history(id, metadata, before, Some(limit)).await?))
 }
 
+#[utoipa::path(get, path = "/threads/{thread_id}/history", tag = "threads", summary = "Checkpoint history, newest first",
+    params(("thread_id" = String, Path, description = "Thread id"), HistoryParams), responses((status = 200, description = "`ThreadState`s", body = Vec<Object>)))]
 pub(crate) async fn history_get(
     State(state): State<AppRef>,
     Extension(Owner(owner)): Extension<Owner>,
@@ -448,22 +495,30 @@ pub(crate) async fn history_get(
     history(&state, &owner, &id, p.limit, p.before, Map::new()).await
 }
 
+/// `POST /threads/{thread_id}/history`.
+#[derive(Deserialize, Default, utoipa::ToSchema)]
+#[serde(default)]
+pub(crate) struct HistoryBody {
+    /// At most this many states (default 10, at most 1000).
+    limit: Option<u64>,
+    /// Only checkpoints before this one (an id or `{"checkpoint_id": ...}`).
+    before: Option<Value>,
+    /// Only checkpoints whose metadata holds these entries.
+    metadata: Option<Map<String, Value>>,
+    /// Accepted for the clients' sake; the history is of the thread's root graph.
+    checkpoint: Option<Value>,
+}
+
+#[utoipa::path(post, path = "/threads/{thread_id}/history", tag = "threads", summary = "Checkpoint history with filters, newest first",
+    params(("thread_id" = String, Path, description = "Thread id")), request_body = HistoryBody, responses((status = 200, description = "`ThreadState`s", body = Vec<Object>)))]
 pub(crate) async fn history_post(
     State(state): State<AppRef>,
     Extension(Owner(owner)): Extension<Owner>,
     Path(id): Path<String>,
     body: Bytes,
 ) -> ApiResult<Json<Vec<Value>>> {
-    let b: Value = parse_body(&body)?;
-    let limit = b
-        .get("limit")
-        .and_then(Value::as_u64)
-        .and_then(|n| usize::try_from(n).ok());
-    let before = checkpoint_id_of(b.get("before"));
-    let metadata = b
-        .get("metadata")
-        .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default();
-    history(&state, &owner, &id, limit, before, metadata).await
+    let b: HistoryBody = parse_body(&body)?;
+    let limit = b.limit.and_then(|n| usize::try_from(n).ok());
+    let before = checkpoint_id_of(b.before.as_ref());
+    history(&state, &owner, &id, limit, before, b.metadata.unwrap_or_default()).await
 }
