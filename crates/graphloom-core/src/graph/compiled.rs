@@ -268,7 +268,7 @@ impl<S: State> CompiledGraph<S> {
                 .clone()
                 .unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
             thread_id: config.thread_id.clone(),
-            store: self.inner.store.clone(),
+            store: config.store.clone().or_else(|| self.inner.store.clone()),
             checkpointer: self.inner.checkpointer.clone(),
             context: config.context.clone(),
             sink,
