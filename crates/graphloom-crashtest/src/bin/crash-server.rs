@@ -37,12 +37,7 @@ fn record(ledger: &std::path::Path, key: &str) -> std::io::Result<()> {
     if existing.lines().any(|l| l == key) {
         return Ok(());
     }
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(ledger)?;
-    writeln!(f, "{key}")?;
-    f.sync_all()
+    graphloom_crashtest::append_line(ledger, key)
 }
 
 fn graph(deps: &GraphDeps, ledger: PathBuf) -> graphloom_core::Result<CompiledGraph<Steps>> {
