@@ -37,8 +37,15 @@ pub struct ServerConfig {
     /// Time limit of background runs (`None`: no limit).
     pub run_timeout: Option<Duration>,
     /// API keys (sent as `x-api-key` or `Authorization: Bearer`) and the owner each one
-    /// stands for. Empty: auth off, everything belongs to owner `""`.
+    /// stands for. Empty: auth off, everything belongs to owner `""`. With keys, each
+    /// owner sees only its own assistants, threads, runs and store items, and a graph's
+    /// runs read and write the store as their owner's (under the same hidden namespace
+    /// label as `/store`).
     pub api_keys: HashMap<String, String>,
+    /// Serve `/info`, `/metrics` and `/openapi.json` without a key even when keys are
+    /// configured (for a scraper or a load balancer that has none). Default `false`: they
+    /// need a key like every other route; `/ok` never does.
+    pub public_system_routes: bool,
     /// Largest request body, in bytes (larger: 413).
     pub body_limit: usize,
     /// Allowed CORS origins (`["*"]` for any); empty: no CORS headers.
@@ -70,6 +77,7 @@ impl ServerConfig {
             lease: Duration::from_secs(30),
             run_timeout: Some(Duration::from_secs(3600)),
             api_keys: HashMap::new(),
+            public_system_routes: false,
             body_limit: 10 * 1024 * 1024,
             cors_origins: Vec::new(),
             shutdown_grace: Duration::from_secs(10),

@@ -261,6 +261,13 @@ impl<S: State> CompiledGraph<S> {
         self.inner.checkpointer.as_ref()
     }
 
+    /// The store the graph was compiled with (a run may use another:
+    /// [`RunConfig::store`]).
+    #[must_use]
+    pub fn store(&self) -> Option<&Arc<dyn DynStore>> {
+        self.inner.store.as_ref()
+    }
+
     fn shared(&self, config: &RunConfig, sink: Option<StreamSink>) -> Arc<RunShared> {
         Arc::new(RunShared {
             run_id: config

@@ -4,7 +4,7 @@ mod assistants;
 mod openapi;
 mod run_output;
 mod runs;
-mod store;
+pub(crate) mod store;
 mod system;
 mod threads;
 
@@ -29,6 +29,12 @@ pub(crate) type AppRef = Arc<AppState>;
 pub(crate) struct Owner(pub String);
 
 pub(crate) fn router(state: AppRef) -> Router {
+    // What the server is and does: behind the key unless configured public (`/ok` never is).
+    let public = state.config.public_system_routes;
+    let about = Router::new()
+        .route("/info", get(system::info))
+        .route("/metrics", get(system::metrics))
+        .route("/openapi.json", get(openapi::document));
     let api = Router::new()
         .route("/assistants", post(assistants::create))
         .route("/assistants/search", post(assistants::search))
@@ -89,12 +95,11 @@ pub(crate) fn router(state: AppRef) -> Router {
         )
         .route("/store/items/search", post(store::search))
         .route("/store/namespaces", post(store::namespaces))
+        .merge(if public { Router::new() } else { about.clone() })
         .layer(axum::middleware::from_fn_with_state(Arc::clone(&state), auth));
     let open = Router::new()
         .route("/ok", get(system::ok))
-        .route("/info", get(system::info))
-        .route("/metrics", get(system::metrics))
-        .route("/openapi.json", get(openapi::document));
+        .merge(if public { about } else { Router::new() });
     let mut app = api
         .merge(open)
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "no such route") })
