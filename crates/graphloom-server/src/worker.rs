@@ -444,7 +444,7 @@ async fn execute(state: &Arc<AppState>, claimed: ClaimedRun) {
         let local = Arc::clone(&local);
         let run_id = run_id.clone();
         tokio::spawn(async move {
-            let every = state.config.lease / 3;
+            let every = state.config.heartbeat_interval();
             loop {
                 tokio::time::sleep(every).await;
                 match state
