@@ -58,6 +58,21 @@ enum Cmd {
         /// API key, as KEY or KEY=OWNER (repeat for several owners). Without any, auth is off.
         #[arg(long = "api-key")]
         api_keys: Vec<String>,
+        /// Answer /info, /metrics and /openapi.json without a key even when keys are set
+        /// (/ok never needs one).
+        #[arg(long)]
+        public_system_routes: bool,
+        /// Lease of a claimed run, in seconds: a run whose worker stops renewing it for this
+        /// long is taken over by another. Matters with --database-url (replicas sharing the
+        /// queue): shorter means a faster takeover after a crash, more heartbeat writes, and
+        /// a stalled but live worker losing its run sooner. On SQLite a restarted server
+        /// takes over its predecessor's runs at once.
+        #[arg(long, value_name = "SECS", default_value_t = 30.0)]
+        lease_secs: f64,
+        /// How often a worker renews its lease, in seconds (default: a third of the lease;
+        /// must be shorter than the lease).
+        #[arg(long, value_name = "SECS")]
+        heartbeat_secs: Option<f64>,
         /// Allowed CORS origin (repeatable; `*` for any).
         #[arg(long = "cors")]
         cors: Vec<String>,
@@ -178,8 +193,19 @@ struct ServeArgs {
     addr: String,
     workers: usize,
     api_keys: Vec<String>,
+    public_system_routes: bool,
+    lease_secs: f64,
+    heartbeat_secs: Option<f64>,
     cors: Vec<String>,
     otlp_endpoint: Option<String>,
+}
+
+/// A `--<flag> SECS` value as a duration longer than zero.
+fn seconds(flag: &str, secs: f64) -> anyhow::Result<std::time::Duration> {
+    match std::time::Duration::try_from_secs_f64(secs) {
+        Ok(d) if !d.is_zero() => Ok(d),
+        _ => bail!("--{flag} must be a number of seconds above zero, not {secs}"),
+    }
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
@@ -188,6 +214,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         addr,
         workers,
         api_keys,
+        public_system_routes,
+        lease_secs,
+        heartbeat_secs,
         cors,
         otlp_endpoint,
     } = args;
@@ -208,6 +237,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     }
     cfg.workers = workers;
     cfg.cors_origins = cors;
+    cfg.public_system_routes = public_system_routes;
+    cfg.lease = seconds("lease-secs", lease_secs)?;
+    cfg.heartbeat = heartbeat_secs.map(|s| seconds("heartbeat-secs", s)).transpose()?;
     for k in api_keys {
         let (key, owner) = k.split_once('=').unwrap_or((k.as_str(), k.as_str()));
         cfg.api_keys.insert(key.to_owned(), owner.to_owned());
@@ -290,6 +322,9 @@ async fn main_inner(cli: Cli) -> anyhow::Result<()> {
             addr,
             workers,
             api_keys,
+            public_system_routes,
+            lease_secs,
+            heartbeat_secs,
             cors,
             otlp_endpoint,
         } => {
@@ -299,6 +334,9 @@ async fn main_inner(cli: Cli) -> anyhow::Result<()> {
                 addr,
                 workers,
                 api_keys,
+                public_system_routes,
+                lease_secs,
+                heartbeat_secs,
                 cors,
                 otlp_endpoint,
             })

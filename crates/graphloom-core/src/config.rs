@@ -1,6 +1,7 @@
 //! Per-run configuration and input.
 
 use crate::state::State;
+use crate::store::DynStore;
 use crate::stream::StreamMode;
 use crate::types::{Command, Durability, NodeSet};
 use serde_json::{Map, Value};
@@ -53,6 +54,11 @@ pub struct RunConfig {
     /// a caller recording the outcome in the same database (a server's run table) can share
     /// that checkpoint's commit instead of waiting for one more. See [`CompletionHook`].
     pub on_complete: Option<CompletionHook>,
+    /// The long-term store of this run, instead of the one the graph was compiled with
+    /// (none: the compiled one). Nodes see it through [`crate::Runtime::store`], and so do
+    /// subgraphs and the tools they call: a server hands each run a store scoped to the
+    /// run's owner this way, so one compiled graph serves several tenants.
+    pub store: Option<Arc<dyn DynStore>>,
 }
 
 /// A run that completed (see [`RunConfig::on_complete`]).
@@ -224,6 +230,7 @@ impl Default for RunConfig {
             cancel: None,
             on_task_end: None,
             on_complete: None,
+            store: None,
         }
     }
 }
@@ -236,6 +243,7 @@ impl std::fmt::Debug for RunConfig {
             .field("recursion_limit", &self.recursion_limit)
             .field("durability", &self.durability)
             .field("timeout", &self.timeout)
+            .field("store", &self.store.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -300,6 +308,13 @@ impl RunConfig {
     #[must_use]
     pub fn run_id(mut self, id: impl Into<String>) -> Self {
         self.run_id = Some(id.into());
+        self
+    }
+    /// Use `store` as the run's long-term store instead of the graph's own
+    /// ([`RunConfig::store`]).
+    #[must_use]
+    pub fn store(mut self, store: Arc<dyn DynStore>) -> Self {
+        self.store = Some(store);
         self
     }
 }

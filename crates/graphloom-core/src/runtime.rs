@@ -147,7 +147,9 @@ impl Runtime {
         self.ctx.run.context.as_ref()?.downcast_ref::<T>()
     }
 
-    /// The long-term memory store, if the graph has one.
+    /// The long-term memory store of the run: [`RunConfig::store`](crate::RunConfig::store)
+    /// when the run was given one, else the graph's, if it has one. Subgraphs share their
+    /// parent run's.
     #[must_use]
     pub fn store(&self) -> Option<&Arc<dyn DynStore>> {
         self.ctx.run.store.as_ref()

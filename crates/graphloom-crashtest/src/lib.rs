@@ -47,9 +47,20 @@ impl Files {
     }
 }
 
-fn append_line(path: &Path, line: &str) -> std::io::Result<()> {
+/// Append `line` and a newline to the file at `path` (created if missing) and sync it.
+///
+/// The line goes out in one `write` of the whole line: several processes or tasks
+/// appending at once (`O_APPEND`) then never interleave between a line and its newline,
+/// as two writes (`writeln!` on an unbuffered `File`) can.
+///
+/// # Errors
+/// When the file cannot be opened, written or synced.
+pub fn append_line(path: &Path, line: &str) -> std::io::Result<()> {
     let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
-    writeln!(f, "{line}")?;
+    let mut buf = String::with_capacity(line.len() + 1);
+    buf.push_str(line);
+    buf.push('\n');
+    f.write_all(buf.as_bytes())?;
     f.sync_all()
 }
 

@@ -280,3 +280,53 @@ async fn only_allowlisted_result_fields_reach_the_custom_stream() {
     assert!(custom[1]["tool_result"].get("content").is_none());
     assert_eq!(custom[2]["tool_result"]["redaction_error"]["code"], "redaction");
 }
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Recall {
+    /// Key to read.
+    key: String,
+}
+
+#[tokio::test]
+async fn tools_read_the_runs_own_store() {
+    use graphloom_core::store::{DynStore, PutOptions};
+    use graphloom_core::InMemoryStore;
+    let tool = FnTool::new("recall", "Read a note", |a: Recall, rt| async move {
+        let store = rt.store().ok_or_else(|| ToolError::unavailable("no store"))?;
+        let item = DynStore::get(&**store, &["notes".to_owned()], &a.key)
+            .await
+            .map_err(|e| ToolError::unavailable(e.to_string()))?;
+        Ok::<_, ToolError>(item.map_or_else(|| "none".to_owned(), |i| i.value["text"].to_string()))
+    })
+    .arc();
+    let compiled = InMemoryStore::new();
+    let per_run = InMemoryStore::new();
+    for (store, text) in [(&compiled, "compiled"), (&per_run, "per run")] {
+        DynStore::put(
+            store,
+            &["notes".to_owned()],
+            "k",
+            json!({"text": text}),
+            PutOptions::default(),
+        )
+        .await
+        .unwrap();
+    }
+    let g = StateGraph::<Chat>::new()
+        .add_node(
+            "tools",
+            ToolNode::new([tool]).into_node::<Chat>(|s| &s.messages, |m| ChatUpdate::new().messages(m)),
+        )
+        .add_edge(START, "tools")
+        .add_edge("tools", END)
+        .store(compiled)
+        .compile()
+        .unwrap();
+    let call = || input(vec![tc("r", "recall", json!({"key": "k"}))]);
+    let answer = |out: graphloom_core::RunOutput<Chat>| out.values.messages.iter().last().unwrap().text();
+    let out = g.invoke(call(), RunConfig::default()).await.unwrap();
+    assert_eq!(answer(out), "\"compiled\"");
+    let cfg = RunConfig::default().store(Arc::new(per_run) as Arc<dyn DynStore>);
+    let out = g.invoke(call(), cfg).await.unwrap();
+    assert_eq!(answer(out), "\"per run\"");
+}

@@ -1,6 +1,7 @@
 //! The server: configuration, start-up (persistence, graphs, system assistants), workers.
 
 use crate::broker::Broker;
+use crate::db::file_lock::FileLock;
 use crate::db::{Db, PgDb, SqliteDb};
 use crate::hosted::{GraphDeps, GraphFactory, HostedGraph};
 use crate::metrics::Metrics;
@@ -31,14 +32,33 @@ pub struct ServerConfig {
     /// Runs executed at once by this process; 0 serves the API only (other replicas on
     /// the same PostgreSQL database execute the runs).
     pub workers: usize,
-    /// Lease of a claimed run; a worker heartbeats every third of it. A run whose lease
-    /// expires (its process died) is taken over by another worker.
+    /// Lease of a claimed run: its worker renews it every [`heartbeat`](Self::heartbeat),
+    /// and a run whose lease runs out (its process died) is taken over by another worker.
+    ///
+    /// On SQLite the server holds the database file's lock (`<db>.lock`) and at start takes
+    /// over at once the runs a crashed predecessor left running, so the lease matters only
+    /// on PostgreSQL, where replicas share the queue. There a shorter lease means a faster
+    /// takeover after a crash, but more heartbeat writes, and a worker that stalls longer
+    /// than the lease (an overloaded machine, a database that does not answer in time)
+    /// loses its run to another replica, which runs the unfinished step again. Either way a run finishes once: a worker that lost its lease stops, and
+    /// finishing checks the lease in the same transaction. Default 30 s.
     pub lease: Duration,
+    /// How often a worker renews the lease of its run; `None`: a third of
+    /// [`lease`](Self::lease). Must be shorter than the lease (a renewal that comes later
+    /// than the lease lets another worker take the run).
+    pub heartbeat: Option<Duration>,
     /// Time limit of background runs (`None`: no limit).
     pub run_timeout: Option<Duration>,
     /// API keys (sent as `x-api-key` or `Authorization: Bearer`) and the owner each one
-    /// stands for. Empty: auth off, everything belongs to owner `""`.
+    /// stands for. Empty: auth off, everything belongs to owner `""`. With keys, each
+    /// owner sees only its own assistants, threads, runs and store items, and a graph's
+    /// runs read and write the store as their owner's (under the same hidden namespace
+    /// label as `/store`).
     pub api_keys: HashMap<String, String>,
+    /// Serve `/info`, `/metrics` and `/openapi.json` without a key even when keys are
+    /// configured (for a scraper or a load balancer that has none). Default `false`: they
+    /// need a key like every other route; `/ok` never does.
+    pub public_system_routes: bool,
     /// Largest request body, in bytes (larger: 413).
     pub body_limit: usize,
     /// Allowed CORS origins (`["*"]` for any); empty: no CORS headers.
@@ -68,13 +88,37 @@ impl ServerConfig {
             database,
             workers: 8,
             lease: Duration::from_secs(30),
+            heartbeat: None,
             run_timeout: Some(Duration::from_secs(3600)),
             api_keys: HashMap::new(),
+            public_system_routes: false,
             body_limit: 10 * 1024 * 1024,
             cors_origins: Vec::new(),
             shutdown_grace: Duration::from_secs(10),
             prices: graphloom_llm::PriceTable::builtin(),
         }
+    }
+
+    /// How often a worker renews its lease: [`heartbeat`](Self::heartbeat), or a third of
+    /// the lease.
+    #[must_use]
+    pub fn heartbeat_interval(&self) -> Duration {
+        self.heartbeat.unwrap_or(self.lease / 3)
+    }
+
+    /// Check the settings that must agree with each other.
+    fn validate(&self) -> Result<(), StartError> {
+        if self.lease.is_zero() {
+            return Err(StartError("lease must be longer than zero".into()));
+        }
+        let every = self.heartbeat_interval();
+        if every.is_zero() || every >= self.lease {
+            return Err(StartError(format!(
+                "heartbeat ({every:?}) must be longer than zero and shorter than the lease ({:?})",
+                self.lease
+            )));
+        }
+        Ok(())
     }
 }
 
@@ -103,6 +147,9 @@ pub struct AppState {
     pub(crate) validators: BTreeMap<String, Arc<jsonschema::Validator>>,
     /// The OpenAPI document, generated when the router is built.
     pub(crate) openapi: std::sync::OnceLock<serde_json::Value>,
+    /// The SQLite file's lock (none on PostgreSQL), released when [`Server::serve`] is
+    /// done or the state is dropped.
+    pub(crate) file_lock: Mutex<Option<FileLock>>,
 }
 
 impl AppState {
@@ -177,12 +224,16 @@ impl ServerBuilder {
     /// # Errors
     /// If the database cannot be opened or a graph does not compile.
     pub async fn build(self) -> Result<Server, StartError> {
+        self.config.validate()?;
+        let mut file_lock = None;
         let (db, checkpointer, store): (Arc<dyn Db>, Arc<dyn DynCheckpointer>, Arc<dyn DynStore>) =
             match &self.config.database {
                 Database::Sqlite(path) => {
                     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
                         std::fs::create_dir_all(dir).map_err(|e| StartError(e.to_string()))?;
                     }
+                    // This process alone executes the file's runs from here on.
+                    file_lock = Some(FileLock::acquire(path).map_err(StartError)?);
                     // One writer for the checkpoints, the store and the server's tables:
                     // their commits for concurrent runs are grouped into shared transactions.
                     let shared = graphloom_sqlite::SqliteDatabase::open(
@@ -195,6 +246,15 @@ impl ServerBuilder {
                     let db = SqliteDb::new(shared)
                         .await
                         .map_err(|e| StartError(e.to_string()))?;
+                    // With the lock held, runs still marked running were left by a process
+                    // that died: the workers take them over at once, not a lease later.
+                    let orphans = db.expire_leases().await.map_err(|e| StartError(e.to_string()))?;
+                    if orphans > 0 {
+                        tracing::info!(
+                            runs = orphans,
+                            "taking over runs left running by a stopped server"
+                        );
+                    }
                     (Arc::new(db), Arc::new(saver), Arc::new(store))
                 }
                 Database::Postgres(url) => {
@@ -263,6 +323,7 @@ impl ServerBuilder {
             validators,
             openapi: std::sync::OnceLock::new(),
             config: self.config,
+            file_lock: Mutex::new(file_lock),
         });
         Ok(Server { state })
     }
@@ -308,6 +369,8 @@ impl Server {
     }
 
     /// Serve on `listener` with workers until `stop` completes, then shut down gracefully.
+    /// On SQLite the database file's lock is released once the workers have stopped (or
+    /// when the server is dropped), so another server may then start on the file.
     ///
     /// # Errors
     /// If the listener fails.
@@ -338,6 +401,14 @@ impl Server {
         for w in workers {
             let _ = w.await;
         }
+        // No run of this process holds a lease any more: another server may use the file.
+        drop(
+            self.state
+                .file_lock
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take(),
+        );
         res
     }
 

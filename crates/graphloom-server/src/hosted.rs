@@ -42,7 +42,7 @@ pub struct JsonCommand {
 }
 
 /// A run request in JSON terms.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub struct JsonRunRequest {
     /// New input. `None` (and no command) continues from the checkpoint.
     pub input: Option<Value>,
@@ -80,6 +80,23 @@ pub struct JsonRunRequest {
     /// Told when the run completes, alongside its last checkpoint's put (pass it on as
     /// `RunConfig::on_complete`); the worker records the outcome with it.
     pub on_complete: Option<graphloom_core::CompletionHook>,
+    /// The run's store instead of the graph's (pass it on as `RunConfig::store`); the
+    /// worker hands a run with auth on its owner's scoped store.
+    pub store: Option<Arc<dyn DynStore>>,
+}
+
+impl std::fmt::Debug for JsonRunRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JsonRunRequest")
+            .field("input", &self.input)
+            .field("command", &self.command)
+            .field("thread_id", &self.thread_id)
+            .field("checkpoint_id", &self.checkpoint_id)
+            .field("run_id", &self.run_id)
+            .field("modes", &self.modes)
+            .field("store", &self.store.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 /// How a run ended, in JSON.
@@ -128,6 +145,11 @@ pub trait HostedGraph: Send + Sync + 'static {
     /// The subgraph nodes by namespace (`parent|child` with `recurse`): the child graph's
     /// name and its state's JSON Schema.
     fn subgraphs(&self, recurse: bool) -> Vec<(String, String, Value)>;
+    /// The store the graph was compiled with, if any (a run may be given another:
+    /// [`JsonRunRequest::store`]).
+    fn store(&self) -> Option<Arc<dyn DynStore>> {
+        None
+    }
     /// Run and stream.
     fn stream(&self, req: JsonRunRequest) -> BoxStream<'static, JsonRunEvent>;
     /// The thread's state (latest, or at a checkpoint) as a LangGraph `ThreadState` JSON
@@ -281,6 +303,7 @@ fn run_config(req: &JsonRunRequest) -> RunConfig {
         cancel: req.cancel.clone(),
         on_task_end: req.on_task_end.clone(),
         on_complete: req.on_complete.clone(),
+        store: req.store.clone(),
     }
 }
 
@@ -402,6 +425,10 @@ impl<S: State> HostedGraph for CompiledGraph<S> {
 
     fn mermaid(&self) -> String {
         self.draw_mermaid()
+    }
+
+    fn store(&self) -> Option<Arc<dyn DynStore>> {
+        CompiledGraph::store(self).cloned()
     }
 
     fn stream(&self, req: JsonRunRequest) -> BoxStream<'static, JsonRunEvent> {

@@ -24,6 +24,7 @@ pub mod error;
 pub mod hosted;
 pub mod metrics;
 pub mod models;
+mod owner_store;
 pub mod telemetry;
 pub mod wire;
 mod worker;

@@ -7,6 +7,7 @@ use crate::db::{Lease, ThreadOutcome};
 use crate::hosted::{HostedGraph, JsonCommand, JsonRunEvent, JsonRunRequest};
 use crate::metrics::{NodeLabel, StatusLabel, TokenLabel};
 use crate::models::{CancelAction, ClaimedRun, RunStatus, ThreadStatus};
+use crate::owner_store::OwnerStore;
 use crate::wire;
 use futures::StreamExt;
 use graphloom_core::{
@@ -235,6 +236,11 @@ async fn request(
         cancel: None,
         on_task_end: None,
         on_complete: None,
+        // With auth on, what the graph keeps in its store is its owner's.
+        store: match str_of(kw, "owner") {
+            Some(owner) if !owner.is_empty() => graph.store().map(|s| OwnerStore::for_owner(&s, owner)),
+            _ => None,
+        },
     }
 }
 
@@ -438,7 +444,7 @@ async fn execute(state: &Arc<AppState>, claimed: ClaimedRun) {
         let local = Arc::clone(&local);
         let run_id = run_id.clone();
         tokio::spawn(async move {
-            let every = state.config.lease / 3;
+            let every = state.config.heartbeat_interval();
             loop {
                 tokio::time::sleep(every).await;
                 match state

@@ -261,6 +261,13 @@ impl<S: State> CompiledGraph<S> {
         self.inner.checkpointer.as_ref()
     }
 
+    /// The store the graph was compiled with (a run may use another:
+    /// [`RunConfig::store`]).
+    #[must_use]
+    pub fn store(&self) -> Option<&Arc<dyn DynStore>> {
+        self.inner.store.as_ref()
+    }
+
     fn shared(&self, config: &RunConfig, sink: Option<StreamSink>) -> Arc<RunShared> {
         Arc::new(RunShared {
             run_id: config
@@ -268,7 +275,7 @@ impl<S: State> CompiledGraph<S> {
                 .clone()
                 .unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
             thread_id: config.thread_id.clone(),
-            store: self.inner.store.clone(),
+            store: config.store.clone().or_else(|| self.inner.store.clone()),
             checkpointer: self.inner.checkpointer.clone(),
             context: config.context.clone(),
             sink,

@@ -13,12 +13,12 @@
 use anyhow::{bail, Context as _};
 use clap::{Parser, ValueEnum};
 use graphloom_core::{Command, Message, RunConfig, RunInput, RunStatus, ToolCall};
+use graphloom_crashtest::append_line;
 use graphloom_llm::{Reply, ScriptedModel};
 use graphloom_prebuilt::{
     create_react_agent, AgentOptions, AgentStateUpdate, FnTool, ToolError, ToolRuntime,
 };
 use serde_json::json;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -71,12 +71,6 @@ fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
     let mut s = path.as_os_str().to_owned();
     s.push(suffix);
     PathBuf::from(s)
-}
-
-fn append_line(path: &Path, line: &str) -> std::io::Result<()> {
-    let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
-    writeln!(f, "{line}")?;
-    f.sync_all()
 }
 
 fn tool_io(e: &std::io::Error) -> ToolError {

@@ -20,6 +20,11 @@ struct Args {
     /// Worker pool size.
     #[arg(long, default_value_t = 4)]
     workers: usize,
+    /// Lease of a claimed run in milliseconds (default: the server's, 30 s). On SQLite a
+    /// restarted server takes over its predecessor's runs at once whatever the lease; on
+    /// PostgreSQL the lease is how long a dead server's runs wait.
+    #[arg(long)]
+    lease_ms: Option<u64>,
 }
 
 /// State of the `steps` graph.
@@ -37,12 +42,7 @@ fn record(ledger: &std::path::Path, key: &str) -> std::io::Result<()> {
     if existing.lines().any(|l| l == key) {
         return Ok(());
     }
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(ledger)?;
-    writeln!(f, "{key}")?;
-    f.sync_all()
+    graphloom_crashtest::append_line(ledger, key)
 }
 
 fn graph(deps: &GraphDeps, ledger: PathBuf) -> graphloom_core::Result<CompiledGraph<Steps>> {
@@ -76,7 +76,9 @@ async fn main() -> anyhow::Result<()> {
         None => ServerConfig::postgres(args.db.clone()),
     };
     cfg.workers = args.workers;
-    cfg.lease = Duration::from_secs(2);
+    if let Some(ms) = args.lease_ms {
+        cfg.lease = Duration::from_millis(ms);
+    }
     let ledger = args.ledger.clone();
     let server = Server::builder(cfg)
         .graph("steps", factory(move |deps| graph(deps, ledger.clone())))

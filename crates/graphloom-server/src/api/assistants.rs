@@ -84,8 +84,13 @@ pub(crate) async fn create(
     };
     match state.db.create_assistant(&owner, &a).await {
         Ok(a) => Ok(Json(a)),
-        Err(crate::db::DbError::Conflict(_)) if b.if_exists.as_deref() == Some("do_nothing") => {
-            Ok(Json(resolve(&state, &owner, &id).await?))
+        Err(crate::db::DbError::Conflict(what)) => {
+            // Another owner's assistant is "not found", never "already exists".
+            let visible = resolve(&state, &owner, &id).await?;
+            if b.if_exists.as_deref() == Some("do_nothing") {
+                return Ok(Json(visible));
+            }
+            Err(crate::db::DbError::Conflict(what).into())
         }
         Err(e) => Err(e.into()),
     }

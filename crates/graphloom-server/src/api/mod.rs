@@ -4,7 +4,7 @@ mod assistants;
 mod openapi;
 mod run_output;
 mod runs;
-mod store;
+pub(crate) mod store;
 mod system;
 mod threads;
 
@@ -33,6 +33,14 @@ pub(crate) fn router(state: AppRef) -> Router {
     // Every route is registered through `routes!`, which also adds its operation to the
     // OpenAPI document: the document is generated from the same handlers the router serves.
     // Handlers sharing a path are registered together.
+    // What the server is and does: behind the key unless configured public (`/ok` never is).
+    let public = state.config.public_system_routes;
+    let about = || {
+        OpenApiRouter::new()
+            .routes(routes!(system::info))
+            .routes(routes!(system::metrics))
+            .routes(routes!(openapi::document))
+    };
     let api = OpenApiRouter::with_openapi(openapi::base())
         .routes(routes!(assistants::create))
         .routes(routes!(assistants::search))
@@ -73,13 +81,14 @@ pub(crate) fn router(state: AppRef) -> Router {
         .routes(routes!(store::get_item, store::put_item, store::delete_item))
         .routes(routes!(store::search))
         .routes(routes!(store::namespaces))
+        .merge(if public { OpenApiRouter::new() } else { about() })
         .layer(axum::middleware::from_fn_with_state(Arc::clone(&state), auth));
     let secured: Vec<String> = api.get_openapi().paths.paths.keys().cloned().collect();
-    let open = OpenApiRouter::new()
-        .routes(routes!(system::ok))
-        .routes(routes!(system::info))
-        .routes(routes!(system::metrics))
-        .routes(routes!(openapi::document));
+    let open = OpenApiRouter::new().routes(routes!(system::ok)).merge(if public {
+        about()
+    } else {
+        OpenApiRouter::new()
+    });
     let (api, doc) = api.merge(open).split_for_parts();
     let secured: Vec<&str> = secured.iter().map(String::as_str).collect();
     let _ = state

@@ -12,8 +12,9 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use std::time::Duration;
 
-/// Namespaces of an owner live under one hidden first label.
-fn scoped(owner: &str, ns: &[String]) -> Vec<String> {
+/// Namespaces of an owner live under one hidden first label. Graph runs see the same
+/// scoping through [`crate::owner_store::OwnerStore`].
+pub(crate) fn scoped(owner: &str, ns: &[String]) -> Vec<String> {
     if owner.is_empty() {
         return ns.to_vec();
     }
@@ -23,7 +24,8 @@ fn scoped(owner: &str, ns: &[String]) -> Vec<String> {
     v
 }
 
-fn unscoped(owner: &str, mut ns: Vec<String>) -> Vec<String> {
+/// `ns` as its owner sees it: without the hidden first label.
+pub(crate) fn unscoped(owner: &str, mut ns: Vec<String>) -> Vec<String> {
     if !owner.is_empty() && !ns.is_empty() {
         ns.remove(0);
     }

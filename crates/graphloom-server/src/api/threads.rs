@@ -86,8 +86,14 @@ pub(crate) async fn create(
     let t = new_thread(id.clone(), b.metadata.unwrap_or_default(), ttl_value(b.ttl)?);
     let t = match state.db.create_thread(&owner, &t).await {
         Ok(t) => t,
-        Err(crate::db::DbError::Conflict(_)) if b.if_exists.as_deref() == Some("do_nothing") => {
-            return Ok(Json(load(&state, &owner, &id).await?));
+        Err(crate::db::DbError::Conflict(what)) => {
+            // Thread ids are global: another owner's thread is "not found" here as on
+            // every other route, never "already exists".
+            let mine = load(&state, &owner, &id).await?;
+            if b.if_exists.as_deref() == Some("do_nothing") {
+                return Ok(Json(mine));
+            }
+            return Err(crate::db::DbError::Conflict(what).into());
         }
         Err(e) => return Err(e.into()),
     };

@@ -4,6 +4,7 @@
 //! Every row carries an `owner` (the authenticated principal; `""` with auth off). Every
 //! read and write of a resource is scoped to one owner: another owner's row is "not found".
 
+pub(crate) mod file_lock;
 mod kit;
 mod postgres;
 mod sqlite;

@@ -213,6 +213,23 @@ impl SqliteDb {
         .await
     }
 
+    /// Expire the lease of every running run, so the workers claim them at once (each
+    /// attempt counted) instead of waiting for the lease to run out; the number of runs.
+    ///
+    /// Only for a server that holds the file's lock ([`super::file_lock`]) before its
+    /// workers start: no other process can then be executing those runs, they were left
+    /// by one that died.
+    pub(crate) async fn expire_leases(&self) -> DbResult<usize> {
+        self.write(|c| {
+            exec(
+                c,
+                "UPDATE server_runs SET lease_expires_at = 0 WHERE status = 'running'",
+                [],
+            )
+        })
+        .await
+    }
+
     /// Delete a thread (of `owner`, or of anyone) and its runs.
     async fn delete_thread_of(&self, owner: Option<&str>, id: &str) -> DbResult<bool> {
         let (owner, id) = (owner.map(str::to_owned), id.to_owned());
