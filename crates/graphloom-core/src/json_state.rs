@@ -583,6 +583,38 @@ impl State for JsonState {
     fn empty_like(&self) -> Self {
         Self::empty_of(Arc::clone(&self.spec))
     }
+    fn update_messages(&self, update: &mut Self::Update) -> Vec<Value> {
+        let mut out = Vec::new();
+        for (k, w) in &mut update.0 {
+            if !matches!(
+                self.field_index(k).map(|i| &self.spec.fields[i].1),
+                Some(JsonReducer::AddMessages)
+            ) {
+                continue;
+            }
+            // In the stored form with an id, written back so the merge keeps that id.
+            let items = std::mem::replace(w, JsonWrite::Items(Vec::new())).into_items();
+            let items: Vec<Arc<Value>> = items
+                .into_iter()
+                .map(|item| {
+                    let mut item = canonical_item(Arc::clone(&item)).unwrap_or(item);
+                    if item.is_object() && item.message_id().is_none() {
+                        item.set_message_id(uuid::Uuid::new_v4().to_string());
+                    }
+                    out.push((*item).clone());
+                    item
+                })
+                .collect();
+            *w = JsonWrite::Items(items);
+        }
+        out
+    }
+    fn has_message(&self, id: &str) -> bool {
+        self.spec.fields.iter().zip(&self.slots).any(|((_, r), slot)| {
+            matches!(r, JsonReducer::AddMessages)
+                && matches!(slot, Slot::Seq(s) if s.iter().rev().any(|m| m.message_id() == Some(id)))
+        })
+    }
 }
 
 #[cfg(test)]

@@ -46,6 +46,7 @@ pub mod error;
 pub mod graph;
 pub mod json_state;
 mod mermaid;
+pub mod message_stream;
 pub mod messages;
 pub(crate) mod pregel;
 pub mod reducers;

@@ -173,6 +173,20 @@ pub(crate) fn generate(spec: &StateSpec) -> TokenStream {
                 #schema
             }
 
+            fn update_messages(
+                &self,
+                __gl_update: &mut Self::Update,
+            ) -> ::std::vec::Vec<#krate::__private::serde_json::Value> {
+                #[allow(unused_mut)]
+                let mut __gl_out = ::std::vec::Vec::new();
+                #( #krate::state::update_messages(&mut __gl_update.#idents, &mut __gl_out); )*
+                __gl_out
+            }
+
+            fn has_message(&self, __gl_id: &str) -> bool {
+                false #( || #krate::state::holds_message(&self.#idents, __gl_id) )*
+            }
+
             fn empty_like(&self) -> Self {
                 <Self as ::std::default::Default>::default()
             }
