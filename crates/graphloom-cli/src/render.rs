@@ -92,8 +92,14 @@ impl View {
             }
             StreamMode::Messages => {
                 let chunk = data.get(0).unwrap_or(&Value::Null);
+                // Tokens only: whole messages a node returned show with its update.
+                let is_chunk = chunk
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .is_some_and(|t| t.ends_with("Chunk"));
                 if let Some(text) = chunk
                     .get("content")
+                    .filter(|_| is_chunk)
                     .and_then(Value::as_str)
                     .filter(|t| !t.is_empty())
                 {

@@ -155,12 +155,12 @@ impl JsonWrite {
     fn to_value(&self) -> Value {
         self.clone().into_value()
     }
-    fn into_items(self, coerce: fn(Value) -> Value) -> Vec<Arc<Value>> {
+    fn into_items(self) -> Vec<Arc<Value>> {
         match self {
             JsonWrite::Items(items) => items,
-            JsonWrite::Value(Value::Array(a)) => a.into_iter().map(|v| Arc::new(coerce(v))).collect(),
-            JsonWrite::Value(one) => vec![Arc::new(coerce(one))],
-            JsonWrite::Shared(v) => JsonWrite::Value(Arc::unwrap_or_clone(v)).into_items(coerce),
+            JsonWrite::Value(Value::Array(a)) => a.into_iter().map(Arc::new).collect(),
+            JsonWrite::Value(one) => vec![Arc::new(one)],
+            JsonWrite::Shared(v) => JsonWrite::Value(Arc::unwrap_or_clone(v)).into_items(),
         }
     }
 }
@@ -270,26 +270,14 @@ impl MessageLike for Value {
     }
 }
 
-/// Coerce what clients send as a message into message JSON: a string is a human message,
-/// `{"role": ...}` maps OpenAI roles to message types.
-fn coerce_message(v: Value) -> Value {
-    match v {
-        Value::String(s) => json!({"type": "human", "content": s}),
-        Value::Object(mut m) if !m.contains_key("type") => {
-            if let Some(role) = m.remove("role") {
-                let ty = match role.as_str() {
-                    Some("user") => "human",
-                    Some("assistant") => "ai",
-                    Some(other) => other,
-                    None => "human",
-                }
-                .to_owned();
-                m.insert("type".into(), Value::String(ty));
-            }
-            Value::Object(m)
-        }
-        other => other,
+/// A message item of an `add_messages` channel in the stored form: what clients send (a
+/// string, a `[role, content]` pair, OpenAI's `role` form) is rewritten, stored forms pass
+/// through without a copy.
+fn canonical_item(item: Arc<Value>) -> Result<Arc<Value>, String> {
+    if crate::messages::input::is_canonical(&item) {
+        return Ok(item);
     }
+    crate::messages::canonical_message_json(Arc::unwrap_or_clone(item)).map(Arc::new)
 }
 
 fn add_json(cur: &Value, upd: Value) -> Result<Value, String> {
@@ -403,13 +391,19 @@ impl JsonState {
                 Ok(FieldChange::Replaced)
             }
             (JsonReducer::Append, Slot::Seq(s)) => {
-                let items = upd.into_items(std::convert::identity);
+                let items = upd.into_items();
                 let n = items.len();
                 s.extend_items(items);
                 Ok(FieldChange::Appended(n))
             }
             (JsonReducer::AddMessages, Slot::Seq(s)) => {
-                add_messages_into(s, upd.into_items(coerce_message)).map_err(err)
+                let items = upd
+                    .into_items()
+                    .into_iter()
+                    .map(canonical_item)
+                    .collect::<Result<Vec<_>, String>>()
+                    .map_err(err)?;
+                add_messages_into(s, items).map_err(err)
             }
             (JsonReducer::Add, Slot::Value(v)) => {
                 *v = Arc::new(add_json(v, upd.into_value()).map_err(err)?);
@@ -535,9 +529,31 @@ impl State for JsonState {
     }
     fn update_from_json(&self, value: Value) -> Result<Self::Update, StateError> {
         match value {
-            Value::Object(m) => {
+            Value::Object(mut m) => {
                 if let Some(k) = m.keys().find(|k| self.field_index(k).is_none()) {
                     return Err(StateError::UnknownField(k.clone()));
+                }
+                // Messages in any accepted form are rewritten to the stored form here, so a
+                // bad one is refused with the update, naming its channel.
+                for (name, reducer) in &self.spec.fields {
+                    if !matches!(reducer, JsonReducer::AddMessages) {
+                        continue;
+                    }
+                    let Some(v) = m.get_mut(name) else { continue };
+                    let decode = |message: String| StateError::Decode {
+                        field: name.clone(),
+                        message,
+                    };
+                    *v = match std::mem::take(v) {
+                        Value::Array(items) => Value::Array(
+                            items
+                                .into_iter()
+                                .map(crate::messages::canonical_message_json)
+                                .collect::<Result<_, _>>()
+                                .map_err(decode)?,
+                        ),
+                        one => crate::messages::canonical_message_json(one).map_err(decode)?,
+                    };
                 }
                 Ok(m.into())
             }
@@ -562,10 +578,42 @@ impl State for JsonState {
                 (n.clone(), s)
             })
             .collect();
-        json!({"type": "object", "title": "State", "properties": props})
+        json!({"type": "object", "title": "State", "properties": props, "additionalProperties": false})
     }
     fn empty_like(&self) -> Self {
         Self::empty_of(Arc::clone(&self.spec))
+    }
+    fn update_messages(&self, update: &mut Self::Update) -> Vec<Value> {
+        let mut out = Vec::new();
+        for (k, w) in &mut update.0 {
+            if !matches!(
+                self.field_index(k).map(|i| &self.spec.fields[i].1),
+                Some(JsonReducer::AddMessages)
+            ) {
+                continue;
+            }
+            // In the stored form with an id, written back so the merge keeps that id.
+            let items = std::mem::replace(w, JsonWrite::Items(Vec::new())).into_items();
+            let items: Vec<Arc<Value>> = items
+                .into_iter()
+                .map(|item| {
+                    let mut item = canonical_item(Arc::clone(&item)).unwrap_or(item);
+                    if item.is_object() && item.message_id().is_none() {
+                        item.set_message_id(uuid::Uuid::new_v4().to_string());
+                    }
+                    out.push((*item).clone());
+                    item
+                })
+                .collect();
+            *w = JsonWrite::Items(items);
+        }
+        out
+    }
+    fn has_message(&self, id: &str) -> bool {
+        self.spec.fields.iter().zip(&self.slots).any(|((_, r), slot)| {
+            matches!(r, JsonReducer::AddMessages)
+                && matches!(slot, Slot::Seq(s) if s.iter().rev().any(|m| m.message_id() == Some(id)))
+        })
     }
 }
 
@@ -722,5 +770,42 @@ mod tests {
                 .unwrap(),
             json!({"last": {"a": [1, 2]}})
         );
+    }
+
+    #[test]
+    fn messages_in_any_client_form_are_stored_in_the_type_form() {
+        let mut s = shape();
+        let u = s
+            .update_from_json(json!({"messages": [
+                {"role": "user", "content": [{"type": "text", "text": "hi"}]},
+                ["assistant", "hello"],
+                "plain",
+            ]}))
+            .unwrap();
+        let mut ch = Vec::new();
+        s.merge(vec![TaskUpdate { node: "a", update: u }], &mut ch)
+            .unwrap();
+        let msgs = s.get("messages").unwrap();
+        let kinds: Vec<&str> = msgs
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["type"].as_str().unwrap())
+            .collect();
+        assert_eq!(kinds, ["human", "ai", "human"]);
+        assert!(msgs[0].get("role").is_none());
+        let err = s
+            .update_from_json(json!({"messages": [{"role": "robot", "content": "x"}]}))
+            .unwrap_err();
+        assert!(
+            matches!(&err, StateError::Decode { field, message } if field == "messages" && message.contains("robot")),
+            "{err}"
+        );
+        // Items written by code are checked at the merge.
+        let u = JsonUpdate::new().extend("messages", [Arc::new(json!({"role": "wizard"}))]);
+        let err = s
+            .merge(vec![TaskUpdate { node: "b", update: u }], &mut ch)
+            .unwrap_err();
+        assert!(err.to_string().contains("wizard"), "{err}");
     }
 }

@@ -46,6 +46,7 @@ pub mod error;
 pub mod graph;
 pub mod json_state;
 mod mermaid;
+pub mod message_stream;
 pub mod messages;
 pub(crate) mod pregel;
 pub mod reducers;
@@ -69,7 +70,7 @@ pub use graph::{
 };
 pub use graphloom_derive::State;
 pub use json_state::{JsonReduceFn, JsonReduceSharedFn, JsonReducer, JsonState, JsonUpdate, JsonWrite};
-pub use messages::{Message, MessageKind, MessageLike, ToolCall};
+pub use messages::{content_text, Message, MessageKind, MessageLike, ToolCall};
 pub use reducers::{Add, AddMessages, Append, LastValue, MergeMap, Reducer};
 pub use runtime::Runtime;
 pub use seq::{Seq, SeqLike};

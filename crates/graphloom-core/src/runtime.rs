@@ -5,9 +5,9 @@ use crate::checkpoint::DynCheckpointer;
 use crate::store::DynStore;
 use crate::stream::{StreamData, StreamMode, StreamPart};
 use crate::types::{Interrupt, NodeError};
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 use std::any::Any;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc::UnboundedSender;
@@ -49,6 +49,9 @@ pub(crate) struct RunShared {
     pub durability: crate::types::Durability,
     /// Told about each root task as it ends.
     pub on_task_end: Option<crate::config::TaskObserver>,
+    /// Ids of the messages `messages` mode has emitted (chunks or whole), so none is
+    /// emitted whole twice. Untouched unless the run streams `messages`.
+    pub seen_messages: Mutex<HashSet<String>>,
 }
 
 impl RunShared {
@@ -57,6 +60,10 @@ impl RunShared {
         self.sink
             .as_ref()
             .is_some_and(|s| s.modes & mode_bit(mode) != 0 && (depth == 0 || s.subgraphs))
+    }
+    /// Whether a part of `mode` is wanted at some depth.
+    pub fn wants_any(&self, mode: StreamMode) -> bool {
+        self.sink.as_ref().is_some_and(|s| s.modes & mode_bit(mode) != 0)
     }
     pub fn emit(&self, ns: &[String], mode: StreamMode, data: StreamData) {
         if let Some(sink) = &self.sink {
@@ -68,6 +75,17 @@ impl RunShared {
                 });
             }
         }
+    }
+    /// Record `id` as emitted in `messages` mode; false if it already was.
+    pub fn mark_message_seen(&self, id: &str) -> bool {
+        let mut seen = self
+            .seen_messages
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if seen.contains(id) {
+            return false;
+        }
+        seen.insert(id.to_owned())
     }
     pub fn take_resume(&self, id: &str) -> Option<Value> {
         let guard = self
@@ -85,6 +103,8 @@ pub(crate) struct TaskCtx {
     pub task_id: String,
     pub step: i64,
     pub triggers: Vec<String>,
+    /// For a task run for a `Send` packet: the packet's index in its step.
+    pub push: Option<usize>,
     /// Namespace segments of the graph this task runs in.
     pub ns: Arc<[String]>,
     pub remaining_steps: usize,
@@ -172,24 +192,59 @@ impl Runtime {
         self.ctx.run.wants(StreamMode::Messages, self.ctx.ns.len())
     }
 
-    /// Emit a `messages` event: a message chunk with this task's metadata.
+    /// Emit a `messages` event: a message chunk (LangChain's `AIMessageChunk` JSON) with
+    /// this task's metadata. Its `id` is recorded, so the whole message the node returns
+    /// under that id is not emitted again.
     pub fn emit_message(&self, chunk: Value) {
-        if self.wants_messages() {
-            let data = json!([chunk, self.metadata()]);
-            self.ctx
-                .run
-                .emit(&self.ctx.ns, StreamMode::Messages, StreamData::Json(data));
+        self.emit_message_with(chunk, Map::new());
+    }
+
+    /// [`Runtime::emit_message`] with `extra` added to the metadata (a model call adds
+    /// `ls_provider`, `ls_model_name`, ...).
+    pub fn emit_message_with(&self, chunk: Value, extra: Map<String, Value>) {
+        if !self.wants_messages() {
+            return;
         }
+        if let Some(id) = chunk.get("id").and_then(Value::as_str) {
+            self.ctx.run.mark_message_seen(id);
+        }
+        let mut meta = self.metadata();
+        if let Value::Object(m) = &mut meta {
+            m.extend(extra);
+        }
+        let data = json!([chunk, meta]);
+        self.ctx
+            .run
+            .emit(&self.ctx.ns, StreamMode::Messages, StreamData::Json(data));
+    }
+
+    /// Emit a whole message (its JSON, with an id) unless a message with its id was
+    /// emitted already.
+    pub(crate) fn emit_whole_message(&self, message: Value) {
+        let Some(id) = message.get("id").and_then(Value::as_str) else {
+            return;
+        };
+        if !self.ctx.run.mark_message_seen(id) {
+            return;
+        }
+        let data = json!([message, self.metadata()]);
+        self.ctx
+            .run
+            .emit(&self.ctx.ns, StreamMode::Messages, StreamData::Json(data));
     }
 
     /// The task metadata LangGraph attaches to message events.
     #[must_use]
     pub fn metadata(&self) -> Value {
+        let path = match self.ctx.push {
+            Some(i) => json!(["__pregel_push", i]),
+            None => json!(["__pregel_pull", self.ctx.node]),
+        };
         json!({
             "langgraph_step": self.ctx.step,
             "langgraph_node": self.ctx.node,
             "langgraph_triggers": self.ctx.triggers,
-            "langgraph_path": ["__pregel_pull", self.ctx.node],
+            "langgraph_path": path,
             "langgraph_checkpoint_ns": self.checkpoint_ns(),
             "thread_id": self.ctx.run.thread_id,
             "run_id": self.ctx.run.run_id,

@@ -7,6 +7,7 @@
 //! The executor never serialises a typed state inside its loop: JSON appears only where a
 //! value leaves the process (a checkpoint, a stream consumer that asks for JSON, the server).
 
+use crate::messages::Message;
 use serde_json::Value;
 
 /// How one field changed during a merge. Checkpoint encoding uses it to store only what
@@ -147,6 +148,21 @@ pub trait State: Clone + Send + Sync + 'static {
     /// A state of the same shape with every field at its default.
     fn empty_like(&self) -> Self;
 
+    /// The chat messages `update` writes (fields whose update is a message or a list of
+    /// messages), as JSON, after giving each message without an id a fresh one in the
+    /// update itself. `messages` stream mode emits them; the default finds none.
+    fn update_messages(&self, update: &mut Self::Update) -> Vec<Value> {
+        let _ = update;
+        Vec::new()
+    }
+
+    /// Whether a field of messages holds one with this id (`messages` stream mode does not
+    /// emit what a node had in its input). The default says no.
+    fn has_message(&self, id: &str) -> bool {
+        let _ = id;
+        false
+    }
+
     /// A state of the same shape built from a JSON object; missing fields keep defaults.
     fn state_from_json(&self, value: Value) -> Result<Self, StateError> {
         let mut out = self.empty_like();
@@ -181,6 +197,57 @@ pub fn shared_items<T: 'static>(field: &T) -> Option<Vec<std::sync::Arc<Value>>>
         return Some(seq.iter().cloned().collect());
     }
     None
+}
+
+/// Helper for derived code: the messages of one field's write (a [`Message`], a list of
+/// them, or an optional one), each given an id when it has none, pushed to `out` as JSON.
+pub fn update_messages<T: 'static>(write: &mut Option<T>, out: &mut Vec<Value>) {
+    use crate::seq::Seq;
+    use std::any::Any;
+    let Some(w) = write else { return };
+    let any: &mut dyn Any = w;
+    let mut push = |m: &mut Message| {
+        if m.id.is_none() {
+            m.id = Some(uuid::Uuid::new_v4().to_string());
+        }
+        if let Ok(v) = serde_json::to_value(&*m) {
+            out.push(v);
+        }
+    };
+    if let Some(list) = any.downcast_mut::<Vec<Message>>() {
+        list.iter_mut().for_each(push);
+    } else if let Some(m) = any.downcast_mut::<Message>() {
+        push(m);
+    } else if let Some(Some(m)) = any.downcast_mut::<Option<Message>>() {
+        push(m);
+    } else if let Some(seq) = any.downcast_mut::<Seq<Message>>() {
+        let mut items = seq.to_vec();
+        items.iter_mut().for_each(push);
+        *seq = items.into();
+    }
+}
+
+/// Helper for derived code: whether a field (a list of [`Message`]s, or one) holds a
+/// message with `id`.
+#[must_use]
+pub fn holds_message<T: 'static>(field: &T, id: &str) -> bool {
+    use crate::seq::Seq;
+    use std::any::Any;
+    let any: &dyn Any = field;
+    let is = |m: &Message| m.id.as_deref() == Some(id);
+    if let Some(seq) = any.downcast_ref::<Seq<Message>>() {
+        return seq.iter().rev().any(is);
+    }
+    if let Some(list) = any.downcast_ref::<Vec<Message>>() {
+        return list.iter().rev().any(is);
+    }
+    if let Some(m) = any.downcast_ref::<Message>() {
+        return is(m);
+    }
+    if let Some(Some(m)) = any.downcast_ref::<Option<Message>>() {
+        return is(m);
+    }
+    false
 }
 
 /// Helper for derived code: decode a field from JSON with a message naming the field.

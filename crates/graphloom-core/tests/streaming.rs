@@ -81,6 +81,8 @@ async fn several_modes_at_once_in_order() {
     )
     .await;
     let modes: Vec<&str> = parts.iter().map(|p| p.mode.as_str()).collect();
+    // Two chunks (without an id), then the returned message `m1` whole: as in LangGraph,
+    // a returned message not streamed under its id is emitted when the node ends.
     assert_eq!(
         modes,
         vec![
@@ -89,10 +91,22 @@ async fn several_modes_at_once_in_order() {
             "custom",
             "messages",
             "messages",
+            "messages",
             "tasks",
             "updates",
             "checkpoints"
         ]
+    );
+    let whole = parts
+        .iter()
+        .filter(|p| p.mode == StreamMode::Messages)
+        .nth(2)
+        .unwrap()
+        .data_json()
+        .unwrap();
+    assert_eq!(
+        (whole[0]["type"].as_str(), whole[0]["id"].as_str()),
+        (Some("ai"), Some("m1"))
     );
     let custom = parts.iter().find(|p| p.mode == StreamMode::Custom).unwrap();
     assert_eq!(custom.data_json().unwrap(), json!({"progress": 0.5}));

@@ -1,4 +1,5 @@
-//! The generated `State::json_schema`.
+//! The generated `State::json_schema`: one property per field, no other keys (the update
+//! decoder refuses them too).
 
 use crate::attrs::StateSpec;
 use proc_macro2::TokenStream;
@@ -54,6 +55,11 @@ pub(crate) fn schema_body(spec: &StateSpec) -> TokenStream {
         );
         #root_doc
         __gl_root.insert(::std::string::String::from("properties"), #json::Value::Object(__gl_props));
+        // The update decoder refuses keys the state does not have; so does the schema.
+        __gl_root.insert(
+            ::std::string::String::from("additionalProperties"),
+            #json::Value::Bool(false),
+        );
         __gl_root.insert(::std::string::String::from("$defs"), #json::Value::Object(__gl_defs));
         #json::Value::Object(__gl_root)
     }

@@ -1,7 +1,7 @@
 //! The generated `impl State`.
 
 use crate::attrs::{ReducerKind, StateSpec};
-use crate::update::{reducer_qself, update_ident, user_span};
+use crate::update::{reducer_qself, update_ident, update_ty, user_span};
 use proc_macro2::{Literal, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 
@@ -14,6 +14,12 @@ pub(crate) fn generate(spec: &StateSpec) -> TokenStream {
     let names: Vec<&str> = spec.fields.iter().map(|f| f.name.as_str()).collect();
     let idents: Vec<_> = spec.fields.iter().map(|f| &f.ident).collect();
     let indices: Vec<Literal> = (0..count).map(Literal::usize_unsuffixed).collect();
+    let update_tys: Vec<TokenStream> = spec.fields.iter().map(|f| update_ty(spec, f)).collect();
+    let all_names = if names.is_empty() {
+        "no fields".to_owned()
+    } else {
+        names.join(", ")
+    };
 
     let merge = merge_body(spec);
     let tail_arms = tail_arms(spec);
@@ -131,16 +137,54 @@ pub(crate) fn generate(spec: &StateSpec) -> TokenStream {
                 &self,
                 __gl_value: #krate::__private::serde_json::Value,
             ) -> ::std::result::Result<Self::Update, #krate::StateError> {
-                #krate::__private::serde_json::from_value::<#update>(__gl_value).map_err(|e| {
-                    #krate::StateError::Decode {
+                // Field by field, so an error names the field (or the key no field has).
+                let #krate::__private::serde_json::Value::Object(__gl_map) = __gl_value else {
+                    return ::std::result::Result::Err(#krate::StateError::Decode {
                         field: ::std::string::String::new(),
-                        message: ::std::string::ToString::to_string(&e),
+                        message: ::std::format!("an update must be a JSON object, got {}", __gl_value),
+                    });
+                };
+                let mut __gl_update = <#update as ::std::default::Default>::default();
+                for (__gl_key, __gl_v) in __gl_map {
+                    match __gl_key.as_str() {
+                        #(
+                            #names => {
+                                __gl_update.#idents = ::std::option::Option::Some(
+                                    #krate::state::decode_field::<#update_tys>(#names, __gl_v)?,
+                                );
+                            }
+                        )*
+                        _ => {
+                            return ::std::result::Result::Err(#krate::StateError::Decode {
+                                message: ::std::format!(
+                                    "unknown field `{}`; the state has: {}",
+                                    __gl_key,
+                                    #all_names,
+                                ),
+                                field: __gl_key,
+                            });
+                        }
                     }
-                })
+                }
+                ::std::result::Result::Ok(__gl_update)
             }
 
             fn json_schema(&self) -> #krate::__private::serde_json::Value {
                 #schema
+            }
+
+            fn update_messages(
+                &self,
+                __gl_update: &mut Self::Update,
+            ) -> ::std::vec::Vec<#krate::__private::serde_json::Value> {
+                #[allow(unused_mut)]
+                let mut __gl_out = ::std::vec::Vec::new();
+                #( #krate::state::update_messages(&mut __gl_update.#idents, &mut __gl_out); )*
+                __gl_out
+            }
+
+            fn has_message(&self, __gl_id: &str) -> bool {
+                false #( || #krate::state::holds_message(&self.#idents, __gl_id) )*
             }
 
             fn empty_like(&self) -> Self {

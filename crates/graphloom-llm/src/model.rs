@@ -58,6 +58,10 @@ pub trait DynChatModel: Send + Sync {
     fn dyn_stream(&self, messages: &[Message], options: &ChatOptions) -> ChunkStream;
 }
 
+/// Inside a node whose run streams `messages`, a model called through `DynChatModel`
+/// (any `ChatModel`, the user's own too) streams its answer and forwards the chunks to
+/// the run, as LangChain's chat models do under LangGraph's stream handler; `dyn_invoke`
+/// then assembles the streamed answer.
 impl<M: ChatModel> DynChatModel for M {
     fn dyn_model_name(&self) -> &str {
         self.model_name()
@@ -70,10 +74,16 @@ impl<M: ChatModel> DynChatModel for M {
         messages: &'a [Message],
         options: &'a ChatOptions,
     ) -> BoxFuture<'a, Result<Message>> {
-        Box::pin(self.invoke(messages, options))
+        match graphloom_core::message_stream::current() {
+            Some(rt) => Box::pin(crate::stream_into::invoke_forwarded(rt, self, messages, options)),
+            None => Box::pin(self.invoke(messages, options)),
+        }
     }
     fn dyn_stream(&self, messages: &[Message], options: &ChatOptions) -> ChunkStream {
-        self.stream(messages, options)
+        match graphloom_core::message_stream::current() {
+            Some(rt) => crate::stream_into::forwarded(rt, self, messages, options),
+            None => self.stream(messages, options),
+        }
     }
 }
 

@@ -122,6 +122,19 @@ pub struct RecordedRequest {
     pub streamed: bool,
 }
 
+/// The reply function of [`ScriptedModel::responding`].
+type RespondFn = dyn Fn(&[Message], &ChatOptions) -> Reply + Send + Sync;
+
+/// A reply function, shown by name only.
+#[derive(Clone)]
+struct Responder(Arc<RespondFn>);
+
+impl std::fmt::Debug for Responder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Responder(..)")
+    }
+}
+
 #[derive(Debug)]
 struct Inner {
     name: String,
@@ -130,6 +143,7 @@ struct Inner {
     repeat_last: bool,
     last: Mutex<Option<Reply>>,
     scripted: usize,
+    respond: Option<Responder>,
 }
 
 /// A model that answers from a list of [`Reply`]s, in order, and records what it was asked.
@@ -170,7 +184,43 @@ impl ScriptedModel {
     {
         Self::build("scripted", replies, true)
     }
+    /// A model whose every reply is `respond(messages, options)`: a function of the
+    /// conversation, so one model answers any number of runs, each the same way, in any
+    /// order (an offline demo served to many clients). Replies [`ScriptedModel::push`]ed
+    /// are used first.
+    ///
+    /// ```
+    /// use graphloom_llm::{ChatModel, ChatOptions, Message, Reply, ScriptedModel};
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> graphloom_llm::Result<()> {
+    /// let echo = ScriptedModel::responding(|msgs, _opts| {
+    ///     Reply::text(format!("you said: {}", msgs.last().map(Message::text).unwrap_or_default()))
+    /// });
+    /// for _ in 0..3 {
+    ///     let m = echo.invoke(&[Message::human("hi")], &ChatOptions::new()).await?;
+    ///     assert_eq!(m.text(), "you said: hi");
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn responding<F>(respond: F) -> Self
+    where
+        F: Fn(&[Message], &ChatOptions) -> Reply + Send + Sync + 'static,
+    {
+        Self::build_with(
+            "scripted",
+            Vec::<Reply>::new(),
+            false,
+            Some(Responder(Arc::new(respond))),
+        )
+    }
     fn build<I, R>(name: &str, replies: I, repeat_last: bool) -> Self
+    where
+        I: IntoIterator<Item = R>,
+        R: Into<Reply>,
+    {
+        Self::build_with(name, replies, repeat_last, None)
+    }
+    fn build_with<I, R>(name: &str, replies: I, repeat_last: bool, respond: Option<Responder>) -> Self
     where
         I: IntoIterator<Item = R>,
         R: Into<Reply>,
@@ -184,6 +234,7 @@ impl ScriptedModel {
                 requests: Mutex::new(Vec::new()),
                 repeat_last,
                 last: Mutex::new(None),
+                respond,
             }),
         }
     }
@@ -196,7 +247,12 @@ impl ScriptedModel {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
-        Self::build(&name.into(), replies, self.inner.repeat_last)
+        Self::build_with(
+            &name.into(),
+            replies,
+            self.inner.repeat_last,
+            self.inner.respond.clone(),
+        )
     }
     /// Append a reply to the script.
     pub fn push(&self, reply: impl Into<Reply>) {
@@ -250,6 +306,9 @@ impl ScriptedModel {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .pop_front();
+        if let (None, Some(f)) = (&popped, &self.inner.respond) {
+            return Ok((f.0)(messages, options));
+        }
         let mut last = self.inner.last.lock().unwrap_or_else(PoisonError::into_inner);
         match popped {
             Some(r) => {

@@ -1,22 +1,99 @@
-//! Calling a model from a graph node so that `messages` stream mode sees its tokens.
+//! Model calls inside graph nodes and `messages` stream mode.
+//!
+//! While a run streams `messages`, graphloom-core puts each node's runtime in scope
+//! (`graphloom_core::message_stream::current`). Every provider here (and every model
+//! called through [`crate::DynChatModel`]) then streams its answer, forwards each chunk
+//! to the run as a LangChain `AIMessageChunk` with the node's metadata, and returns the
+//! assembled message under the chunks' id, so the node's own update does not emit it
+//! again. Outside such a run a call is a plain call. [`stream_into`] does the same for an
+//! explicit runtime (a model called from a task the node spawned).
 
 use crate::chunk::ChunkAssembler;
 use crate::error::Result;
 use crate::message::new_message_id;
-use crate::model::ChatModel;
+use crate::model::{collect_stream, ChatModel, ChunkStream};
 use crate::options::ChatOptions;
-use futures::StreamExt;
-use graphloom_core::{Message, Runtime};
+use futures::{Stream, StreamExt};
+use graphloom_core::{message_stream, Message, Runtime};
+use serde_json::{json, Map, Value};
+use std::pin::Pin;
+use std::task::{Context, Poll};
 
-/// Call `model` from a node and return the final AI message.
+/// What a model call adds to the metadata of its `messages` events (LangChain's `ls_*`).
+fn model_meta(provider: &str, model: &str) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("ls_provider".into(), json!(provider));
+    m.insert("ls_model_name".into(), json!(model));
+    m.insert("ls_model_type".into(), json!("chat"));
+    m
+}
+
+/// Polls the stream it wraps with no runtime in scope, so a model wrapped by another
+/// (a budget, bound options) does not forward the chunks the outer one forwards.
+struct Unscoped(ChunkStream);
+
+impl Stream for Unscoped {
+    type Item = <ChunkStream as Stream>::Item;
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        message_stream::without(|| self.0.as_mut().poll_next(cx))
+    }
+}
+
+/// `model`'s answer as a stream whose chunks also go to `rt`'s `messages` stream, all
+/// under one id (the first chunk's, or a fresh one) that the chunks passed on carry too.
+pub(crate) fn forwarded<M: ChatModel + ?Sized>(
+    rt: Runtime,
+    model: &M,
+    messages: &[Message],
+    options: &ChatOptions,
+) -> ChunkStream {
+    let inner = message_stream::without(|| model.stream(messages, options));
+    let meta = model_meta(model.provider(), model.model_name());
+    let mut id: Option<String> = None;
+    Box::pin(Unscoped(inner).map(move |item| {
+        item.map(|mut chunk| {
+            let id = id
+                .get_or_insert_with(|| {
+                    chunk
+                        .id
+                        .clone()
+                        .filter(|s| !s.is_empty())
+                        .unwrap_or_else(new_message_id)
+                })
+                .clone();
+            rt.emit_message_with(chunk.to_langchain_json(&id), meta.clone());
+            chunk.id = Some(id);
+            chunk
+        })
+    }))
+}
+
+/// `invoke` inside a node whose run streams `messages`: stream, forward, assemble.
+pub(crate) async fn invoke_forwarded<M: ChatModel + ?Sized>(
+    rt: Runtime,
+    model: &M,
+    messages: &[Message],
+    options: &ChatOptions,
+) -> Result<Message> {
+    let provider = model.provider().to_owned();
+    collect_stream(forwarded(rt, model, messages, options), provider).await
+}
+
+/// Call `model` for the node behind `rt` and return the final AI message.
 ///
 /// When the run streams in `messages` mode (`rt.wants_messages()`), the answer is streamed
 /// and every chunk is forwarded as a LangChain `AIMessageChunk`
 /// (`{"type":"AIMessageChunk","content":..,"id":..,"tool_call_chunks":[..]}`) through
-/// `rt.emit_message`, tagged by the runtime with the node's metadata and, inside a
-/// subgraph, its namespace. Every chunk and the returned message share one id, so a client
-/// can match the streamed message with the one that lands in the state. Otherwise the
-/// model is simply invoked.
+/// `rt.emit_message`, tagged by the runtime with the node's metadata (and `ls_provider`,
+/// `ls_model_name`) and, inside a subgraph, its namespace. Every chunk and the returned
+/// message share one id, so a client can match the streamed message with the one that
+/// lands in the state, and the node's update does not emit it again. Otherwise the model
+/// is simply invoked.
+///
+/// Inside a node, a plain `invoke` through [`crate::DynChatModel`] or on a provider of
+/// this crate does the same with the node's runtime; `stream_into` is for an explicit
+/// runtime (a model called from a task the node spawned) or a model of your own called
+/// directly.
 ///
 /// ```
 /// use graphloom_core::{Message, RunConfig, Seq, State, StateGraph, END, START};
@@ -56,17 +133,10 @@ pub async fn stream_into<M: ChatModel + ?Sized>(
     if !rt.wants_messages() {
         return model.invoke(messages, options).await;
     }
-    let mut stream = model.stream(messages, options);
+    let mut stream = forwarded(rt.clone(), model, messages, options);
     let mut asm = ChunkAssembler::with_provider(model.provider());
-    let mut id: Option<String> = None;
     while let Some(chunk) = stream.next().await {
-        let chunk = chunk?;
-        let id = id.get_or_insert_with(|| chunk.id.clone().unwrap_or_else(new_message_id));
-        rt.emit_message(chunk.to_langchain_json(id));
-        asm.push(&chunk);
-    }
-    if let Some(id) = id {
-        asm.set_id(id);
+        asm.push(&chunk?);
     }
     Ok(asm.finish())
 }

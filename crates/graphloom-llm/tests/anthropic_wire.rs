@@ -431,3 +431,36 @@ async fn structured_output_as_a_forced_tool_whole_and_streamed() {
     let r: Route = graphloom_llm::parse_structured(&streamed, &validator.unwrap()).unwrap();
     assert_eq!(r.next, "support");
 }
+
+#[tokio::test]
+async fn openai_content_parts_become_anthropic_blocks() {
+    let server = MockServer::start(vec![MockReply::json(message(
+        json!([{"type": "text", "text": "Two cats."}]),
+        "end_turn",
+    ))])
+    .await;
+    let user: Message = serde_json::from_value(json!({"role": "user", "content": [
+        {"type": "text", "text": "Compare"},
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
+        {"type": "image_url", "image_url": {"url": "https://x.example/cat.png"}},
+    ]}))
+    .unwrap();
+    let system: Message =
+        serde_json::from_value(json!({"role": "system", "content": [{"type": "text", "text": "Be brief."}]}))
+            .unwrap();
+    let m = model(&server)
+        .invoke(&[system, user], &ChatOptions::new())
+        .await
+        .unwrap();
+    assert_eq!(m.text(), "Two cats.");
+    let b = &server.requests()[0].body;
+    assert_eq!(b["system"], "Be brief.");
+    assert_eq!(
+        b["messages"][0]["content"],
+        json!([
+            {"type": "text", "text": "Compare"},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}},
+            {"type": "image", "source": {"type": "url", "url": "https://x.example/cat.png"}},
+        ])
+    );
+}

@@ -1,6 +1,7 @@
-//! `stream_into` in real graphs: `messages` stream mode receives LangChain `AIMessageChunk`s
-//! with the node's metadata (and a subgraph's namespace), and the state receives the
-//! assembled message under the same id.
+//! Model calls in real graphs: `messages` stream mode receives LangChain `AIMessageChunk`s
+//! with the node's metadata (and a subgraph's namespace), from `stream_into` and from a
+//! plain `invoke` alike, and the state receives the assembled message under the same id;
+//! what a node returns that was not streamed follows whole.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -11,7 +12,10 @@ use graphloom_core::{
     CompiledGraph, Message, RunConfig, RunEvent, RunInput, Seq, State, StateGraph, StreamMode, StreamOptions,
     StreamPart, END, START,
 };
-use graphloom_llm::{stream_into, ChatModel, ChatOptions, NodeResultExt, Reply, ScriptedModel, ToolCall};
+use graphloom_llm::{
+    stream_into, ChatModel, ChatOptions, DynChatModel, MessageExt, NodeResultExt, Reply, ScriptedModel,
+    ToolCall,
+};
 use serde_json::{json, Value};
 use std::sync::Arc;
 
@@ -195,15 +199,135 @@ async fn subgraph_chunks_carry_the_subgraph_namespace() {
     assert_eq!(state.messages.last().unwrap().text(), "from the subgraph");
     assert!(model.requests()[0].streamed);
 
-    // Without `with_subgraphs` the subgraph's model is not streamed at all.
+    // Without `with_subgraphs` the subgraph's model is not streamed; its answer surfaces
+    // once, whole, when the parent's `team` node returns it (as LangGraph does).
     let model = ScriptedModel::new([Reply::text("quiet")]);
-    let (parts, _) = run(
+    let (parts, state) = run(
         &parent_graph(model.clone()),
         StreamOptions::modes([StreamMode::Messages]),
     )
     .await;
+    let events = message_events(&parts);
+    assert_eq!(events.len(), 1, "{events:?}");
+    let (ns, msg, meta) = &events[0];
+    assert!(ns.is_empty());
+    assert_eq!(
+        (msg["type"].as_str(), msg["content"].as_str()),
+        (Some("ai"), Some("quiet"))
+    );
+    assert_eq!(msg["id"], json!(state.messages.last().unwrap().id));
+    assert_eq!(meta["langgraph_node"], "team");
+    assert!(!model.requests()[0].streamed);
+}
+
+/// A node that calls its model the plain way: `invoke` through `DynChatModel`.
+fn plain_graph(model: Arc<dyn DynChatModel>) -> CompiledGraph<Chat> {
+    StateGraph::<Chat>::new()
+        .add_node("agent", move |s: Arc<Chat>, _rt| {
+            let model = Arc::clone(&model);
+            async move {
+                let answer = model
+                    .dyn_invoke(&s.messages.to_vec(), &ChatOptions::new())
+                    .await
+                    .node()?;
+                Ok(ChatUpdate::new().messages(vec![answer]))
+            }
+        })
+        .add_edge(START, "agent")
+        .add_edge("agent", END)
+        .checkpointer(InMemorySaver::new())
+        .compile()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_plain_invoke_in_a_node_streams_its_tokens_once() {
+    let model = ScriptedModel::new([Reply::text("no opt in needed")]);
+    // A budget around the model: the outer call forwards the chunks, the inner does not.
+    let budgeted = graphloom_llm::BudgetedModel::new(
+        model.clone(),
+        graphloom_llm::UsageTracker::shared(),
+        graphloom_llm::Budget::unlimited(),
+    );
+    let (parts, state) = run(
+        &plain_graph(Arc::new(budgeted)),
+        StreamOptions::modes([StreamMode::Messages]),
+    )
+    .await;
+    let events = message_events(&parts);
+    assert!(events.len() >= 3, "{events:?}");
+    let answer = state.messages.last().unwrap();
+    assert_eq!(answer.text(), "no opt in needed");
+    for (_, chunk, meta) in &events {
+        assert_eq!(chunk["type"], "AIMessageChunk", "no whole copy after the chunks");
+        assert_eq!(chunk["id"], json!(answer.id));
+        assert_eq!(meta["langgraph_node"], "agent");
+        assert_eq!(meta["ls_provider"], "scripted");
+        assert_eq!(meta["ls_model_name"], "scripted");
+    }
+    let text: String = events
+        .iter()
+        .map(|(_, c, _)| c["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(text, "no opt in needed");
+    assert_eq!(answer.usage().map(|u| u.output_tokens > 0), Some(true));
+    assert!(model.requests()[0].streamed);
+
+    // Without messages mode the same call is a plain invoke.
+    let model = ScriptedModel::new([Reply::text("plain")]);
+    let (parts, _) = run(
+        &plain_graph(Arc::new(model.clone())),
+        StreamOptions::modes([StreamMode::Updates]),
+    )
+    .await;
     assert!(message_events(&parts).is_empty());
     assert!(!model.requests()[0].streamed);
+}
+
+#[tokio::test]
+async fn tool_messages_a_node_returns_follow_the_streamed_answer() {
+    let call = ToolCall {
+        id: "call_1".into(),
+        name: "lookup".into(),
+        args: json!({"q": "x"}),
+    };
+    let model: Arc<dyn DynChatModel> = Arc::new(ScriptedModel::new([Reply::tool_calls("", vec![call])]));
+    let g = StateGraph::<Chat>::new()
+        .add_node("agent", move |s: Arc<Chat>, _rt| {
+            let model = Arc::clone(&model);
+            async move {
+                let answer = model
+                    .dyn_invoke(&s.messages.to_vec(), &ChatOptions::new())
+                    .await
+                    .node()?;
+                Ok(ChatUpdate::new().messages(vec![answer]))
+            }
+        })
+        .add_node("tools", |s: Arc<Chat>, _rt| async move {
+            let calls = s.messages.last().unwrap().tool_calls.clone();
+            Ok(ChatUpdate::new().messages(
+                calls
+                    .iter()
+                    .map(|c| Message::tool("found", c.id.clone()))
+                    .collect(),
+            ))
+        })
+        .add_edge(START, "agent")
+        .add_edge("agent", "tools")
+        .add_edge("tools", END)
+        .checkpointer(InMemorySaver::new())
+        .compile()
+        .unwrap();
+    let (parts, state) = run(&g, StreamOptions::modes([StreamMode::Messages])).await;
+    let events = message_events(&parts);
+    let (chunks, whole): (Vec<_>, Vec<_>) =
+        events.iter().partition(|(_, c, _)| c["type"] == "AIMessageChunk");
+    assert!(!chunks.is_empty());
+    assert_eq!(whole.len(), 1, "{whole:?}");
+    assert_eq!(whole[0].1["type"], "tool");
+    assert_eq!(whole[0].1["tool_call_id"], "call_1");
+    assert_eq!(whole[0].2["langgraph_node"], "tools");
+    assert_eq!(whole[0].1["id"], json!(state.messages.last().unwrap().id));
 }
 
 #[cfg(feature = "openai")]
@@ -234,4 +358,51 @@ async fn http_provider_tokens_reach_the_messages_stream() {
     let last = state.messages.last().unwrap();
     assert_eq!(last.id.as_deref(), Some("chatcmpl-live"));
     assert_eq!(last.text(), "Streamed");
+}
+
+#[cfg(feature = "openai")]
+#[tokio::test]
+async fn a_providers_plain_invoke_in_a_node_streams_over_http() {
+    use common::{data_frames, MockReply, MockServer};
+    let chunk = |content: &str, finish: Option<&str>| {
+        json!({"id": "chatcmpl-inv", "model": "gpt-4o-mini",
+            "choices": [{"index": 0, "delta": {"content": content}, "finish_reason": finish}]})
+    };
+    let mut frames = data_frames(&[chunk("Tok", None), chunk("ens", Some("stop"))]);
+    frames.push("data: [DONE]\n\n".to_owned());
+    let server = MockServer::start(vec![MockReply::sse(frames)]).await;
+    let model = graphloom_llm::OpenAiModel::new("gpt-4o-mini").base_url(server.v1());
+    let g = StateGraph::<Chat>::new()
+        .add_node("agent", move |s: Arc<Chat>, _rt| {
+            let model = model.clone();
+            async move {
+                // The concrete provider, not `DynChatModel`: it finds the node's runtime too.
+                let answer = model
+                    .invoke(&s.messages.to_vec(), &ChatOptions::new())
+                    .await
+                    .node()?;
+                Ok(ChatUpdate::new().messages(vec![answer]))
+            }
+        })
+        .add_edge(START, "agent")
+        .add_edge("agent", END)
+        .checkpointer(InMemorySaver::new())
+        .compile()
+        .unwrap();
+    let (parts, state) = run(&g, StreamOptions::modes([StreamMode::Messages])).await;
+    let events = message_events(&parts);
+    let text: String = events
+        .iter()
+        .map(|(_, c, _)| c["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(text, "Tokens");
+    assert!(events
+        .iter()
+        .all(|(_, c, m)| c["id"] == "chatcmpl-inv" && m["ls_provider"] == "openai"));
+    assert_eq!(state.messages.last().unwrap().id.as_deref(), Some("chatcmpl-inv"));
+    assert_eq!(
+        server.requests()[0].body["stream"],
+        true,
+        "the call was made as a stream"
+    );
 }

@@ -608,3 +608,36 @@ async fn structured_output_sends_the_schema_and_validates_the_answer() {
     assert!(raw.len() < 700, "raw text truncated: {} bytes", raw.len());
     assert!(raw.starts_with("I think you should lookup"));
 }
+
+#[tokio::test]
+async fn content_part_lists_are_sent_as_parts_and_read_as_text() {
+    let server = MockServer::start(vec![MockReply::json(completion("A cat."))]).await;
+    // A user message in OpenAI's own form, as a client would post it.
+    let user: Message = serde_json::from_value(json!({"role": "user", "content": [
+        {"type": "text", "text": "What is this? "},
+        {"type": "image_url", "image_url": {"url": "https://x.example/cat.png"}},
+        "Be brief."
+    ]}))
+    .unwrap();
+    let system: Message = serde_json::from_value(
+        json!({"role": "system", "content": [{"type": "text", "text": "You see images."}]}),
+    )
+    .unwrap();
+    model(&server)
+        .invoke(&[system, user], &ChatOptions::new())
+        .await
+        .unwrap();
+    let b = &server.requests()[0].body;
+    assert_eq!(
+        b["messages"][0],
+        json!({"role": "system", "content": "You see images."})
+    );
+    assert_eq!(
+        b["messages"][1]["content"],
+        json!([
+            {"type": "text", "text": "What is this? "},
+            {"type": "image_url", "image_url": {"url": "https://x.example/cat.png"}},
+            {"type": "text", "text": "Be brief."}
+        ])
+    );
+}

@@ -170,3 +170,50 @@ async fn usable_as_a_dyn_model_and_with_bound_options() {
     assert_eq!(m.requests()[0].options.max_tokens, Some(7));
     assert_eq!(b.response_metadata().unwrap()["model_name"], "my-model");
 }
+
+#[tokio::test]
+async fn a_responding_model_answers_any_number_of_calls_from_the_conversation() {
+    let model = ScriptedModel::responding(|msgs, opts| {
+        if opts.response_format.is_some() {
+            return Reply::json(serde_json::json!({"n": msgs.len()}));
+        }
+        match msgs.last().map(|m| m.kind) {
+            Some(graphloom_llm::MessageKind::Tool) => Reply::text("from the tool"),
+            _ => Reply::tool_call("lookup", serde_json::json!({"q": msgs.len()})),
+        }
+    })
+    .named("responder");
+    assert_eq!(model.model_name(), "responder");
+    for _ in 0..3 {
+        let first = model
+            .invoke(&[Message::human("q")], &ChatOptions::new())
+            .await
+            .unwrap();
+        assert_eq!(first.tool_calls[0].args["q"], 1);
+        let streamed = model
+            .stream_collect(
+                &[
+                    Message::human("q"),
+                    first.clone(),
+                    Message::tool("r", first.tool_calls[0].id.clone()),
+                ],
+                &ChatOptions::new(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(streamed.text(), "from the tool");
+    }
+    // A pushed reply goes first, then the function again.
+    model.push(Reply::text("pushed"));
+    let m = model
+        .invoke(&[Message::human("q")], &ChatOptions::new())
+        .await
+        .unwrap();
+    assert_eq!(m.text(), "pushed");
+    let m = model
+        .invoke(&[Message::human("q")], &ChatOptions::new())
+        .await
+        .unwrap();
+    assert!(m.has_tool_calls());
+    assert_eq!(model.calls(), 8, "every call is recorded");
+}

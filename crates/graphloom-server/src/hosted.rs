@@ -134,6 +134,13 @@ pub trait HostedGraph: Send + Sync + 'static {
     fn node_names(&self) -> Vec<String>;
     /// JSON Schema of the input (the state's update shape).
     fn input_schema(&self) -> Value;
+    /// Decode a run's `input` as the run will, without running anything: the error
+    /// names what the run would fail on (a field, a key the state does not have, a
+    /// message role). The default accepts everything.
+    fn check_input(&self, input: &Value) -> Result<(), String> {
+        let _ = input;
+        Ok(())
+    }
     /// JSON Schema of the output.
     fn output_schema(&self) -> Value;
     /// JSON Schema of the state.
@@ -402,6 +409,13 @@ impl<S: State> HostedGraph for CompiledGraph<S> {
         // A state's update has the same fields as the state, each optional; the state
         // schema describes both.
         self.state_schema()
+    }
+
+    fn check_input(&self, input: &Value) -> Result<(), String> {
+        self.empty_state()
+            .update_from_json(input.clone())
+            .map(drop)
+            .map_err(|e| e.to_string())
     }
 
     fn output_schema(&self) -> Value {

@@ -10,6 +10,7 @@ use common::TestServer;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Arc;
 
 const SDK: &str = "langgraph-sdk==0.4.14";
 /// Validates `/openapi.json` against the OpenAPI 3.1 specification.
@@ -82,7 +83,20 @@ fn ensure_venv() -> PathBuf {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_sdk_drives_the_server() {
     let python = tokio::task::spawn_blocking(ensure_venv).await.unwrap();
-    let s = TestServer::sqlite(|_| {}).await;
+    // The test graphs, and a seed graph with its offline model for the message modes.
+    let s = TestServer::sqlite_with(|b| {
+        b.graph(
+            "chat_runtime",
+            graphloom_server::factory(|deps| {
+                chat_runtime::graph(
+                    Arc::clone(&deps.checkpointer),
+                    Arc::clone(&deps.store),
+                    chat_runtime::default_model(),
+                )
+            }),
+        )
+    })
+    .await;
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sdk/drive.py");
     let child = std::process::Command::new(&python)
         .arg(&script)
@@ -132,6 +146,7 @@ async fn python_sdk_drives_the_server() {
         "runs_list",
         "extras",
         "sync_client",
+        "seed_messages",
     ] {
         assert!(
             checks.iter().any(|c| c == want),

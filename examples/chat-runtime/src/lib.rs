@@ -20,6 +20,7 @@
 pub mod adapter;
 pub mod events;
 pub mod executor;
+pub mod offline;
 pub mod route;
 pub mod runtime;
 pub mod tools;
@@ -40,7 +41,7 @@ use graphloom_core::store::DynStore;
 use graphloom_core::{
     CompiledGraph, Message, MessageKind, NodeError, Runtime, Seq, State, StateGraph, END, START,
 };
-use graphloom_llm::{ChatOptions, DynChatModel, NodeResultExt, Reply, ScriptedModel, ToolCall};
+use graphloom_llm::{ChatOptions, DynChatModel, NodeResultExt, ToolCall};
 use serde_json::json;
 use std::sync::Arc;
 
@@ -168,9 +169,9 @@ pub fn graph(
     )
 }
 
-/// `GRAPHLOOM_MODEL` (e.g. `openai:gpt-4o-mini`) through `init_chat_model`, else an offline
-/// scripted model: one `knowledge_search` call, then a streamed answer (repeated for later
-/// runs).
+/// `GRAPHLOOM_MODEL` (e.g. `openai:gpt-4o-mini`) through `init_chat_model`, else the
+/// [`offline::model`]: a `knowledge_search` call for the user's question, then an answer
+/// from its result, computed from the conversation, so any number of runs sharing it work.
 #[must_use]
 pub fn default_model() -> Arc<dyn DynChatModel> {
     if let Ok(spec) = std::env::var("GRAPHLOOM_MODEL") {
@@ -179,13 +180,7 @@ pub fn default_model() -> Arc<dyn DynChatModel> {
             Err(e) => eprintln!("GRAPHLOOM_MODEL={spec}: {e}; using the offline scripted model"),
         }
     }
-    Arc::new(
-        ScriptedModel::repeating([
-            Reply::tool_call("knowledge_search", json!({"query": "reset password"})),
-            Reply::text("Open Settings, choose Security, then Reset password. A link arrives by email."),
-        ])
-        .named("scripted-support"),
-    )
+    Arc::new(offline::model())
 }
 
 /// A JSON input for the graph's update decoder.

@@ -61,6 +61,7 @@ pub mod data;
 pub mod executor;
 pub mod graph;
 pub mod metrics;
+pub mod offline;
 pub mod planner;
 pub mod service;
 pub mod state;
@@ -85,7 +86,7 @@ pub use tools::{
 use graphloom_core::checkpoint::DynCheckpointer;
 use graphloom_core::store::DynStore;
 use graphloom_core::CompiledGraph;
-use graphloom_llm::{DynChatModel, Reply, ScriptedModel};
+use graphloom_llm::{DynChatModel, Reply};
 use serde_json::json;
 use std::sync::{Arc, OnceLock};
 
@@ -168,9 +169,10 @@ pub fn offline_script() -> Vec<Reply> {
 }
 
 /// The planner model: [`MODEL_ENV`] when set (through `graphloom_llm::init_chat_model`,
-/// which reads the provider's key and base URL from the environment), else a
-/// [`ScriptedModel`] answering [`offline_script`]. When the script runs out the planner
-/// falls back to the deterministic sequence, so later runs still complete.
+/// which reads the provider's key and base URL from the environment), else the
+/// [`offline::model`], which answers each call from what it asks (the next tool the rules
+/// allow; a summary of the assessment), so any number of runs sharing it get the same
+/// answers.
 #[must_use]
 pub fn default_model() -> Arc<dyn DynChatModel> {
     if let Some(spec) = std::env::var(MODEL_ENV).ok().filter(|s| !s.trim().is_empty()) {
@@ -181,7 +183,7 @@ pub fn default_model() -> Arc<dyn DynChatModel> {
             }
         }
     }
-    Arc::new(ScriptedModel::new(offline_script()))
+    Arc::new(offline::model())
 }
 
 /// An input for one run (the update decoder's JSON): the card-testing case `TX-1009`.

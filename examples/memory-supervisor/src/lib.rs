@@ -38,6 +38,7 @@
 pub mod agents;
 pub mod ciar;
 pub mod memory;
+pub mod offline;
 pub mod runtime_ids;
 pub mod state;
 pub mod supervisor;
@@ -54,7 +55,7 @@ pub use supervisor::{
 use graphloom_core::checkpoint::DynCheckpointer;
 use graphloom_core::store::DynStore;
 use graphloom_core::CompiledGraph;
-use graphloom_llm::{DynChatModel, Reply, ScriptedModel};
+use graphloom_llm::DynChatModel;
 use serde_json::json;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -86,9 +87,9 @@ pub fn graph(
 }
 
 /// The model: [`MODEL_ENV`] when set (through `graphloom_llm::init_chat_model`, which reads
-/// the provider's key and base URL from the environment), else a [`ScriptedModel`] routing
-/// the turn of [`sample_input`]: to `memory_writer`, then `FINISH`. When the script runs
-/// out, the router falls back to keywords.
+/// the provider's key and base URL from the environment), else the [`offline::model`],
+/// which routes by intent and answers from the memory tools, computed from each call, so
+/// any number of turns, threads and users sharing it work.
 #[must_use]
 pub fn default_model() -> Arc<dyn DynChatModel> {
     if let Some(spec) = std::env::var(MODEL_ENV).ok().filter(|s| !s.trim().is_empty()) {
@@ -99,10 +100,7 @@ pub fn default_model() -> Arc<dyn DynChatModel> {
             }
         }
     }
-    Arc::new(ScriptedModel::new([
-        Reply::json(json!({"next": MEMORY_WRITER, "reason": "the user asks me to remember a fact"})),
-        Reply::json(json!({"next": "FINISH", "reason": "the fact is stored and confirmed"})),
-    ]))
+    Arc::new(offline::model())
 }
 
 /// One user turn as graph input: alice asks to remember her favourite colour. The ids are

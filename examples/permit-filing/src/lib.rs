@@ -36,6 +36,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 mod nodes;
+pub mod offline;
 pub mod server;
 pub mod skills;
 
@@ -44,7 +45,7 @@ use graphloom_core::store::DynStore;
 use graphloom_core::{
     CompiledGraph, Message, RunConfig, RunInput, RunOutput, Seq, State, StateGraph, ToolCall, END, START,
 };
-use graphloom_llm::{DynChatModel, Reply, ScriptedModel, Usage};
+use graphloom_llm::{DynChatModel, ScriptedModel};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -348,67 +349,28 @@ pub async fn raise_budget(
 
 /// The model the example uses: `GRAPHLOOM_MODEL` (`openai:gpt-4o-mini`,
 /// `anthropic:claude-3-5-haiku-latest`, `ollama:llama3.2`, `openai-compatible:<model>`)
-/// through [`graphloom_llm::init_chat_model`], else the offline [`scripted_model`].
+/// through [`graphloom_llm::init_chat_model`], else the [`offline::model`] (the steps of
+/// [`scripted_model`], each chosen from the conversation, so any number of runs sharing
+/// the model work).
 pub fn default_model() -> Arc<dyn DynChatModel> {
     match std::env::var("GRAPHLOOM_MODEL") {
         Ok(spec) if !spec.trim().is_empty() => match graphloom_llm::init_chat_model(&spec) {
             Ok(m) => m,
             Err(e) => {
                 tracing::warn!("GRAPHLOOM_MODEL={spec}: {e}; using the scripted model");
-                Arc::new(scripted_model())
+                Arc::new(offline::model())
             }
         },
-        _ => Arc::new(scripted_model()),
+        _ => Arc::new(offline::model()),
     }
 }
 
-/// The offline script of the happy path for [`sample_input`]: resolve the well, register
-/// the operator (a mutating call: pauses for approval), select the spacing skill, assess
-/// spacing with it, answer.
+/// The offline script of the happy path for [`sample_input`], as a list for one run:
+/// resolve the well, register the operator (a mutating call: pauses for approval), select
+/// the spacing skill, assess spacing with it, answer.
 #[must_use]
 pub fn scripted_model() -> ScriptedModel {
-    let call = |id: &str, name: &str, args: Value| ToolCall {
-        id: id.into(),
-        name: name.into(),
-        args,
-    };
-    ScriptedModel::new([
-        Reply::tool_calls(
-            "Resolving the well first.",
-            vec![call(
-                "call_resolve_1",
-                "entity_resolve",
-                json!({"query": "Mitchell Ranch 1H"}),
-            )],
-        )
-        .with_usage(Usage::new(900, 40)),
-        Reply::tool_calls(
-            "The operator is not in the knowledge graph yet; registering it.",
-            vec![call(
-                "call_create_1",
-                "create_entity",
-                json!({"kind": "operator", "name": "Permian Basin Energy LLC", "external_id": "op-permian-energy"}),
-            )],
-        )
-        .with_usage(Usage::new(1_100, 60)),
-        Reply::text("I need the spacing rules for this filing. SKILL_SELECT:rule37_spacing")
-            .with_usage(Usage::new(1_300, 30)),
-        Reply::tool_calls(
-            "Assessing spacing against the statewide rule.",
-            vec![call(
-                "call_spacing_1",
-                "spacing_assessment",
-                json!({"well_api": "42-329-12345", "lease_line_distance_ft": 330, "nearest_well_distance_ft": 1450}),
-            )],
-        )
-        .with_usage(Usage::new(2_400, 70)),
-        Reply::text(
-            "Spacing Summary:\n- Distance to nearest lease line: 330 ft (statewide minimum 467 ft)\n- \
-             Distance to nearest well: 1450 ft (minimum 1200 ft)\nA Rule 37 exception is required for \
-             Mitchell Ranch 1H; the operator Permian Basin Energy LLC is registered. Next: assemble Form W-1.",
-        )
-        .with_usage(Usage::new(2_700, 120)),
-    ])
+    ScriptedModel::new(offline::happy_path(1))
 }
 
 /// A JSON input the graph's update decoder accepts: a Rule 37 request for one well.

@@ -615,9 +615,16 @@ pub fn select_skills(text: &str, injected: &[String]) -> Vec<String> {
 }
 
 /// `skill_inject_node`: ledger check, tier 2 definition, tier 3 artifacts, tier 3.5 entity
-/// context, ledger mark; each skill becomes a system message.
+/// context, ledger mark; each skill becomes a system message. The ledger is kept per
+/// conversation and thread: a skill injected into one thread's context is not in another
+/// thread's, even for the same conversation id (the sample input run again on a new
+/// thread).
 pub async fn skill_inject_node(s: Arc<PermitState>, rt: Runtime) -> NodeResult {
-    let ledger = vec!["skill_ledger".to_owned(), s.conversation_id.clone()];
+    let ledger = vec![
+        "skill_ledger".to_owned(),
+        s.conversation_id.clone(),
+        rt.thread_id().unwrap_or_default().to_owned(),
+    ];
     let mut injected = s.injected_skill_ids.clone();
     let mut active = s.active_skills.clone();
     let mut entity_ids = s.injected_entity_ids.clone();

@@ -34,6 +34,7 @@
 
 pub mod events;
 mod nodes;
+pub mod offline;
 pub mod policy;
 pub mod tools;
 
@@ -47,7 +48,7 @@ pub use tools::{
 use graphloom_core::checkpoint::DynCheckpointer;
 use graphloom_core::store::DynStore;
 use graphloom_core::{CompiledGraph, Message, Seq, State, StateGraph, END, START};
-use graphloom_llm::{DynChatModel, Reply, ScriptedModel};
+use graphloom_llm::DynChatModel;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -254,8 +255,9 @@ pub fn graph(
     )
 }
 
-/// `GRAPHLOOM_MODEL` through `init_chat_model`, else an offline scripted model: each turn a
-/// plan (search the help centre) and a streamed answer, for 50 turns.
+/// `GRAPHLOOM_MODEL` through `init_chat_model`, else the [`offline::model`]: each turn
+/// it plans a lookup of the user's question and answers from what the tools found,
+/// computed from the call itself, so any number of turns and threads sharing it work.
 #[must_use]
 pub fn default_model() -> Arc<dyn DynChatModel> {
     if let Ok(spec) = std::env::var("GRAPHLOOM_MODEL") {
@@ -264,13 +266,7 @@ pub fn default_model() -> Arc<dyn DynChatModel> {
             Err(e) => eprintln!("GRAPHLOOM_MODEL={spec}: {e}; using the offline scripted model"),
         }
     }
-    let turn = [
-        Reply::json(
-            json!({"next_step": "tool_use", "tool_calls": [{"tool": "kb_search", "query": "reset password"}]}),
-        ),
-        Reply::text("Go to Settings > Security and choose Reset password; we will e-mail you a link."),
-    ];
-    Arc::new(ScriptedModel::new((0..50).flat_map(|_| turn.clone())).named("scripted-support"))
+    Arc::new(offline::model())
 }
 
 /// A JSON input for the graph's update decoder.

@@ -283,6 +283,7 @@ impl<S: State> CompiledGraph<S> {
             recursion_limit: config.recursion_limit,
             durability: config.durability,
             on_task_end: config.on_task_end.clone(),
+            seen_messages: Mutex::new(std::collections::HashSet::new()),
         })
     }
 

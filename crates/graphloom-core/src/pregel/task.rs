@@ -6,6 +6,7 @@ use crate::graph::compiled::GraphInner;
 use crate::graph::node::{InputKind, NodeInput};
 use crate::runtime::{RunShared, Runtime, TaskCtx};
 use crate::state::State;
+use crate::stream::StreamMode;
 use crate::types::{Interrupt, NodeError, NodeOutput, Packet, Route, Send};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -270,6 +271,7 @@ impl<S: State> TaskRun<S> {
                 return Outcome::from_output(out);
             }
         }
+        let messages_mode = self.run.wants_any(StreamMode::Messages);
         let policy = spec.retry.clone();
         let max_attempts = policy.as_ref().map_or(1, |p| p.max_attempts.max(1));
         let mut attempt = 0usize;
@@ -281,6 +283,10 @@ impl<S: State> TaskRun<S> {
                 task_id: self.task.id.clone(),
                 step: self.step,
                 triggers: self.task.triggers(),
+                push: match &self.task.kind {
+                    TaskKind::Push(i, _) => Some(*i),
+                    _ => None,
+                },
                 ns: Arc::clone(&self.ns),
                 remaining_steps: self.remaining,
                 resumed: self.resumed.clone(),
@@ -305,6 +311,14 @@ impl<S: State> TaskRun<S> {
             );
             let fut = span.in_scope(|| (spec.func)(input, rt.clone()));
             let fut = tracing::Instrument::instrument(fut, span.clone());
+            // While the run streams `messages`, model calls inside the node find its
+            // runtime (or, at a depth nobody listens to, find none).
+            let fut = if messages_mode {
+                let here = self.run.wants(StreamMode::Messages, self.ns.len());
+                futures::future::Either::Left(crate::message_stream::scope(here.then(|| rt.clone()), fut))
+            } else {
+                futures::future::Either::Right(fut)
+            };
             let result = match spec.timeout {
                 Some(t) => match tokio::time::timeout(t, fut).await {
                     Ok(r) => r,
@@ -315,10 +329,13 @@ impl<S: State> TaskRun<S> {
                 None => fut.await,
             };
             match result {
-                Ok(out) => {
+                Ok(mut out) => {
                     if let (Some(key), Some(cp)) = (&self.cache_key, &spec.cache) {
                         let expires = cp.ttl.map(|t| Instant::now() + t);
                         self.graph.cache_put(&self.task.node, key, out.clone(), expires);
+                    }
+                    if messages_mode && self.run.wants(StreamMode::Messages, self.ns.len()) {
+                        crate::message_stream::emit_returned(&self.graph.shape, &self.input, &rt, &mut out);
                     }
                     return Outcome::from_output(out);
                 }

@@ -336,6 +336,10 @@ impl ChatModel for AnthropicModel {
         PROVIDER
     }
     async fn invoke(&self, messages: &[Message], options: &ChatOptions) -> Result<Message> {
+        if let Some(rt) = graphloom_core::message_stream::current() {
+            // A node's run streams `messages`: stream, forward the tokens, assemble.
+            return crate::stream_into::invoke_forwarded(rt, self, messages, options).await;
+        }
         let cfg = &self.cfg;
         traced_invoke(PROVIDER, &cfg.model, async {
             let (body, structured) =
@@ -349,6 +353,9 @@ impl ChatModel for AnthropicModel {
         .await
     }
     fn stream(&self, messages: &[Message], options: &ChatOptions) -> ChunkStream {
+        if let Some(rt) = graphloom_core::message_stream::current() {
+            return crate::stream_into::forwarded(rt, self, messages, options);
+        }
         let cfg = &self.cfg;
         let (body, structured) =
             wire::request_body(&cfg.model, messages, options, cfg.default_max_tokens, true);

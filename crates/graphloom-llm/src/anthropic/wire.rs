@@ -13,24 +13,39 @@ const STRUCTURED_TOOL_DESCRIPTION: &str =
 
 fn text_of(content: &Value) -> String {
     match content {
-        Value::String(s) => s.clone(),
+        Value::String(_) | Value::Array(_) => graphloom_core::content_text(content),
         Value::Null => String::new(),
-        Value::Array(parts) => parts
-            .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .collect(),
         other => other.to_string(),
     }
 }
 
-/// Content blocks of a user message: strings become text blocks; LangChain / Anthropic
-/// blocks pass through.
+/// An OpenAI `image_url` part as an Anthropic image block: a `data:` URL becomes a base64
+/// source, any other URL a URL source.
+fn image_block(url: &str) -> Value {
+    if let Some(rest) = url.strip_prefix("data:") {
+        if let Some((media_type, data)) = rest.split_once(";base64,") {
+            return json!({"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}});
+        }
+    }
+    json!({"type": "image", "source": {"type": "url", "url": url}})
+}
+
+/// Content blocks of a user message: strings become text blocks, OpenAI `image_url` parts
+/// image blocks; LangChain / Anthropic blocks pass through.
 fn user_blocks(content: &Value) -> Vec<Value> {
     match content {
         Value::Array(parts) => parts
             .iter()
             .map(|p| match p {
                 Value::String(s) => json!({"type": "text", "text": s}),
+                Value::Object(o) if o.get("type").and_then(Value::as_str) == Some("image_url") => {
+                    let url = o
+                        .get("image_url")
+                        .and_then(|i| i.get("url").or(Some(i)))
+                        .and_then(Value::as_str)
+                        .unwrap_or_default();
+                    image_block(url)
+                }
                 other => other.clone(),
             })
             .collect(),

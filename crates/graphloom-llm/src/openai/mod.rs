@@ -230,6 +230,10 @@ impl ChatModel for OpenAiModel {
         &self.cfg.provider
     }
     async fn invoke(&self, messages: &[Message], options: &ChatOptions) -> Result<Message> {
+        if let Some(rt) = graphloom_core::message_stream::current() {
+            // A node's run streams `messages`: stream, forward the tokens, assemble.
+            return crate::stream_into::invoke_forwarded(rt, self, messages, options).await;
+        }
         let cfg = &self.cfg;
         traced_invoke(&cfg.provider, &cfg.model, async {
             let body = wire::request_body(&cfg.model, messages, options, None, cfg.max_tokens_field);
@@ -242,6 +246,9 @@ impl ChatModel for OpenAiModel {
         .await
     }
     fn stream(&self, messages: &[Message], options: &ChatOptions) -> ChunkStream {
+        if let Some(rt) = graphloom_core::message_stream::current() {
+            return crate::stream_into::forwarded(rt, self, messages, options);
+        }
         let cfg = &self.cfg;
         let body = wire::request_body(
             &cfg.model,

@@ -22,14 +22,24 @@ pub enum MaxTokensField {
 
 fn content_text(content: &Value) -> String {
     match content {
-        Value::String(s) => s.clone(),
+        Value::String(_) | Value::Array(_) => graphloom_core::content_text(content),
         Value::Null => String::new(),
-        Value::Array(parts) => parts
-            .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .collect(),
         other => other.to_string(),
     }
+}
+
+/// A user message's content parts as Chat Completions takes them: bare strings become
+/// text parts; OpenAI's own parts (`text`, `image_url`, `input_audio`, ...) pass through.
+fn user_parts(parts: &[Value]) -> Value {
+    Value::Array(
+        parts
+            .iter()
+            .map(|p| match p {
+                Value::String(s) => json!({"type": "text", "text": s}),
+                other => other.clone(),
+            })
+            .collect(),
+    )
 }
 
 fn message_json(m: &Message) -> Option<Value> {
@@ -43,7 +53,7 @@ fn message_json(m: &Message) -> Option<Value> {
         MessageKind::Human => {
             o.insert("role".into(), json!("user"));
             let content = match &m.content {
-                Value::Array(_) => m.content.clone(),
+                Value::Array(parts) => user_parts(parts),
                 other => json!(content_text(other)),
             };
             o.insert("content".into(), content);

@@ -199,6 +199,14 @@ async fn enqueue_as(
             return Err(ApiError::invalid(format!("{at}: {err}")));
         }
     }
+    // What the schema lets through, the run must be able to decode: check it here too.
+    if let (Some(input), Some(g)) = (
+        b.input.as_ref().filter(|v| !v.is_null()),
+        state.graphs.get(&graph_id),
+    ) {
+        g.check_input(input)
+            .map_err(|e| ApiError::invalid(format!("input: {e}")))?;
+    }
     let metadata = b.metadata.clone().unwrap_or_default();
     let stateless = thread_id.is_none();
     let mut graph_meta = Map::new();

@@ -22,8 +22,8 @@
 //!   interrupts only in its `updates` mode, [`WireModes::core_modes`] always includes it.
 //! - `events` synthesises `astream_events` v2 dictionaries from task, message and custom
 //!   parts: `on_chain_start` / `on_chain_end` per task (and for the whole graph, first and
-//!   at a successful end), `on_chat_model_stream` per message chunk, `on_custom_event` per
-//!   custom write.
+//!   at a successful end), `on_chat_model_stream` per message chunk (not for the whole
+//!   messages nodes return), `on_custom_event` per custom write.
 //! - A failed run ends with `error` `{"error": <error type>, "message": …}`; a run that
 //!   ends well adds nothing (the stream just closes).
 
@@ -275,7 +275,9 @@ impl WireEncoder {
                 if m.messages {
                     self.accumulate(chunk.clone(), &meta, &name, out);
                 }
-                if m.events {
+                // `on_chat_model_stream` is for model chunks; a whole message a node
+                // returned is not a model event in `astream_events`.
+                if m.events && is_chunk(&chunk) {
                     out.push(("events".to_owned(), self.model_event(chunk, meta)));
                 }
             }
@@ -460,10 +462,7 @@ impl WireEncoder {
                 id
             }
         };
-        let is_chunk = chunk
-            .get("type")
-            .and_then(Value::as_str)
-            .is_some_and(|t| t.ends_with("Chunk"));
+        let is_chunk = is_chunk(&chunk);
         if !self.messages.contains_key(&id) {
             out.push((
                 name("messages/metadata"),
@@ -485,6 +484,15 @@ impl WireEncoder {
             self.messages.insert(id, chunk);
         }
     }
+}
+
+/// Whether a `messages` part is a chunk of a streamed message (`AIMessageChunk`, ...)
+/// rather than a whole message.
+fn is_chunk(message: &Value) -> bool {
+    message
+        .get("type")
+        .and_then(Value::as_str)
+        .is_some_and(|t| t.ends_with("Chunk"))
 }
 
 fn is_interrupt(data: &Value) -> bool {

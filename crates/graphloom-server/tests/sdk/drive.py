@@ -571,6 +571,52 @@ async def errors_and_extras(client) -> None:
     passed("extras")
 
 
+async def seed_messages(client) -> None:
+    """A seed graph (chat_runtime: a model that calls a search tool, then answers) in the
+    message modes, with its input in OpenAI's role form and content parts."""
+    tid = (await client.threads.create())["thread_id"]
+    ask = {"messages": [{"role": "user", "content": [
+        {"type": "text", "text": "How do I reset my password?"}]}]}
+    parts = await collect(client.runs.stream(tid, "chat_runtime", input=ask,
+                                             stream_mode="messages-tuple"))
+    msgs = [p.data for p in parts if p.event == "messages"]
+    assert msgs, parts
+    final = (await client.threads.get_state(tid))["values"]["messages"][-1]
+    assert final["type"] == "ai" and "Reset password" in final["content"], final
+    # The answer streams token by token under the id it is stored with.
+    answer = [m for m, _ in msgs if m["type"] == "AIMessageChunk" and m["id"] == final["id"]]
+    assert len(answer) > 2, msgs
+    assert "".join(m["content"] for m in answer) == final["content"], answer
+    # The tool call streams as tool_call_chunks.
+    calls = [c for m, _ in msgs if m["type"] == "AIMessageChunk" for c in m["tool_call_chunks"]]
+    assert calls and calls[0]["name"] == "knowledge_search", msgs
+    # The tool's answer comes whole, once, from the tools node.
+    tools = [(m, meta) for m, meta in msgs if m["type"] == "tool"]
+    assert len(tools) == 1, msgs
+    tool, meta = tools[0]
+    assert tool["tool_call_id"] == calls[0]["id"] and tool["id"], tool
+    assert meta["langgraph_node"] == "tools" and meta["thread_id"] == tid, meta
+    # No message comes twice: nothing streamed is repeated whole.
+    assert not [m for m, _ in msgs if m["type"] == "ai"], msgs
+    for m, meta in msgs:
+        assert {"langgraph_node", "langgraph_step", "langgraph_triggers", "langgraph_path",
+                "langgraph_checkpoint_ns"} <= set(meta), meta
+    # The stored input is in the type form.
+    first = (await client.threads.get_state(tid))["values"]["messages"][0]
+    assert first["type"] == "human" and "role" not in first, first
+
+    # stream_mode "messages": partial messages for the tokens, complete for the tool's.
+    parts = await collect(client.runs.stream(None, "chat_runtime", input=ask,
+                                             stream_mode="messages"))
+    events = [p.event for p in parts]
+    assert "messages/partial" in events and "messages/complete" in events, events
+    complete = [p.data[0] for p in parts if p.event == "messages/complete"]
+    assert [m["type"] for m in complete] == ["tool"], complete
+    partial = [p.data[0] for p in parts if p.event == "messages/partial"]
+    assert "Reset password" in partial[-1]["content"], partial[-1]
+    passed("seed_messages")
+
+
 def sync_client() -> None:
     client = get_sync_client(url=URL)
     assert any(a["graph_id"] == "echo" for a in client.assistants.search())
@@ -598,6 +644,7 @@ async def main() -> None:
     await cancel_join_multitask(client)
     await stateless(client)
     await errors_and_extras(client)
+    await seed_messages(client)
     await asyncio.get_running_loop().run_in_executor(None, sync_client)
 
 

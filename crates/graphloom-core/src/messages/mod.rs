@@ -2,7 +2,12 @@
 //!
 //! [`Message`] serialises to the message JSON LangChain and the LangGraph clients use
 //! (`type`, `content`, `id`, `name`, `tool_calls`, `tool_call_id`, ...); fields it does not
-//! model are kept in `extra` so a round trip loses nothing.
+//! model are kept in `extra` so a round trip loses nothing. It reads every form clients
+//! send (OpenAI's `role` form, a plain string, a `[role, content]` pair: see [`input`]).
+
+pub mod input;
+
+pub use input::{canonical_message_json, kind_from_name};
 
 use crate::seq::SeqLike;
 use crate::state::FieldChange;
@@ -29,15 +34,15 @@ pub enum MessageKind {
 }
 
 /// A tool call requested by the model. Serialised as LangChain does, with
-/// `"type": "tool_call"`; read with or without it.
-#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
+/// `"type": "tool_call"`; read with or without it, and in OpenAI's shape too
+/// (`{"id", "type": "function", "function": {"name", "arguments"}}`).
+#[derive(Debug, Clone, PartialEq)]
 pub struct ToolCall {
     /// Id the tool result refers back to.
     pub id: String,
     /// Tool name.
     pub name: String,
     /// Arguments as the model wrote them.
-    #[serde(default)]
     pub args: Value,
 }
 
@@ -53,12 +58,12 @@ impl Serialize for ToolCall {
     }
 }
 
-/// One chat message.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+/// One chat message. Serialised in LangChain's `type` form; read from any form in
+/// [`input`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Message {
     /// Who it is from.
     #[serde(rename = "type")]
-    #[schemars(with = "String")]
     pub kind: MessageKind,
     /// Text, or a list of content parts.
     #[serde(default)]
@@ -134,18 +139,32 @@ impl Message {
         self.id = Some(id.into());
         self
     }
-    /// The text content (parts of type `text` joined) .
+    /// The text content: the content itself when it is text, else its text parts joined
+    /// (see [`content_text`]).
     #[must_use]
     pub fn text(&self) -> String {
-        match &self.content {
-            Value::String(s) => s.clone(),
-            Value::Array(parts) => parts
-                .iter()
-                .filter_map(|p| p.get("text").and_then(Value::as_str))
-                .collect::<Vec<_>>()
-                .join(""),
-            _ => String::new(),
-        }
+        content_text(&self.content)
+    }
+}
+
+/// The text of message content: a string as is; of a list of content parts, the strings
+/// and the `text` of text parts (`{"type": "text", "text": ..}`), joined; other parts
+/// (images, audio, tool use) add nothing.
+#[must_use]
+pub fn content_text(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| match p {
+                Value::String(s) => Some(s.as_str()),
+                Value::Object(o) if o.get("type").is_none_or(|t| t == "text") => {
+                    o.get("text").and_then(Value::as_str)
+                }
+                _ => None,
+            })
+            .collect(),
+        _ => String::new(),
     }
 }
 
