@@ -1,6 +1,7 @@
 //! The HTTP routes.
 
 mod assistants;
+mod bounds;
 mod openapi;
 mod run_output;
 mod runs;
