@@ -265,5 +265,9 @@ async fn a_run_whose_execution_panics_ends_its_stream_with_an_error_event() {
         (200, &json!("echo: again")),
         "{out}"
     );
+    // A stateless run's temporary thread goes, as when a run ends.
+    let events = stream_events(&s, "/runs/stream", json!({"assistant_id": "stream-panics"})).await;
+    assert_eq!(events.last().unwrap().0, "error", "{events:?}");
+    assert_eq!(s.post("/threads/count", json!({})).await.1, json!(1));
     s.stop().await;
 }
