@@ -290,3 +290,18 @@ async fn cancel_token_stops_a_running_step_and_keeps_finished_siblings() {
     assert_eq!(out.values.n, 11);
     assert_eq!(fast_calls.load(Ordering::SeqCst), 1);
 }
+
+/// Regression: the steps left were counted as `limit - executed + 1`, which overflowed (a
+/// panic in debug builds) for a limit of `usize::MAX` on the run's first step.
+#[tokio::test]
+async fn the_largest_recursion_limit_runs() {
+    let g = looping(InMemorySaver::new());
+    let out = g
+        .invoke(
+            CounterUpdate::new(),
+            RunConfig::thread("max").recursion_limit(usize::MAX),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.values.n, 1000);
+}

@@ -208,3 +208,38 @@ async fn the_task_observer_hears_of_a_failed_task() {
         [("model".to_owned(), false), ("fail".to_owned(), true)]
     );
 }
+
+/// Regression: a node that panicked (on the task that runs a lone node) ended the stream
+/// with `Cancelled`, so a server took the run for stopped and queued it again, forever.
+#[tokio::test]
+async fn a_panicking_node_ends_the_stream_with_a_node_error() {
+    let g = StateGraph::<Talk>::new()
+        .add_node("bad", |_s, _rt| async {
+            let v: Vec<u8> = Vec::new();
+            let i = v.len() + 3;
+            Ok(TalkUpdate::new().messages(vec![Message::ai(format!("{}", v[i]))]))
+        })
+        .add_edge(START, "bad")
+        .add_edge("bad", END)
+        .compile()
+        .unwrap();
+    let events: Vec<RunEvent<Talk>> = g
+        .stream(
+            RunInput::Update(TalkUpdate::new()),
+            RunConfig::default(),
+            StreamOptions::modes([StreamMode::Values]),
+        )
+        .collect()
+        .await;
+    let ends: Vec<_> = events.iter().filter(|e| matches!(e, RunEvent::End(_))).collect();
+    assert_eq!(ends.len(), 1);
+    match events.last() {
+        Some(RunEvent::End(Err(Error::Node { message, .. }))) => {
+            assert!(
+                message.contains("panicked") && message.contains("index out of bounds"),
+                "{message}"
+            );
+        }
+        other => panic!("expected a node error, got {other:?}"),
+    }
+}

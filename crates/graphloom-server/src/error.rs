@@ -1,8 +1,42 @@
 //! Typed JSON errors: every failure answers `{"detail": "..."}` with a fitting status.
+//!
+//! A 5xx never tells the client what broke: its body is `{"detail": "internal error",
+//! "request_id": "..."}` and the cause goes to the log under the same request id (the
+//! `x-request-id` header of the request and its response).
 
 use crate::db::DbError;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use graphloom_core::BackendErrorKind;
+use std::future::Future;
+
+tokio::task_local! {
+    /// The `x-request-id` of the request this task is handling.
+    static REQUEST_ID: String;
+}
+
+/// Handle a request with id `id` in `fut`: the errors it answers and logs carry the id.
+pub(crate) async fn with_request_id<F: Future>(id: String, fut: F) -> F::Output {
+    REQUEST_ID.scope(id, fut).await
+}
+
+/// The id of the request being handled on this task, if any.
+#[must_use]
+pub fn current_request_id() -> Option<String> {
+    REQUEST_ID.try_with(Clone::clone).ok()
+}
+
+/// The message of a panic payload (`panic!` with a literal or a formatted message).
+pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> &str {
+    panic
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| panic.downcast_ref::<&str>().copied())
+        .unwrap_or("(no message)")
+}
+
+/// What a client sees of an internal error.
+const INTERNAL: &str = "internal error";
 
 /// An error answered to a client.
 #[derive(Debug)]
@@ -33,23 +67,53 @@ impl ApiError {
     pub fn conflict(detail: impl Into<String>) -> Self {
         Self::new(StatusCode::CONFLICT, detail)
     }
-    /// 500, logged; the client gets a generic message.
+    /// 500: the cause is logged with the request id; the client gets a generic message
+    /// (and the request id, to quote).
     pub fn internal(e: impl std::fmt::Display) -> Self {
-        tracing::error!(error = %e, "internal error");
-        Self::new(StatusCode::INTERNAL_SERVER_ERROR, format!("internal error: {e}"))
+        let request_id = current_request_id();
+        tracing::error!(
+            request_id = request_id.as_deref().unwrap_or("-"),
+            error = %e,
+            "internal error"
+        );
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, INTERNAL)
+    }
+    /// The 500 of a handler that panicked: logged with the request id, answered like
+    /// [`internal`](Self::internal).
+    pub(crate) fn panicked(panic: &(dyn std::any::Any + Send)) -> Self {
+        let request_id = current_request_id();
+        tracing::error!(
+            request_id = request_id.as_deref().unwrap_or("-"),
+            panic = panic_message(panic),
+            "a request handler panicked"
+        );
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, INTERNAL)
     }
 }
 
 /// The body of every error answer.
 #[derive(serde::Serialize, utoipa::ToSchema)]
 pub struct ErrorBody {
-    /// What went wrong, for a person (for a 422: the field and why).
+    /// What went wrong, for a person (for a 422: the field and why; for a 500 only
+    /// "internal error").
     pub detail: String,
+    /// For a 5xx: the `x-request-id` the cause is logged under.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (self.status, axum::Json(ErrorBody { detail: self.detail })).into_response()
+        let request_id = if self.status.is_server_error() {
+            current_request_id()
+        } else {
+            None
+        };
+        let body = ErrorBody {
+            detail: self.detail,
+            request_id,
+        };
+        (self.status, axum::Json(body)).into_response()
     }
 }
 
@@ -61,6 +125,7 @@ impl From<DbError> for ApiError {
                 "thread {thread} is already running a run; use multitask_strategy \
                  \"enqueue\", \"interrupt\" or \"rollback\" to run another"
             )),
+            DbError::Invalid(m) => ApiError::invalid(m),
             DbError::Backend(m) => ApiError::internal(m),
         }
     }
@@ -74,6 +139,14 @@ impl From<graphloom_core::Error> for ApiError {
             E::UnknownNode(_) | E::InvalidResume(_) | E::Decode(_) | E::State { .. } => {
                 ApiError::invalid(e.to_string())
             }
+            // What a checkpointer or store refuses as the request's fault (a malformed
+            // store filter, a bad namespace, a value the database will not hold) is the
+            // client's to fix.
+            E::Backend(b) => match b.kind() {
+                BackendErrorKind::InvalidInput => ApiError::invalid(b.message.clone()),
+                BackendErrorKind::NotFound => ApiError::new(StatusCode::NOT_FOUND, b.message.clone()),
+                _ => ApiError::internal(e),
+            },
             _ => ApiError::internal(e),
         }
     }
@@ -88,4 +161,47 @@ pub fn parse_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> ApiResult<T> {
         return serde_json::from_slice(b"{}").map_err(|e| ApiError::invalid(format!("invalid body: {e}")));
     }
     serde_json::from_slice(body).map_err(|e| ApiError::invalid(format!("invalid body: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use graphloom_core::BackendError;
+    use serde_json::json;
+
+    async fn body_of(e: ApiError) -> (StatusCode, serde_json::Value) {
+        let res = e.into_response();
+        let status = res.status();
+        let bytes = axum::body::to_bytes(res.into_body(), 1 << 16).await.unwrap();
+        (status, serde_json::from_slice(&bytes).unwrap())
+    }
+
+    #[tokio::test]
+    async fn an_internal_error_tells_the_client_nothing_but_the_request_id() {
+        let (status, body) = with_request_id("req-1".into(), async {
+            body_of(ApiError::internal("database: disk I/O error at /secret/path")).await
+        })
+        .await;
+        assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(body, json!({"detail": "internal error", "request_id": "req-1"}));
+        let (_, body) = body_of(ApiError::from(DbError::Backend("secret".into()))).await;
+        assert_eq!(body, json!({"detail": "internal error"}));
+    }
+
+    #[tokio::test]
+    async fn backend_errors_of_the_request_are_4xx() {
+        let invalid = graphloom_core::Error::Backend(BackendError::new(
+            BackendErrorKind::InvalidInput,
+            "filter on `n` uses unknown operator `$bogus`",
+        ));
+        let (status, body) = body_of(invalid.into()).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+        assert_eq!(body["detail"], "filter on `n` uses unknown operator `$bogus`");
+        let other = graphloom_core::Error::Backend(BackendError::new(BackendErrorKind::Connection, "gone"));
+        assert_eq!(ApiError::from(other).status, StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(
+            ApiError::from(DbError::Invalid("bad".into())).status,
+            StatusCode::UNPROCESSABLE_ENTITY
+        );
+    }
 }

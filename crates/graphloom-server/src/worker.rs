@@ -73,7 +73,50 @@ async fn run_claimed(state: &Arc<AppState>, claimed: ClaimedRun) {
         otel.status_code = tracing::field::Empty,
         otel.status_description = tracing::field::Empty,
     );
-    tracing::Instrument::instrument(execute(state, claimed), span).await;
+    let (run_id, thread_id) = (claimed.run.run_id.clone(), claimed.run.thread_id.clone());
+    let temporary = claimed
+        .run
+        .kwargs
+        .get("temporary")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let run = tracing::Instrument::instrument(execute(state, claimed), span);
+    if let Err(panic) = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(run)).await {
+        let message = crate::error::panic_message(panic.as_ref()).to_owned();
+        abandon(state, &run_id, &thread_id, temporary, &message).await;
+    }
+}
+
+/// End a run whose execution panicked here: the run and its thread are marked failed (a
+/// stateless run's temporary thread is deleted, as when it ends), and its readers get an
+/// `error` event and the end (instead of waiting for ever).
+async fn abandon(state: &Arc<AppState>, run_id: &str, thread_id: &str, temporary: bool, panic: &str) {
+    tracing::error!(run_id, panic, "executing a run panicked");
+    state
+        .local
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .remove(run_id);
+    let err = json!({"error": "InternalError", "message": "the run failed on the server"});
+    let outcome = ThreadOutcome {
+        status: ThreadStatus::Error,
+        values: None,
+        interrupts: Value::Object(Map::new()),
+        error: Some(json!("the run failed on the server")),
+    };
+    if let Err(e) = state
+        .db
+        .finish_run_with_outcome(run_id, &state.worker_id, RunStatus::Error, thread_id, &outcome)
+        .await
+    {
+        tracing::warn!(run_id, error = %e, "recording a panicked run's end failed");
+    }
+    if temporary {
+        let _ = state.checkpointer.delete_thread(thread_id).await;
+        let _ = state.db.delete_thread_any(thread_id).await;
+    }
+    state.broker.push(run_id, "error".into(), err.clone());
+    state.broker.finish(run_id, json!({"__error__": err}));
 }
 
 async fn worker_loop(state: Arc<AppState>, slots: Arc<Semaphore>) {

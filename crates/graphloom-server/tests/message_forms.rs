@@ -30,7 +30,7 @@ fn json_chat(
 }
 
 async fn server() -> TestServer {
-    TestServer::sqlite_with(|b| b.graph("json_chat", factory(json_chat))).await
+    TestServer::sqlite_with(|_| {}, |b| b.graph("json_chat", factory(json_chat))).await
 }
 
 fn types(values: &Value) -> Vec<String> {

@@ -84,18 +84,21 @@ fn ensure_venv() -> PathBuf {
 async fn python_sdk_drives_the_server() {
     let python = tokio::task::spawn_blocking(ensure_venv).await.unwrap();
     // The test graphs, and a seed graph with its offline model for the message modes.
-    let s = TestServer::sqlite_with(|b| {
-        b.graph(
-            "chat_runtime",
-            graphloom_server::factory(|deps| {
-                chat_runtime::graph(
-                    Arc::clone(&deps.checkpointer),
-                    Arc::clone(&deps.store),
-                    chat_runtime::default_model(),
-                )
-            }),
-        )
-    })
+    let s = TestServer::sqlite_with(
+        |_| {},
+        |b| {
+            b.graph(
+                "chat_runtime",
+                graphloom_server::factory(|deps| {
+                    chat_runtime::graph(
+                        Arc::clone(&deps.checkpointer),
+                        Arc::clone(&deps.store),
+                        chat_runtime::default_model(),
+                    )
+                }),
+            )
+        },
+    )
     .await;
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sdk/drive.py");
     let child = std::process::Command::new(&python)

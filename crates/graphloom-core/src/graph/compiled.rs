@@ -304,7 +304,7 @@ impl<S: State> CompiledGraph<S> {
     }
 
     /// Run and stream events in the modes asked for. The stream ends with exactly one
-    /// [`RunEvent::End`].
+    /// [`RunEvent::End`]; a run that panics ends with [`Error::Node`] naming the panic.
     pub fn stream(&self, input: RunInput<S>, config: RunConfig, opts: StreamOptions) -> RunStream<S> {
         let (tx, rx) = mpsc::unbounded_channel();
         let (done_tx, done_rx) = oneshot::channel();
@@ -313,7 +313,18 @@ impl<S: State> CompiledGraph<S> {
         // The run carries the caller's span (a server's `run` span, say) into its task, so
         // node spans nest under it.
         tokio::spawn(tracing::Instrument::in_current_span(async move {
-            let out = execute(inner, input, config, run).await;
+            // A panic in the run (a node's, on the task that runs a lone node) ends the
+            // stream with an error, not with what looks like a cancel.
+            let out = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(execute(
+                inner, input, config, run,
+            )))
+            .await
+            .unwrap_or_else(|panic| {
+                Err(Error::Node {
+                    node: "?".into(),
+                    message: format!("the run panicked: {}", panic_message(panic.as_ref())),
+                })
+            });
             let _ = done_tx.send(out);
         }));
         RunStream {
@@ -483,6 +494,15 @@ pub enum RunEvent<S> {
 pub struct RunStream<S> {
     rx: Option<mpsc::UnboundedReceiver<StreamPart>>,
     done: Option<oneshot::Receiver<Result<RunOutput<S>>>>,
+}
+
+/// The message of a panic payload (`panic!` with a literal or a formatted message).
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
+    payload
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| payload.downcast_ref::<&str>().copied())
+        .unwrap_or("(no message)")
 }
 
 impl<S> Stream for RunStream<S> {

@@ -525,7 +525,7 @@ impl<S: State> Loop<S> {
                 executed += 1;
             }
             skip_before = false;
-            let remaining = self.limit.saturating_sub(executed) + 1;
+            let remaining = self.limit.saturating_sub(executed).saturating_add(1);
             let outcomes = match self.run_tasks(&tasks, remaining).await {
                 Ok(o) => o,
                 Err(e) => return self.fail(e).await,

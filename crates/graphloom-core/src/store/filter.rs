@@ -12,12 +12,15 @@
 //!   - `$eq` / `$ne`: equal / not equal (as above);
 //!   - `$gt`, `$gte`, `$lt`, `$lte`: ordered comparison of two numbers or two strings
 //!     (byte-wise); any other pair of types fails the condition;
+//!   - `$in` / `$nin`: the field equals one / none of the elements of an array operand
+//!     (`{"status": {"$in": ["open", "held"]}}`);
 //! - any other object: the field must be an object matching it as a nested filter
 //!   (`{"author": {"name": "ada"}}` equals `{"author.name": "ada"}`).
 //!
-//! A missing field fails every condition except `$ne`. An object mixing operator keys
-//! (starting with `$`) and plain keys, an unknown operator, or an ordered comparison against
-//! anything but a number or string is rejected with
+//! A missing field fails every condition except `$ne` and `$nin`. An object mixing operator
+//! keys (starting with `$`) and plain keys, an unknown operator, an ordered comparison against
+//! anything but a number or string, or `$in` / `$nin` with anything but an array is rejected
+//! with
 //! [`BackendErrorKind::InvalidInput`](crate::BackendErrorKind::InvalidInput).
 
 use super::invalid_input;
@@ -46,7 +49,12 @@ enum Operator {
     Gte,
     Lt,
     Lte,
+    In,
+    Nin,
 }
+
+/// The operators a filter may use, as the error for an unknown one lists them.
+const SUPPORTED: &str = "$eq, $ne, $gt, $gte, $lt, $lte, $in, $nin";
 
 impl Operator {
     fn parse(name: &str) -> Option<Self> {
@@ -57,6 +65,8 @@ impl Operator {
             "$gte" => Self::Gte,
             "$lt" => Self::Lt,
             "$lte" => Self::Lte,
+            "$in" => Self::In,
+            "$nin" => Self::Nin,
             _ => return None,
         })
     }
@@ -65,10 +75,23 @@ impl Operator {
         matches!(self, Self::Gt | Self::Gte | Self::Lt | Self::Lte)
     }
 
+    fn is_set(self) -> bool {
+        matches!(self, Self::In | Self::Nin)
+    }
+
     fn holds(self, field: Option<&Value>, operand: &Value) -> bool {
+        let in_set = || {
+            field.is_some_and(|f| {
+                operand
+                    .as_array()
+                    .is_some_and(|set| set.iter().any(|x| json_eq(f, x)))
+            })
+        };
         match self {
             Self::Eq => field.is_some_and(|f| json_eq(f, operand)),
             Self::Ne => !field.is_some_and(|f| json_eq(f, operand)),
+            Self::In => in_set(),
+            Self::Nin => !in_set(),
             Self::Gt | Self::Gte | Self::Lt | Self::Lte => {
                 let Some(ord) = field.and_then(|f| compare(f, operand)) else {
                     return false;
@@ -139,12 +162,19 @@ impl Condition {
         for (name, operand) in map {
             let Some(op) = Operator::parse(name) else {
                 return Err(invalid_input(format!(
-                    "filter on `{path}` uses unknown operator `{name}` (supported: $eq, $ne, $gt, $gte, $lt, $lte)"
+                    "filter on `{path}` uses unknown operator `{name}` (supported: {SUPPORTED})"
                 )));
             };
             if op.is_ordered() && !(operand.is_number() || operand.is_string()) {
                 return Err(invalid_input(format!(
-                    "filter on `{path}`: `{name}` needs a number or a string, got {operand}"
+                    "filter on `{path}`: `{name}` needs a number or a string, got {}",
+                    kind_of(operand)
+                )));
+            }
+            if op.is_set() && !operand.is_array() {
+                return Err(invalid_input(format!(
+                    "filter on `{path}`: `{name}` needs an array of values, got {}",
+                    kind_of(operand)
                 )));
             }
             ops.push((op, operand.clone()));
@@ -158,6 +188,18 @@ impl Condition {
             Self::Operators(ops) => ops.iter().all(|(op, operand)| op.holds(field, operand)),
             Self::Nested(filter) => field.is_some_and(|f| f.is_object() && filter.matches(f)),
         }
+    }
+}
+
+/// The JSON type of `v`, for error messages (never the value itself: it may be huge).
+fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
     }
 }
 
@@ -295,8 +337,35 @@ mod tests {
     }
 
     #[test]
+    fn set_membership() {
+        let v = json!({"n": 5, "s": "open", "tags": ["a"], "none": null});
+        assert!(check(&v, json!({"s": {"$in": ["held", "open"]}})));
+        assert!(!check(&v, json!({"s": {"$in": ["held"]}})));
+        assert!(check(&v, json!({"n": {"$in": [1, 5.0]}})), "numbers by value");
+        assert!(!check(&v, json!({"n": {"$in": []}})));
+        assert!(
+            check(&v, json!({"tags": {"$in": [["a"], ["b"]]}})),
+            "arrays as values"
+        );
+        assert!(check(&v, json!({"none": {"$in": [null]}})));
+        assert!(
+            !check(&v, json!({"missing": {"$in": [null]}})),
+            "missing is in no set"
+        );
+        assert!(check(&v, json!({"s": {"$nin": ["held", "closed"]}})));
+        assert!(!check(&v, json!({"s": {"$nin": ["open"]}})));
+        assert!(
+            check(&v, json!({"missing": {"$nin": [1]}})),
+            "$nin holds for a missing field"
+        );
+        assert!(check(&v, json!({"n": {"$in": [5, 6], "$nin": [6], "$gt": 4}})));
+    }
+
+    #[test]
     fn malformed_filters_are_invalid_input() {
-        assert!(rejects(json!({"n": {"$in": [1]}})));
+        assert!(rejects(json!({"n": {"$in": 1}})));
+        assert!(rejects(json!({"n": {"$nin": {"a": 1}}})));
+        assert!(rejects(json!({"n": {"$bogus": [1]}})));
         assert!(rejects(json!({"n": {"$gt": 1, "x": 2}})));
         assert!(rejects(json!({"n": {"$gt": [1]}})));
         assert!(rejects(json!({"a": {"b": {"$lt": null}}})));

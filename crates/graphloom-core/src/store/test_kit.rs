@@ -289,7 +289,8 @@ async fn check_validation<S: Store>(store: &S) {
 
     put(store, &good, "k", json!({"n": 1}), CHECK).await;
     for bad in [
-        json!({"$in": [1]}),
+        json!({"$bogus": [1]}),
+        json!({"$in": 1}),
         json!({"$gt": 1, "plain": 2}),
         json!({"$lt": [1]}),
     ] {
@@ -379,6 +380,11 @@ async fn check_search<S: Store>(store: &S) {
         ("author", json!({"name": "bob"}), vec!["b"]),
         ("missing", json!(1), vec![]),
         ("missing", json!({"$gt": 0}), vec![]),
+        ("kind", json!({"$in": ["todo", "done"]}), vec!["c"]),
+        ("n", json!({"$in": [1, 7.5, 99]}), vec!["a", "d"]),
+        ("kind", json!({"$nin": ["note"]}), vec!["c"]),
+        ("missing", json!({"$nin": [1]}), vec!["a", "b", "c", "d"]),
+        ("missing", json!({"$in": [null]}), vec![]),
     ];
     for (field, condition, want) in cases {
         let found = search(

@@ -56,6 +56,7 @@ pub(crate) async fn create(
     body: Bytes,
 ) -> ApiResult<Json<Assistant>> {
     let b: CreateBody = parse_body(&body)?;
+    super::bounds::run_config(b.config.as_ref())?;
     if !state.graphs.contains_key(&b.graph_id) {
         return Err(ApiError::not_found(format!(
             "graph {} (registered: {})",
@@ -126,6 +127,7 @@ pub(crate) async fn patch(
     body: Bytes,
 ) -> ApiResult<Json<Assistant>> {
     let b: PatchBody = parse_body(&body)?;
+    super::bounds::run_config(b.config.as_ref())?;
     if let Some(g) = &b.graph_id {
         if !state.graphs.contains_key(g) {
             return Err(ApiError::not_found(format!("graph {g}")));
@@ -219,7 +221,7 @@ async fn search_all(state: &AppRef, owner: &str, q: &AssistantQuery) -> ApiResul
         return Ok(state.db.search_assistants("", q).await?);
     }
     let wide = AssistantQuery {
-        limit: q.limit + q.offset,
+        limit: q.limit.saturating_add(q.offset),
         offset: 0,
         ..q.clone()
     };

@@ -1,6 +1,7 @@
 //! The HTTP routes.
 
 mod assistants;
+mod bounds;
 mod openapi;
 mod run_output;
 mod runs;
@@ -16,6 +17,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 use std::sync::Arc;
+use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::cors::{AllowOrigin, Any, CorsLayer};
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
@@ -96,8 +98,13 @@ pub(crate) fn router(state: AppRef) -> Router {
         .set(openapi::finish(&doc, &secured, !state.config.api_keys.is_empty()));
     let mut app = api
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "no such route") })
+        // A handler that panics answers a JSON 500 instead of dropping the connection.
+        .layer(CatchPanicLayer::custom(|panic: Box<dyn std::any::Any + Send>| {
+            ApiError::panicked(panic.as_ref()).into_response()
+        }))
         .layer(RequestBodyLimitLayer::new(state.config.body_limit))
         .layer(axum::middleware::from_fn(json_errors))
+        .layer(axum::middleware::from_fn(request_scope))
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(TraceLayer::new_for_http())
         .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid));
@@ -147,6 +154,18 @@ async fn auth(State(state): State<AppRef>, mut req: Request, next: Next) -> Resp
     next.run(req).await
 }
 
+/// Handle the request under its `x-request-id` (set by the layer outside), so that errors
+/// and panics below log it and 5xx bodies carry it.
+async fn request_scope(req: Request, next: Next) -> Response {
+    let id = req
+        .headers()
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    crate::error::with_request_id(id, next.run(req)).await
+}
+
 /// Plain-text errors produced below the handlers (body too large, bad path, wrong method)
 /// become `{"detail": ...}` like every other error.
 async fn json_errors(req: Request, next: Next) -> Response {
@@ -182,7 +201,7 @@ pub(crate) fn page_response<T: serde::Serialize>(
 ) -> crate::error::ApiResult<Response> {
     let mut headers = axum::http::HeaderMap::new();
     headers.insert("x-pagination-total", total.into());
-    let next = offset + i64::try_from(list.len()).unwrap_or(0);
+    let next = offset.saturating_add(i64::try_from(list.len()).unwrap_or(0));
     if next < total {
         headers.insert("x-pagination-next", next.into());
     }

@@ -185,6 +185,10 @@ async fn enqueue_as(
             ));
         }
     }
+    let delay = super::bounds::after_seconds(b.after_seconds)?;
+    let config = merge(&assistant.config, b.config.as_ref().unwrap_or(&Value::Null));
+    // The assistant's config with the run's over it: what the worker reads.
+    super::bounds::run_config(Some(&config))?;
     if let (Some(input), Some(validator)) = (
         b.input.as_ref().filter(|v| !v.is_null()),
         state.validators.get(&graph_id),
@@ -235,7 +239,6 @@ async fn enqueue_as(
     let thread_metadata = (thread.metadata.get("graph_id") != graph_meta.get("graph_id")
         || thread.metadata.get("assistant_id") != graph_meta.get("assistant_id"))
     .then_some(graph_meta);
-    let config = merge(&assistant.config, b.config.as_ref().unwrap_or(&Value::Null));
     let context = merge(&assistant.context, b.context.as_ref().unwrap_or(&Value::Null));
     let checkpoint_id = b.checkpoint_id.clone().or_else(|| {
         b.checkpoint
@@ -286,10 +289,7 @@ async fn enqueue_as(
     let mut new = NewRun {
         run,
         owner: owner.to_owned(),
-        delay: b
-            .after_seconds
-            .filter(|s| s.is_finite() && *s > 0.0)
-            .map(Duration::from_secs_f64),
+        delay,
         reject_if_busy: strategy == MultitaskStrategy::Reject,
         cancel_active,
         thread_metadata,
@@ -583,7 +583,7 @@ pub(crate) async fn join_stream(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u64>().ok());
     let cursor = match last {
-        Some(id) => id + 1,
+        Some(id) => id.saturating_add(1),
         None if resumable => 0,
         None => state.broker.len(&run_id),
     };

@@ -8,25 +8,44 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use graphloom_core::store::{IndexFields, Item, ListNamespaces, PutOptions, SearchQuery};
+use percent_encoding::{percent_decode_str, utf8_percent_encode, AsciiSet, CONTROLS};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
-use std::time::Duration;
 
-/// Namespaces of an owner live under one hidden first label. Graph runs see the same
-/// scoping through [`crate::owner_store::OwnerStore`].
+/// What the owner label escapes: `.` (the namespace separator), `%` (the escape itself) and
+/// control characters. Any owner name becomes one valid label, and back.
+const LABEL_ESCAPES: &AsciiSet = &CONTROLS.add(b'.').add(b'%');
+
+/// The hidden first label of an owner's namespaces: `owner:` and the owner's name, escaped.
+pub(crate) fn owner_label(owner: &str) -> String {
+    format!("owner:{}", utf8_percent_encode(owner, LABEL_ESCAPES))
+}
+
+/// The owner an [`owner_label`] stands for; `None` for any other label.
+pub(crate) fn label_owner(label: &str) -> Option<String> {
+    let escaped = label.strip_prefix("owner:")?;
+    percent_decode_str(escaped)
+        .decode_utf8()
+        .ok()
+        .map(std::borrow::Cow::into_owned)
+}
+
+/// Namespaces of an owner live under one hidden first label, [`owner_label`]; with auth off
+/// (owner `""`) they are as given. Graph runs see the same scoping through
+/// [`crate::owner_store::OwnerStore`].
 pub(crate) fn scoped(owner: &str, ns: &[String]) -> Vec<String> {
     if owner.is_empty() {
         return ns.to_vec();
     }
     let mut v = Vec::with_capacity(ns.len() + 1);
-    v.push(format!("owner:{owner}"));
+    v.push(owner_label(owner));
     v.extend(ns.iter().cloned());
     v
 }
 
-/// `ns` as its owner sees it: without the hidden first label.
+/// A namespace as its owner sees it: without the owner label [`scoped`] added.
 pub(crate) fn unscoped(owner: &str, mut ns: Vec<String>) -> Vec<String> {
-    if !owner.is_empty() && !ns.is_empty() {
+    if !owner.is_empty() && ns.first().and_then(|l| label_owner(l)).as_deref() == Some(owner) {
         ns.remove(0);
     }
     ns
@@ -86,8 +105,8 @@ pub(crate) async fn put_item(
         return Err(ApiError::invalid("value must be a JSON object"));
     }
     let mut opts = PutOptions::new();
-    if let Some(m) = b.ttl.filter(|m| m.is_finite() && *m > 0.0) {
-        opts = opts.ttl(Duration::from_secs_f64(m * 60.0));
+    if let Some(ttl) = super::bounds::store_ttl(b.ttl)? {
+        opts = opts.ttl(ttl);
     }
     opts = match b.index {
         None | Some(Value::Null) => opts,
@@ -235,6 +254,10 @@ pub(crate) async fn namespaces(
     body: Bytes,
 ) -> ApiResult<Json<Value>> {
     let b: NamespacesBody = parse_body(&body)?;
+    if b.max_depth == Some(0) {
+        // Checked before the owner's label makes it 1.
+        return Err(ApiError::invalid("max_depth must be at least 1"));
+    }
     let extra = usize::from(!owner.is_empty());
     let prefix = if owner.is_empty() {
         b.prefix
@@ -244,7 +267,7 @@ pub(crate) async fn namespaces(
     let opts = ListNamespaces {
         prefix,
         suffix: b.suffix,
-        max_depth: b.max_depth.map(|d| d + extra),
+        max_depth: b.max_depth.map(|d| d.saturating_add(extra)),
         limit: b.limit.unwrap_or(100).clamp(1, 1000),
         offset: b.offset.unwrap_or(0),
     };
@@ -256,4 +279,34 @@ pub(crate) async fn namespaces(
         .map(|ns| unscoped(&owner, ns))
         .collect();
     Ok(Json(json!({ "namespaces": list })))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn plain_owners_keep_their_label() {
+        assert_eq!(owner_label("ann"), "owner:ann");
+        assert_eq!(owner_label("team.a"), "owner:team%2Ea");
+        assert_eq!(scoped("", &["n".to_owned()]), ["n"]);
+        assert_eq!(scoped("team.a", &["n".to_owned()]), ["owner:team%2Ea", "n"]);
+        assert_eq!(
+            unscoped("team.a", vec!["owner:team%2Ea".into(), "n".into()]),
+            ["n"]
+        );
+        assert_eq!(label_owner("notes"), None);
+    }
+
+    proptest! {
+        /// Any owner name is one label a store accepts, and decodes back to itself.
+        #[test]
+        fn owner_labels_round_trip(owner in any::<String>().prop_filter("non-empty", |o| !o.is_empty())) {
+            let label = owner_label(&owner);
+            prop_assert!(graphloom_core::store::validate_namespace(&[label.clone(), "n".into()]).is_ok(), "{label:?}");
+            prop_assert_eq!(label_owner(&label), Some(owner.clone()));
+            prop_assert_eq!(unscoped(&owner, scoped(&owner, &["n".to_owned()])), vec!["n".to_owned()]);
+        }
+    }
 }

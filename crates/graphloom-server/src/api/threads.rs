@@ -50,8 +50,14 @@ fn graph_of(state: &AppRef, t: &Thread) -> Option<Arc<dyn HostedGraph>> {
 fn ttl_value(v: Option<Value>) -> ApiResult<Option<Value>> {
     match v {
         None | Some(Value::Null) => Ok(None),
-        Some(Value::Number(n)) => Ok(Some(json!({"strategy": "delete", "ttl": n}))),
-        Some(Value::Object(o)) if o.get("ttl").is_some_and(Value::is_number) => Ok(Some(Value::Object(o))),
+        Some(Value::Number(n)) => {
+            super::bounds::thread_ttl(&Value::Number(n.clone()))?;
+            Ok(Some(json!({"strategy": "delete", "ttl": n})))
+        }
+        Some(Value::Object(o)) if o.get("ttl").is_some_and(Value::is_number) => {
+            super::bounds::thread_ttl(o.get("ttl").unwrap_or(&Value::Null))?;
+            Ok(Some(Value::Object(o)))
+        }
         Some(other) => Err(ApiError::invalid(format!(
             "ttl must be minutes or {{\"strategy\": \"delete\", \"ttl\": minutes}}, not {other}"
         ))),

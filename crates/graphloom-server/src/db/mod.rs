@@ -26,6 +26,10 @@ pub enum DbError {
     /// The thread has an active run and the strategy is `reject`.
     #[error("thread {0} is busy")]
     Busy(String),
+    /// The database refused a value of the request (PostgreSQL's data exceptions, SQLSTATE
+    /// class `22`: a `\u0000` in text or JSON, a number out of range): the client's to fix.
+    #[error("invalid input: {0}")]
+    Invalid(String),
     /// The database failed.
     #[error("database: {0}")]
     Backend(String),
@@ -33,13 +37,30 @@ pub enum DbError {
 
 impl From<sqlx::Error> for DbError {
     fn from(e: sqlx::Error) -> Self {
-        DbError::Backend(e.to_string())
+        let data_exception = match &e {
+            sqlx::Error::Database(db) => db
+                .try_downcast_ref::<sqlx::postgres::PgDatabaseError>()
+                .is_some_and(|pg| pg.code().starts_with("22")),
+            _ => false,
+        };
+        if data_exception {
+            DbError::Invalid(e.to_string())
+        } else {
+            DbError::Backend(e.to_string())
+        }
     }
 }
 
 impl From<graphloom_core::Error> for DbError {
     fn from(e: graphloom_core::Error) -> Self {
-        DbError::Backend(e.to_string())
+        match &e {
+            graphloom_core::Error::Backend(b)
+                if b.kind() == graphloom_core::BackendErrorKind::InvalidInput =>
+            {
+                DbError::Invalid(b.message.clone())
+            }
+            _ => DbError::Backend(e.to_string()),
+        }
     }
 }
 

@@ -125,10 +125,14 @@ impl TestServer {
     }
 
     /// A server on a fresh SQLite file with the test graphs and whatever `more` registers.
-    pub async fn sqlite_with(more: impl FnOnce(ServerBuilder) -> ServerBuilder) -> Self {
+    pub async fn sqlite_with(
+        tune: impl FnOnce(&mut ServerConfig),
+        more: impl FnOnce(ServerBuilder) -> ServerBuilder,
+    ) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let mut cfg = ServerConfig::sqlite(dir.path().join("graphloom.db"));
         cfg.lease = Duration::from_secs(3);
+        tune(&mut cfg);
         let mut s = Self::start_with(cfg, more).await;
         s._dir = Some(dir);
         s
