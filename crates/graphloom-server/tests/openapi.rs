@@ -224,6 +224,13 @@ async fn path_parameters_query_parameters_and_bodies_are_declared() {
             .is_some_and(|r| r.contains(&json!("assistant_id"))),
         "{run}"
     );
+    // The bounds the server enforces are in the document.
+    assert_eq!(
+        run["properties"]["after_seconds"]["maximum"],
+        json!(31_536_000),
+        "{run}"
+    );
+    assert_eq!(run["properties"]["after_seconds"]["minimum"], json!(0), "{run}");
     // Responses name their types.
     let thread = resolve(
         &doc,

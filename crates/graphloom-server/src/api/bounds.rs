@@ -157,3 +157,14 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod documented {
+    /// The OpenAPI annotations on `RunBody::after_seconds` and `PutBody::ttl` state these
+    /// limits as literals; keep them equal.
+    #[test]
+    fn the_documented_ranges_are_the_enforced_ones() {
+        assert!((super::MAX_AFTER_SECONDS - 31_536_000.0).abs() < f64::EPSILON);
+        assert!((super::MAX_TTL_MINUTES - 525_600.0).abs() < f64::EPSILON);
+    }
+}

@@ -56,7 +56,8 @@ pub(crate) struct RunBody {
     multitask_strategy: Option<String>,
     /// When the thread does not exist: `reject` (404, the default) or `create`.
     if_not_exists: Option<String>,
-    /// Start the run this many seconds from now.
+    /// Start the run this many seconds from now (at most one year).
+    #[schema(minimum = 0, maximum = 31_536_000)]
     after_seconds: Option<f64>,
     /// `sync`, `async` or `exit`: when checkpoints become durable.
     durability: Option<String>,

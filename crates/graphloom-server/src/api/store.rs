@@ -88,7 +88,8 @@ pub(crate) struct PutBody {
     value: Value,
     /// `false` to skip indexing, or the paths to index for vector search.
     index: Option<Value>,
-    /// Time to live, in minutes.
+    /// Time to live, in minutes (more than 0, at most one year).
+    #[schema(exclusive_minimum = 0, maximum = 525_600)]
     ttl: Option<f64>,
 }
 
