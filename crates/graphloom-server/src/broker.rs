@@ -28,6 +28,9 @@ struct Log {
     ended_at: Option<Instant>,
     /// Ended with [`Broker::finish_unreplayable`]: its events go once nobody reads them.
     unreplayable: bool,
+    /// Handed off ([`Broker::forget`]): the run goes on in another process; readers follow
+    /// it through the database.
+    handed_off: bool,
 }
 
 impl Log {
@@ -185,6 +188,21 @@ impl Broker {
         }
     }
 
+    /// Forget a run this process no longer executes (its lease was lost: another worker
+    /// has it). Readers waiting here are woken and told the run is unknown, so they follow
+    /// it through the database as they would on another replica.
+    pub fn forget(&self, run_id: &str) {
+        let removed = self
+            .runs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(run_id);
+        if let Some(e) = removed {
+            e.log.lock().unwrap_or_else(PoisonError::into_inner).handed_off = true;
+            e.notify.notify_waiters();
+        }
+    }
+
     /// Number of events so far (a cursor for "from now on").
     #[must_use]
     pub fn len(&self, run_id: &str) -> u64 {
@@ -193,7 +211,7 @@ impl Broker {
     }
 
     /// Wait for events at or after `cursor`, or the end, or `timeout` (then an empty batch).
-    /// `None` when the run is unknown here.
+    /// `None` when the run is unknown here, or was handed off ([`Broker::forget`]).
     pub async fn next(&self, run_id: &str, cursor: u64, timeout: Duration) -> Option<Next> {
         let e = self.entry(run_id)?;
         let deadline = tokio::time::Instant::now() + timeout;
@@ -203,6 +221,9 @@ impl Broker {
             notified.as_mut().enable();
             {
                 let log = e.log.lock().unwrap_or_else(PoisonError::into_inner);
+                if log.handed_off {
+                    return None;
+                }
                 // Events before `base` were dropped: a cursor there reads what is left.
                 let from = usize::try_from(cursor.saturating_sub(log.base))
                     .unwrap_or(usize::MAX)
@@ -220,15 +241,22 @@ impl Broker {
         }
     }
 
-    /// The `runs/wait` body once the run has ended here.
+    /// The `runs/wait` body once the run has ended here; `None` when the run is unknown
+    /// here or was handed off ([`Broker::forget`]) while waiting.
     pub async fn outcome(&self, run_id: &str) -> Option<Value> {
         let e = self.entry(run_id)?;
         loop {
             let notified = e.notify.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            if let Some(out) = &e.log.lock().unwrap_or_else(PoisonError::into_inner).outcome {
-                return Some(out.clone());
+            {
+                let log = e.log.lock().unwrap_or_else(PoisonError::into_inner);
+                if log.handed_off {
+                    return None;
+                }
+                if let Some(out) = &log.outcome {
+                    return Some(out.clone());
+                }
             }
             notified.await;
         }
@@ -254,6 +282,30 @@ impl Drop for Reader {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[tokio::test]
+    async fn a_handed_off_run_wakes_its_readers_and_is_unknown_here() {
+        let b = Broker::default();
+        b.open("r");
+        b.push("r", "values".into(), json!({"n": 1}));
+        let (b1, b2) = (b.clone(), b.clone());
+        let next = tokio::spawn(async move { b1.next("r", 1, Duration::from_secs(30)).await });
+        let outcome = tokio::spawn(async move { b2.outcome("r").await });
+        tokio::task::yield_now().await;
+        b.forget("r");
+        let next = tokio::time::timeout(Duration::from_secs(5), next)
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(next.is_none(), "{next:?}");
+        let out = tokio::time::timeout(Duration::from_secs(5), outcome)
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(out.is_none(), "{out:?}");
+        assert!(!b.knows("r"));
+        assert!(b.next("r", 0, Duration::from_millis(1)).await.is_none());
+    }
 
     #[tokio::test]
     async fn subscribers_replay_from_a_cursor_and_see_the_end() {

@@ -565,6 +565,8 @@ async fn execute(state: &Arc<AppState>, claimed: ClaimedRun) {
         .remove(&run_id);
     if lost.load(Ordering::SeqCst) {
         tracing::warn!(run_id = %run_id, "lease lost; another worker owns the run now");
+        // Streams and waits on this process follow the run through the database now.
+        state.broker.forget(&run_id);
         return;
     }
     let action = *local.action.lock().unwrap_or_else(PoisonError::into_inner);
