@@ -1,6 +1,6 @@
 //! `graphloom threads`: what happened on a thread, checkpoint by checkpoint.
 
-use crate::{open_deps, registry, DbArgs};
+use crate::{open_deps, DbArgs, Graphs};
 use anyhow::Context as _;
 use clap::Subcommand;
 use graphloom_core::checkpoint::{CheckpointConfig, ListQuery};
@@ -41,7 +41,7 @@ pub enum ThreadCmd {
 
 /// The graph a thread was run with (saved in its checkpoints' metadata by `graphloom run`
 /// and by the server).
-async fn graph_of(deps: &GraphDeps, thread: &str) -> anyhow::Result<Arc<dyn HostedGraph>> {
+async fn graph_of(graphs: &Graphs, deps: &GraphDeps, thread: &str) -> anyhow::Result<Arc<dyn HostedGraph>> {
     crate::require_thread(thread)?;
     let tuple = deps
         .checkpointer
@@ -53,7 +53,7 @@ async fn graph_of(deps: &GraphDeps, thread: &str) -> anyhow::Result<Arc<dyn Host
         .get("graph_id")
         .and_then(Value::as_str)
         .ok_or_else(|| anyhow::anyhow!("thread `{thread}` does not say which graph ran it"))?;
-    let entry = registry::find(id)?;
+    let entry = graphs.find(id)?;
     Ok((entry.factory)(deps)?)
 }
 
@@ -104,7 +104,7 @@ fn line(s: &Value) -> String {
 }
 
 /// Run a thread subcommand.
-pub async fn run(cmd: ThreadCmd, db: &DbArgs) -> anyhow::Result<()> {
+pub async fn run(cmd: ThreadCmd, db: &DbArgs, graphs: &Graphs) -> anyhow::Result<()> {
     let deps = open_deps(db).await?;
     match cmd {
         ThreadCmd::List { limit } => {
@@ -140,7 +140,7 @@ pub async fn run(cmd: ThreadCmd, db: &DbArgs) -> anyhow::Result<()> {
             }
         }
         ThreadCmd::Show { thread } => {
-            let g = graph_of(&deps, &thread).await?;
+            let g = graph_of(graphs, &deps, &thread).await?;
             let s = g
                 .get_state(&thread, None)
                 .await?
@@ -166,13 +166,13 @@ pub async fn run(cmd: ThreadCmd, db: &DbArgs) -> anyhow::Result<()> {
             );
         }
         ThreadCmd::History { thread, limit } => {
-            let g = graph_of(&deps, &thread).await?;
+            let g = graph_of(graphs, &deps, &thread).await?;
             for s in g.history(&thread, Map::new(), None, Some(limit)).await? {
                 println!("{}", line(&s));
             }
         }
         ThreadCmd::Diff { thread } => {
-            let g = graph_of(&deps, &thread).await?;
+            let g = graph_of(graphs, &deps, &thread).await?;
             let mut hist = g.history(&thread, Map::new(), None, Some(1000)).await?;
             hist.reverse();
             let mut prev = Value::Object(Map::new());

@@ -1,9 +1,28 @@
-//! `graphloom`: serve the example graphs over the LangGraph Server API, run a graph with a
-//! live view, inspect threads checkpoint by checkpoint, draw graphs.
+//! The `graphloom` command as a library: serve graphs over the LangGraph Server API, run a
+//! graph with a live view, inspect threads checkpoint by checkpoint, draw graphs.
+//!
+//! The command knows no graphs of its own: a binary hands it the graphs it hosts, as
+//! [`Graphs`], and calls [`main`]. The seed examples' binary (`examples/demo`, the
+//! `graphloom` of the README) is one such binary; a team's own is another:
+//!
+//! ```no_run
+//! use graphloom_cli::{Entry, Graphs};
+//! # fn my_factory() -> graphloom_server::GraphFactory { unimplemented!() }
+//! fn main() -> std::process::ExitCode {
+//!     graphloom_cli::main(Graphs::new(vec![Entry {
+//!         id: "my_agent",
+//!         about: "what it does",
+//!         factory: my_factory(),
+//!         sample: || serde_json::json!({"messages": [{"role": "user", "content": "hi"}]}),
+//!     }]))
+//! }
+//! ```
 
-mod registry;
+mod graphs;
 mod render;
 mod threads;
+
+pub use graphs::{Entry, Graphs};
 
 use anyhow::{bail, Context as _};
 use clap::{Parser, Subcommand, ValueEnum};
@@ -13,11 +32,6 @@ use graphloom_server::telemetry::{self, TelemetryConfig};
 use graphloom_server::{GraphDeps, Server, ServerConfig};
 use serde_json::Value;
 
-/// mimalloc instead of glibc's malloc: the server allocates many small JSON values per
-/// request (interleaved A/B of bench_server, SQLite on tmpfs: runs/wait 983/1,089 ->
-/// 1,220/1,171 runs/s, server CPU 1.41-1.55 -> 1.29-1.42 ms per run).
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -208,7 +222,7 @@ fn seconds(flag: &str, secs: f64) -> anyhow::Result<std::time::Duration> {
     }
 }
 
-async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+async fn serve(args: ServeArgs, graphs: &Graphs) -> anyhow::Result<()> {
     let ServeArgs {
         db,
         addr,
@@ -246,8 +260,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     }
     let auth_off = cfg.api_keys.is_empty();
     let mut builder = Server::builder(cfg);
-    for e in registry::all() {
-        builder = builder.graph(e.id, e.factory);
+    for e in graphs.all() {
+        builder = builder.graph(e.id, Arc::clone(&e.factory));
     }
     let server = builder.build().await?;
     let listener = tokio::net::TcpListener::bind(&addr)
@@ -273,8 +287,13 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn draw(graph: &str, format: DrawFormat, output: Option<PathBuf>) -> anyhow::Result<()> {
-    let entry = registry::find(graph)?;
+async fn draw(
+    graphs: &Graphs,
+    graph: &str,
+    format: DrawFormat,
+    output: Option<PathBuf>,
+) -> anyhow::Result<()> {
+    let entry = graphs.find(graph)?;
     let dir = std::env::temp_dir().join(format!("graphloom-draw-{}", uuid::Uuid::new_v4()));
     std::fs::create_dir_all(&dir)?;
     let deps = open_deps(&DbArgs {
@@ -315,7 +334,7 @@ async fn draw(graph: &str, format: DrawFormat, output: Option<PathBuf>) -> anyho
     result
 }
 
-async fn main_inner(cli: Cli) -> anyhow::Result<()> {
+async fn main_inner(cli: Cli, graphs: &Graphs) -> anyhow::Result<()> {
     match cli.command {
         Cmd::Serve {
             db,
@@ -329,17 +348,20 @@ async fn main_inner(cli: Cli) -> anyhow::Result<()> {
             otlp_endpoint,
         } => {
             check_model()?;
-            serve(ServeArgs {
-                db,
-                addr,
-                workers,
-                api_keys,
-                public_system_routes,
-                lease_secs,
-                heartbeat_secs,
-                cors,
-                otlp_endpoint,
-            })
+            serve(
+                ServeArgs {
+                    db,
+                    addr,
+                    workers,
+                    api_keys,
+                    public_system_routes,
+                    lease_secs,
+                    heartbeat_secs,
+                    cors,
+                    otlp_endpoint,
+                },
+                graphs,
+            )
             .await
         }
         Cmd::Run {
@@ -350,7 +372,7 @@ async fn main_inner(cli: Cli) -> anyhow::Result<()> {
             json,
             db,
         } => {
-            let entry = registry::find(&graph)?;
+            let entry = graphs.find(&graph)?;
             check_model()?;
             let input = match input {
                 Some(arg) => parse_json_arg("input", &arg)?,
@@ -361,14 +383,14 @@ async fn main_inner(cli: Cli) -> anyhow::Result<()> {
             let g = (entry.factory)(&deps)?;
             render::run(g, entry.id, input, thread, resume, json).await
         }
-        Cmd::Threads { what, db } => threads::run(what, &db).await,
+        Cmd::Threads { what, db } => threads::run(what, &db, graphs).await,
         Cmd::Draw {
             graph,
             format,
             output,
-        } => draw(&graph, format, output).await,
+        } => draw(graphs, &graph, format, output).await,
         Cmd::Graphs => {
-            for e in registry::all() {
+            for e in graphs.all() {
                 println!("{:<22} {}", e.id, e.about);
             }
             Ok(())
@@ -376,8 +398,21 @@ async fn main_inner(cli: Cli) -> anyhow::Result<()> {
     }
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
+/// Run the command with these graphs: parse the process's arguments, do what they say,
+/// report an error on standard error. The exit code is 1 on error.
+#[must_use]
+pub fn main(graphs: Graphs) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    runtime.block_on(main_async(graphs))
+}
+
+async fn main_async(graphs: Graphs) -> ExitCode {
     // `graphloom threads diff x | head` closes the pipe early: end quietly, as Unix tools do.
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
@@ -393,7 +428,7 @@ async fn main() -> ExitCode {
         default_hook(info);
     }));
     let cli = Cli::parse();
-    match main_inner(cli).await {
+    match main_inner(cli, &graphs).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");

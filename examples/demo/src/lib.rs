@@ -1,20 +1,10 @@
-//! The graphs the command knows: the five seed examples.
+//! The `graphloom` binary of the seed examples: the five seed systems, hosted by the
+//! command of `graphloom-cli` (`graphloom serve`, `run`, `threads`, `draw`, `graphs`).
+//! [`all`] is the registry; `src/main.rs` hands it to [`graphloom_cli::main`].
 
-use graphloom_server::{hosted, GraphDeps, GraphFactory};
-use serde_json::Value;
+use graphloom_cli::{Entry, Graphs};
+use graphloom_server::{hosted, GraphDeps};
 use std::sync::Arc;
-
-/// A known graph.
-pub struct Entry {
-    /// Graph id (also its assistant name in the server).
-    pub id: &'static str,
-    /// One line about it.
-    pub about: &'static str,
-    /// Compiles it against a checkpointer and store.
-    pub factory: GraphFactory,
-    /// An input that runs its happy path.
-    pub sample: fn() -> Value,
-}
 
 macro_rules! entry {
     ($krate:ident, $about:literal) => {
@@ -36,8 +26,8 @@ macro_rules! entry {
 
 /// Every known graph, by id.
 #[must_use]
-pub fn all() -> Vec<Entry> {
-    vec![
+pub fn all() -> Graphs {
+    Graphs::new(vec![
         entry!(
             fraud_investigation,
             "seed 000: planner -> tool executor loop over transaction data"
@@ -58,19 +48,5 @@ pub fn all() -> Vec<Entry> {
             permit_filing,
             "seed 004: permit pipeline with an approval gate and budgets"
         ),
-    ]
-}
-
-/// The entry named `id`, or an error listing the known ones.
-///
-/// # Errors
-/// When no graph has that id.
-pub fn find(id: &str) -> anyhow::Result<Entry> {
-    let all = all();
-    let known: Vec<&str> = all.iter().map(|e| e.id).collect();
-    let wanted = id.replace('-', "_");
-    let known_list = known.join(", ");
-    all.into_iter()
-        .find(|e| e.id == wanted)
-        .ok_or_else(|| anyhow::anyhow!("unknown graph `{id}`; known graphs: {known_list}"))
+    ])
 }

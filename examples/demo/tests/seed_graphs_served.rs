@@ -4,10 +4,6 @@
 //! run decodes it.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../src/registry.rs"]
-#[allow(dead_code)]
-mod registry;
-
 use graphloom_server::{Server, ServerConfig};
 use serde_json::{json, Value};
 
@@ -31,8 +27,8 @@ impl Served {
         }
         let dir = tempfile::tempdir().unwrap();
         let mut builder = Server::builder(ServerConfig::sqlite(dir.path().join("served.db")));
-        for e in registry::all() {
-            builder = builder.graph(e.id, e.factory);
+        for e in graphloom_demo::all().all() {
+            builder = builder.graph(e.id, std::sync::Arc::clone(&e.factory));
         }
         let server = builder.build().await.unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -1,0 +1,85 @@
+//! The graphs a `graphloom` binary hosts: what [`crate::main`] serves, runs and draws.
+
+use graphloom_server::GraphFactory;
+use serde_json::Value;
+
+/// One graph the command knows.
+#[derive(Clone)]
+pub struct Entry {
+    /// Graph id (also its assistant name in the server).
+    pub id: &'static str,
+    /// One line about it, for `graphloom graphs`.
+    pub about: &'static str,
+    /// Compiles it against a checkpointer and store.
+    pub factory: GraphFactory,
+    /// An input that runs its happy path (the default of `graphloom run`).
+    pub sample: fn() -> Value,
+}
+
+/// The graphs of a binary, by id.
+#[derive(Clone, Default)]
+pub struct Graphs {
+    entries: Vec<Entry>,
+}
+
+impl Graphs {
+    /// These graphs.
+    #[must_use]
+    pub fn new(entries: Vec<Entry>) -> Self {
+        Self { entries }
+    }
+
+    /// Every graph, in the order given.
+    #[must_use]
+    pub fn all(&self) -> &[Entry] {
+        &self.entries
+    }
+
+    /// The graph named `id` (`-` and `_` alike), or an error listing the known ones.
+    ///
+    /// # Errors
+    /// When no graph has that id.
+    pub fn find(&self, id: &str) -> anyhow::Result<&Entry> {
+        let wanted = id.replace('-', "_");
+        self.entries.iter().find(|e| e.id == wanted).ok_or_else(|| {
+            let known: Vec<&str> = self.entries.iter().map(|e| e.id).collect();
+            if known.is_empty() {
+                anyhow::anyhow!("unknown graph `{id}`: this binary hosts no graphs")
+            } else {
+                anyhow::anyhow!("unknown graph `{id}`; known graphs: {}", known.join(", "))
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    fn entry(id: &'static str) -> Entry {
+        Entry {
+            id,
+            about: "",
+            factory: Arc::new(|_| Err(graphloom_core::Error::InvalidGraph("not built in tests".into()))),
+            sample: || Value::Null,
+        }
+    }
+
+    #[test]
+    fn finds_by_id_with_dashes_or_underscores_and_names_the_known_ones() {
+        let g = Graphs::new(vec![entry("permit_filing"), entry("chat_runtime")]);
+        assert_eq!(g.find("permit-filing").map(|e| e.id).ok(), Some("permit_filing"));
+        let err = g.find("nope").err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(
+            err.contains("unknown graph `nope`") && err.contains("permit_filing, chat_runtime"),
+            "{err}"
+        );
+        let none = Graphs::default()
+            .find("x")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(none.contains("hosts no graphs"), "{none}");
+    }
+}
