@@ -146,7 +146,7 @@ pub use model::{collect_stream, ChatModel, ChatModelExt, ChunkStream, DynChatMod
 pub use options::{provider_schema, ChatOptions, ResponseFormat, ToolChoice, ToolSpec};
 pub use pricing::{ModelPrice, PriceTable};
 pub use prompt_hash::{canonical_json, prompt_hash, prompt_hash_payload, PROMPT_HASH_VERSION};
-pub use scripted::{RecordedRequest, Reply, ScriptedModel};
+pub use scripted::{RecordedRequest, Reply, ScriptedModel, DEFAULT_KEPT_REQUESTS};
 pub use spec::{init_chat_model, ModelSpec, ProviderKind, OLLAMA_DEFAULT_BASE_URL};
 pub use stream_into::stream_into;
 pub use structured::{

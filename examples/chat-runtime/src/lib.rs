@@ -184,7 +184,9 @@ pub fn default_model() -> Arc<dyn DynChatModel> {
             Reply::tool_call("knowledge_search", json!({"query": "reset password"})),
             Reply::text("Open Settings, choose Security, then Reset password. A link arrives by email."),
         ])
-        .named("scripted-support"),
+        .named("scripted-support")
+        // Shared by every run of a served graph: keep no record of what it was asked.
+        .keep_requests(0),
     )
 }
 

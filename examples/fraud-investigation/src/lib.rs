@@ -181,7 +181,8 @@ pub fn default_model() -> Arc<dyn DynChatModel> {
             }
         }
     }
-    Arc::new(ScriptedModel::new(offline_script()))
+    // Shared by every run of a served graph: keep no record of what it was asked.
+    Arc::new(ScriptedModel::new(offline_script()).keep_requests(0))
 }
 
 /// An input for one run (the update decoder's JSON): the card-testing case `TX-1009`.

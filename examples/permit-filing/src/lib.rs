@@ -355,10 +355,11 @@ pub fn default_model() -> Arc<dyn DynChatModel> {
             Ok(m) => m,
             Err(e) => {
                 tracing::warn!("GRAPHLOOM_MODEL={spec}: {e}; using the scripted model");
-                Arc::new(scripted_model())
+                Arc::new(scripted_model().keep_requests(0))
             }
         },
-        _ => Arc::new(scripted_model()),
+        // Shared by every run of a served graph: keep no record of what it was asked.
+        _ => Arc::new(scripted_model().keep_requests(0)),
     }
 }
 

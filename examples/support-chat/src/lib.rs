@@ -270,7 +270,12 @@ pub fn default_model() -> Arc<dyn DynChatModel> {
         ),
         Reply::text("Go to Settings > Security and choose Reset password; we will e-mail you a link."),
     ];
-    Arc::new(ScriptedModel::new((0..50).flat_map(|_| turn.clone())).named("scripted-support"))
+    // Shared by every run of a served graph: keep no record of what it was asked.
+    Arc::new(
+        ScriptedModel::new((0..50).flat_map(|_| turn.clone()))
+            .named("scripted-support")
+            .keep_requests(0),
+    )
 }
 
 /// A JSON input for the graph's update decoder.
