@@ -28,6 +28,7 @@
 //! | `openai` | yes | [`OpenAiModel`], the Chat Completions provider |
 //! | `anthropic` | yes | [`AnthropicModel`], the Messages provider |
 //! | `http` | with either | the shared HTTP layer (`reqwest` + rustls, SSE, retries) |
+//! | `testing` | no | [`testing::OpenAiWireServer`], a local Chat Completions server for tests |
 //!
 //! Without both provider features the crate has no HTTP dependencies at all: the trait,
 //! the scripted model, usage, budgets and the prompt hash remain.
@@ -127,6 +128,8 @@ mod spec;
 mod stream_into;
 mod structured;
 pub mod telemetry;
+#[cfg(feature = "testing")]
+pub mod testing;
 mod tracker;
 mod usage;
 
