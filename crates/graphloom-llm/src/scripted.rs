@@ -221,11 +221,7 @@ impl ScriptedModel {
     #[must_use]
     pub fn keep_requests(self, n: usize) -> Self {
         self.inner.keep.store(n, Ordering::Relaxed);
-        let mut kept = self
-            .inner
-            .requests
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut kept = self.inner.requests.lock().unwrap_or_else(PoisonError::into_inner);
         while kept.len() > n {
             kept.pop_front();
         }
@@ -277,11 +273,7 @@ impl ScriptedModel {
                 options: options.clone(),
                 streamed,
             };
-            let mut kept = self
-                .inner
-                .requests
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
+            let mut kept = self.inner.requests.lock().unwrap_or_else(PoisonError::into_inner);
             while kept.len() >= keep {
                 kept.pop_front();
             }

@@ -131,9 +131,7 @@ impl OpenAiWireServer {
             responder,
             served: AtomicU64::new(0),
         });
-        let app = Router::new()
-            .fallback(handle)
-            .with_state(Arc::clone(&shared));
+        let app = Router::new().fallback(handle).with_state(Arc::clone(&shared));
         let listener = tokio::net::TcpListener::bind(addr).await?;
         let local = listener.local_addr()?;
         // A streamed answer goes out frame by frame: without TCP_NODELAY each frame after
