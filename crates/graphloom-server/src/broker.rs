@@ -152,16 +152,14 @@ impl Broker {
         if sweep {
             self.sweep(now);
         }
-        self.lock_runs()
-            .entry(run_id.to_owned())
-            .or_insert_with(|| {
-                Arc::new(Entry {
-                    log: Mutex::new(Log::new(now)),
-                    notify: Notify::new(),
-                    readers: AtomicUsize::new(0),
-                    waiters: AtomicUsize::new(0),
-                })
-            });
+        self.lock_runs().entry(run_id.to_owned()).or_insert_with(|| {
+            Arc::new(Entry {
+                log: Mutex::new(Log::new(now)),
+                notify: Notify::new(),
+                readers: AtomicUsize::new(0),
+                waiters: AtomicUsize::new(0),
+            })
+        });
     }
 
     /// Forget the logs nobody reads that expired (see [`Log::expired`]). The server's
@@ -171,9 +169,8 @@ impl Broker {
     }
 
     fn sweep(&self, now: Instant) {
-        self.lock_runs().retain(|_, e| {
-            e.held() || !e.log.lock().unwrap_or_else(PoisonError::into_inner).expired(now)
-        });
+        self.lock_runs()
+            .retain(|_, e| e.held() || !e.log.lock().unwrap_or_else(PoisonError::into_inner).expired(now));
     }
 
     /// Drop `entry`'s log now if it is still the run's, unread and expired.
@@ -487,7 +484,10 @@ mod tests {
         .await
         .unwrap();
         b.finish_unreplayable("r", json!({"done": true}));
-        let got = tokio::time::timeout(Duration::from_secs(5), waiter).await.unwrap().unwrap();
+        let got = tokio::time::timeout(Duration::from_secs(5), waiter)
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!(got, Some(json!({"done": true})));
         assert!(!b.knows("r"), "the last waiter gone, the log went");
     }

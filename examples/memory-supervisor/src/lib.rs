@@ -99,12 +99,14 @@ pub fn default_model() -> Arc<dyn DynChatModel> {
             }
         }
     }
-    Arc::new(ScriptedModel::new([
-        Reply::json(json!({"next": MEMORY_WRITER, "reason": "the user asks me to remember a fact"})),
-        Reply::json(json!({"next": "FINISH", "reason": "the fact is stored and confirmed"})),
-    ])
-    // Shared by every run of a served graph: keep no record of what it was asked.
-    .keep_requests(0))
+    Arc::new(
+        ScriptedModel::new([
+            Reply::json(json!({"next": MEMORY_WRITER, "reason": "the user asks me to remember a fact"})),
+            Reply::json(json!({"next": "FINISH", "reason": "the fact is stored and confirmed"})),
+        ])
+        // Shared by every run of a served graph: keep no record of what it was asked.
+        .keep_requests(0),
+    )
 }
 
 /// One user turn as graph input: alice asks to remember her favourite colour. The ids are
