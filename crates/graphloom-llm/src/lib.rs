@@ -28,6 +28,7 @@
 //! | `openai` | yes | [`OpenAiModel`], the Chat Completions provider |
 //! | `anthropic` | yes | [`AnthropicModel`], the Messages provider |
 //! | `http` | with either | the shared HTTP layer (`reqwest` + rustls, SSE, retries) |
+//! | `testing` | no | [`testing::OpenAiWireServer`], a local Chat Completions server for tests |
 //!
 //! Without both provider features the crate has no HTTP dependencies at all: the trait,
 //! the scripted model, usage, budgets and the prompt hash remain.
@@ -127,6 +128,8 @@ mod spec;
 mod stream_into;
 mod structured;
 pub mod telemetry;
+#[cfg(feature = "testing")]
+pub mod testing;
 mod tracker;
 mod usage;
 
@@ -146,7 +149,7 @@ pub use model::{collect_stream, ChatModel, ChatModelExt, ChunkStream, DynChatMod
 pub use options::{provider_schema, ChatOptions, ResponseFormat, ToolChoice, ToolSpec};
 pub use pricing::{ModelPrice, PriceTable};
 pub use prompt_hash::{canonical_json, prompt_hash, prompt_hash_payload, PROMPT_HASH_VERSION};
-pub use scripted::{RecordedRequest, Reply, ScriptedModel};
+pub use scripted::{RecordedRequest, Reply, ScriptedModel, DEFAULT_KEPT_REQUESTS};
 pub use spec::{init_chat_model, ModelSpec, ProviderKind, OLLAMA_DEFAULT_BASE_URL};
 pub use stream_into::stream_into;
 pub use structured::{

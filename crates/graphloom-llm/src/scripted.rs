@@ -11,6 +11,7 @@ use futures::StreamExt;
 use graphloom_core::{Message, ToolCall};
 use serde_json::Value;
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -135,11 +136,18 @@ impl std::fmt::Debug for Responder {
     }
 }
 
+/// How many requests a [`ScriptedModel`] keeps by default: the most recent ones (see
+/// [`ScriptedModel::keep_requests`]).
+pub const DEFAULT_KEPT_REQUESTS: usize = 64;
+
 #[derive(Debug)]
 struct Inner {
     name: String,
     replies: Mutex<VecDeque<Reply>>,
-    requests: Mutex<Vec<RecordedRequest>>,
+    /// The most recent requests, oldest first, at most `keep` of them.
+    requests: Mutex<VecDeque<RecordedRequest>>,
+    keep: AtomicUsize,
+    calls: AtomicUsize,
     repeat_last: bool,
     last: Mutex<Option<Reply>>,
     scripted: usize,
@@ -151,6 +159,12 @@ struct Inner {
 /// Clones share the script and the record. `stream` splits text into word chunks and
 /// each tool call's arguments into two pieces, so stream consumers see real assembly work.
 /// Usage is reported as given with [`Reply::with_usage`] or estimated (four bytes a token).
+///
+/// The record is bounded: [`requests`](Self::requests) holds the last
+/// [`DEFAULT_KEPT_REQUESTS`] requests (change it with [`keep_requests`](Self::keep_requests);
+/// 0 keeps none), while [`calls`](Self::calls) counts every call. A model shared by every
+/// run of a long-lived server (an offline demo's default model) must not hold on to each
+/// conversation it was shown: give it `keep_requests(0)`.
 ///
 /// ```
 /// use graphloom_llm::{ChatModel, ChatOptions, Message, Reply, ScriptedModel};
@@ -231,7 +245,9 @@ impl ScriptedModel {
                 name: name.to_owned(),
                 scripted: replies.len(),
                 replies: Mutex::new(replies),
-                requests: Mutex::new(Vec::new()),
+                requests: Mutex::new(VecDeque::new()),
+                keep: AtomicUsize::new(DEFAULT_KEPT_REQUESTS),
+                calls: AtomicUsize::new(0),
                 repeat_last,
                 last: Mutex::new(None),
                 respond,
@@ -247,12 +263,27 @@ impl ScriptedModel {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
+        let keep = self.inner.keep.load(Ordering::Relaxed);
         Self::build_with(
             &name.into(),
             replies,
             self.inner.repeat_last,
             self.inner.respond.clone(),
         )
+        .keep_requests(keep)
+    }
+    /// Keep the last `n` requests for [`requests`](Self::requests) (default
+    /// [`DEFAULT_KEPT_REQUESTS`]; 0 keeps none). Clones share the setting; requests
+    /// already kept beyond `n` go at once.
+    #[must_use]
+    pub fn keep_requests(self, n: usize) -> Self {
+        self.inner.keep.store(n, Ordering::Relaxed);
+        let mut kept = self.inner.requests.lock().unwrap_or_else(PoisonError::into_inner);
+        while kept.len() > n {
+            kept.pop_front();
+        }
+        drop(kept);
+        self
     }
     /// Append a reply to the script.
     pub fn push(&self, reply: impl Into<Reply>) {
@@ -262,23 +293,23 @@ impl ScriptedModel {
             .unwrap_or_else(PoisonError::into_inner)
             .push_back(reply.into());
     }
-    /// Every request received so far.
+    /// The requests received so far, oldest first: every one while there were at most
+    /// [`keep_requests`](Self::keep_requests) of them ([`DEFAULT_KEPT_REQUESTS`] by
+    /// default), else the most recent ones.
     #[must_use]
     pub fn requests(&self) -> Vec<RecordedRequest> {
         self.inner
             .requests
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+            .iter()
+            .cloned()
+            .collect()
     }
-    /// How many calls were made.
+    /// How many calls were made (all of them, kept or not).
     #[must_use]
     pub fn calls(&self) -> usize {
-        self.inner
-            .requests
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .len()
+        self.inner.calls.load(Ordering::SeqCst)
     }
     /// Replies not used yet.
     #[must_use]
@@ -291,15 +322,20 @@ impl ScriptedModel {
     }
 
     fn next(&self, messages: &[Message], options: &ChatOptions, streamed: bool) -> Result<Reply> {
-        self.inner
-            .requests
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(RecordedRequest {
+        self.inner.calls.fetch_add(1, Ordering::SeqCst);
+        let keep = self.inner.keep.load(Ordering::Relaxed);
+        if keep > 0 {
+            let request = RecordedRequest {
                 messages: messages.to_vec(),
                 options: options.clone(),
                 streamed,
-            });
+            };
+            let mut kept = self.inner.requests.lock().unwrap_or_else(PoisonError::into_inner);
+            while kept.len() >= keep {
+                kept.pop_front();
+            }
+            kept.push_back(request);
+        }
         let popped = self
             .inner
             .replies

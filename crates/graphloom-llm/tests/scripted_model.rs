@@ -5,7 +5,7 @@
 use futures::StreamExt;
 use graphloom_llm::{
     ChatChunk, ChatModel, ChatModelExt, ChatOptions, DynChatModel, Error, ErrorKind, Message, MessageExt,
-    Reply, ScriptedModel, ToolCall, Usage,
+    Reply, ScriptedModel, ToolCall, Usage, DEFAULT_KEPT_REQUESTS,
 };
 use serde_json::json;
 use std::sync::Arc;
@@ -49,6 +49,50 @@ async fn replies_in_order_and_records_requests() {
     assert_eq!(reqs[0].options.temperature, Some(0.5));
     assert!(!reqs[0].streamed);
     assert_eq!(m.remaining(), 0);
+}
+
+/// A model shared by a long-lived server must not keep every conversation it was shown:
+/// the record holds the most recent requests only, `calls` still counts them all.
+#[tokio::test]
+async fn the_record_of_requests_is_bounded() {
+    let m = ScriptedModel::repeating([Reply::text("ok")]);
+    let opts = ChatOptions::new();
+    let n = DEFAULT_KEPT_REQUESTS + 10;
+    for i in 0..n {
+        m.invoke(&[Message::human(format!("q{i}"))], &opts).await.unwrap();
+    }
+    assert_eq!(m.calls(), n);
+    let reqs = m.requests();
+    assert_eq!(reqs.len(), DEFAULT_KEPT_REQUESTS);
+    assert_eq!(reqs[0].messages[0].text(), "q10", "the oldest went first");
+    assert_eq!(reqs.last().unwrap().messages[0].text(), format!("q{}", n - 1));
+
+    // Fewer kept: the surplus goes at once; clones and renamed copies share the setting.
+    let m = m.keep_requests(3);
+    assert_eq!(m.requests().len(), 3);
+    let shared = m.clone();
+    shared.invoke(&[Message::human("last")], &opts).await.unwrap();
+    assert_eq!(m.requests().len(), 3);
+    assert_eq!(m.requests()[2].messages[0].text(), "last");
+    let renamed = ScriptedModel::repeating([Reply::text("ok")])
+        .keep_requests(3)
+        .named("other");
+    for q in ["x", "y", "z", "w"] {
+        renamed.invoke(&[Message::human(q)], &opts).await.unwrap();
+    }
+    assert_eq!(renamed.requests().len(), 3);
+    assert_eq!(renamed.requests()[0].messages[0].text(), "y");
+
+    // None kept: still counted, still answered.
+    let quiet = ScriptedModel::repeating([Reply::text("ok")]).keep_requests(0);
+    for _ in 0..5 {
+        let a = quiet.invoke(&[Message::human("q")], &opts).await.unwrap();
+        assert_eq!(a.text(), "ok");
+    }
+    let mut s = quiet.stream(&[Message::human("q")], &opts);
+    while s.next().await.is_some() {}
+    assert_eq!(quiet.calls(), 6);
+    assert!(quiet.requests().is_empty());
 }
 
 #[tokio::test]

@@ -3,6 +3,8 @@
 
 use serde_json::Value;
 use std::collections::HashMap;
+use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::Ordering::SeqCst;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 use tokio::sync::Notify;
@@ -18,7 +20,6 @@ pub struct RunEventRecord {
     pub data: Value,
 }
 
-#[derive(Default)]
 struct Log {
     /// Events from id `base` on (those before were dropped).
     events: Vec<RunEventRecord>,
@@ -26,14 +27,33 @@ struct Log {
     /// The body of `runs/wait`, set when the run ends.
     outcome: Option<Value>,
     ended_at: Option<Instant>,
-    /// Ended with [`Broker::finish_unreplayable`]: its events go once nobody reads them.
+    /// Not replayable (executed with `reset(.., false)` or ended with
+    /// [`Broker::finish_unreplayable`]): events nobody reads are not kept, and the log
+    /// goes once the run has ended and nobody holds it.
     unreplayable: bool,
-    /// Handed off ([`Broker::forget`]): the run goes on in another process; readers follow
-    /// it through the database.
+    /// When the log was opened.
+    opened_at: Instant,
+    /// Being executed by this process (set by [`Broker::reset`], cleared at the end).
+    executing: bool,
+    /// Handed off ([`Broker::abandon`]): the run goes on in another process; readers and
+    /// waiters follow it through the database.
     handed_off: bool,
 }
 
 impl Log {
+    fn new(now: Instant) -> Self {
+        Self {
+            events: Vec::new(),
+            base: 0,
+            outcome: None,
+            ended_at: None,
+            unreplayable: false,
+            opened_at: now,
+            executing: false,
+            handed_off: false,
+        }
+    }
+
     fn len(&self) -> u64 {
         self.base + self.events.len() as u64
     }
@@ -41,21 +61,55 @@ impl Log {
     /// Drop the events of an ended, unreplayable run.
     fn drop_events(&mut self) {
         if self.unreplayable && self.ended_at.is_some() {
-            self.base = self.len();
-            self.events = Vec::new();
+            self.forget_events();
+        }
+    }
+
+    /// Drop the events held (their ids stay counted).
+    fn forget_events(&mut self) {
+        self.base = self.len();
+        self.events = Vec::new();
+    }
+
+    /// Whether an unread log can go at `now`: an unreplayable run's once it ended (its
+    /// outcome is in the database, where later joiners read it, as on another replica); a
+    /// replayable run's [`KEEP_AFTER_END`] after its end; one never executed here (another
+    /// process runs it, or its creation failed) [`KEEP_AFTER_END`] after it was opened
+    /// (an execution here opens it again).
+    fn expired(&self, now: Instant) -> bool {
+        match self.ended_at {
+            Some(_) if self.unreplayable => true,
+            Some(t) => now.duration_since(t) >= KEEP_AFTER_END,
+            None => !self.executing && now.duration_since(self.opened_at) >= KEEP_AFTER_END,
         }
     }
 }
 
-#[derive(Default)]
 struct Entry {
     log: Mutex<Log>,
     notify: Notify,
-    /// Open [`Reader`]s.
-    readers: std::sync::atomic::AtomicUsize,
+    /// Open [`Reader`]s of the events ([`Broker::reader`]). Changed only under the map's
+    /// lock, as `waiters`, so a log is never dropped while a holder is being taken.
+    readers: AtomicUsize,
+    /// Open [`Reader`]s of the outcome only ([`Broker::waiter`], [`Broker::outcome`]).
+    waiters: AtomicUsize,
+}
+
+impl Entry {
+    fn held(&self) -> bool {
+        self.readers.load(SeqCst) > 0 || self.waiters.load(SeqCst) > 0
+    }
 }
 
 /// All run logs of this process.
+///
+/// Memory: a log lives while its run is queued or executing here, or while a [`Reader`]
+/// holds it. An unreplayable run's log (the default: not `stream_resumable`) keeps only
+/// events somebody reads, and goes as soon as the run has ended and nobody holds it, so
+/// the memory held is that of the runs in flight and of what their readers have not read
+/// yet, not of the runs per second times a retention period; a replayable run's log stays
+/// [`KEEP_AFTER_END`] for reconnects. Requests that want a run's events or outcome take a
+/// reader or a waiter before the run can start ([`Broker::reader`], [`Broker::waiter`]).
 #[derive(Default, Clone)]
 pub struct Broker {
     runs: Arc<Mutex<HashMap<String, Arc<Entry>>>>,
@@ -64,12 +118,10 @@ pub struct Broker {
     swept: Arc<Mutex<Option<Instant>>>,
 }
 
-/// How long a finished run's log stays for late joiners and reconnects.
+/// How long a finished replayable run's log stays for late joiners and reconnects (and
+/// how long a log opened for a run not executed here waits for it).
 const KEEP_AFTER_END: Duration = Duration::from_secs(120);
-/// How long an unreplayable run's outcome stays once nobody reads its events (later
-/// joiners are answered from the database).
-const KEEP_UNREPLAYABLE: Duration = Duration::from_secs(10);
-/// How often ended logs are looked for.
+/// How often expired logs are looked for when runs are opened.
 const SWEEP_EVERY: Duration = Duration::from_secs(5);
 
 /// What a subscriber gets next.
@@ -82,12 +134,12 @@ pub enum Next {
 }
 
 impl Broker {
+    fn lock_runs(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Entry>>> {
+        self.runs.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     fn entry(&self, run_id: &str) -> Option<Arc<Entry>> {
-        self.runs
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(run_id)
-            .cloned()
+        self.lock_runs().get(run_id).cloned()
     }
 
     /// Start (or keep) the log of a run. Idempotent.
@@ -104,33 +156,75 @@ impl Broker {
         if sweep {
             self.sweep(now);
         }
-        let mut runs = self.runs.lock().unwrap_or_else(PoisonError::into_inner);
-        runs.entry(run_id.to_owned()).or_default();
-    }
-
-    /// Forget logs of runs that ended long enough before `now`: [`KEEP_AFTER_END`], or
-    /// [`KEEP_UNREPLAYABLE`] for an unreplayable run nobody reads.
-    fn sweep(&self, now: Instant) {
-        let mut runs = self.runs.lock().unwrap_or_else(PoisonError::into_inner);
-        runs.retain(|_, e| {
-            let log = e.log.lock().unwrap_or_else(PoisonError::into_inner);
-            let read = e.readers.load(std::sync::atomic::Ordering::SeqCst) > 0;
-            let keep = if log.unreplayable && !read {
-                KEEP_UNREPLAYABLE
-            } else {
-                KEEP_AFTER_END
-            };
-            log.ended_at.is_none_or(|t| now.duration_since(t) < keep)
+        self.lock_runs().entry(run_id.to_owned()).or_insert_with(|| {
+            Arc::new(Entry {
+                log: Mutex::new(Log::new(now)),
+                notify: Notify::new(),
+                readers: AtomicUsize::new(0),
+                waiters: AtomicUsize::new(0),
+            })
         });
     }
 
-    /// A reader of a run's events, for as long as it is held: while one is, the events of
-    /// an unreplayable run stay. None when the run is unknown here.
+    /// Forget the logs nobody reads that expired (see [`Log::expired`]). The server's
+    /// sweeper calls it periodically, so an idle server lets them go too.
+    pub fn sweep_now(&self) {
+        self.sweep(Instant::now());
+    }
+
+    fn sweep(&self, now: Instant) {
+        self.lock_runs()
+            .retain(|_, e| e.held() || !e.log.lock().unwrap_or_else(PoisonError::into_inner).expired(now));
+    }
+
+    /// Drop `entry`'s log now if it is still the run's, unread and expired.
+    fn drop_if_expired(&self, run_id: &str, entry: &Arc<Entry>) {
+        let mut runs = self.lock_runs();
+        let gone = runs.get(run_id).is_some_and(|e| {
+            Arc::ptr_eq(e, entry)
+                && !e.held()
+                && e.log
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .expired(Instant::now())
+        });
+        if gone {
+            runs.remove(run_id);
+        }
+    }
+
+    /// Number of logs held (runs queued or executing here, read, or kept for replay).
+    #[must_use]
+    pub fn held(&self) -> usize {
+        self.lock_runs().len()
+    }
+
+    /// A reader of a run's events, for as long as it is held: while one is, the events
+    /// and the log of an unreplayable run stay. None when the run is unknown here.
     #[must_use]
     pub fn reader(&self, run_id: &str) -> Option<Reader> {
-        let entry = self.entry(run_id)?;
-        entry.readers.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        Some(Reader(entry))
+        self.hold(run_id, true)
+    }
+
+    /// A waiter for a run's outcome ([`Reader::outcome`]): while one is held, the log
+    /// stays, but not the events of an unreplayable run. None when the run is unknown here.
+    #[must_use]
+    pub fn waiter(&self, run_id: &str) -> Option<Reader> {
+        self.hold(run_id, false)
+    }
+
+    fn hold(&self, run_id: &str, events: bool) -> Option<Reader> {
+        let runs = self.lock_runs();
+        let entry = Arc::clone(runs.get(run_id)?);
+        let count = if events { &entry.readers } else { &entry.waiters };
+        count.fetch_add(1, SeqCst);
+        drop(runs);
+        Some(Reader {
+            entry,
+            broker: self.clone(),
+            run_id: run_id.to_owned(),
+            events,
+        })
     }
 
     /// Whether this process has a log of the run.
@@ -139,13 +233,20 @@ impl Broker {
         self.entry(run_id).is_some()
     }
 
-    /// Append an event.
+    /// Append an event. An unreplayable run's event that no [`Reader`] holds the run for
+    /// is counted but not kept (nobody could read it: joiners of such a run read from the
+    /// moment they join).
     pub fn push(&self, run_id: &str, event: String, data: Value) {
         let Some(e) = self.entry(run_id) else { return };
         {
             let mut log = e.log.lock().unwrap_or_else(PoisonError::into_inner);
-            let id = log.len();
-            log.events.push(RunEventRecord { id, event, data });
+            if log.unreplayable && e.readers.load(SeqCst) == 0 {
+                log.forget_events();
+                log.base += 1;
+            } else {
+                let id = log.len();
+                log.events.push(RunEventRecord { id, event, data });
+            }
         }
         e.notify.notify_waiters();
     }
@@ -157,9 +258,8 @@ impl Broker {
     }
 
     /// [`finish`](Self::finish) a run whose events nobody may replay (not
-    /// `stream_resumable`): they are dropped as soon as no [`Reader`] holds the run, and
-    /// the outcome after [`KEEP_UNREPLAYABLE`]. A busy server would otherwise keep every
-    /// run's events for [`KEEP_AFTER_END`].
+    /// `stream_resumable`): its log goes as soon as no [`Reader`] holds the run (readers
+    /// that hold it still get the outcome; later joiners read it from the database).
     pub fn finish_unreplayable(&self, run_id: &str, outcome: Value) {
         self.end(run_id, outcome, true);
     }
@@ -171,34 +271,42 @@ impl Broker {
             log.outcome = Some(outcome);
             log.ended_at = Some(Instant::now());
             log.unreplayable = unreplayable;
-            if e.readers.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+            log.executing = false;
+            if e.readers.load(SeqCst) == 0 {
                 log.drop_events();
             }
         }
         e.notify.notify_waiters();
+        if unreplayable {
+            self.drop_if_expired(run_id, &e);
+        }
     }
 
-    /// Forget a run's end (it is being executed again).
-    pub fn reset(&self, run_id: &str) {
+    /// The run is being executed here (again): forget its end. `replayable`: its events
+    /// may be replayed later (`stream_resumable`); otherwise only those a [`Reader`] holds
+    /// the run for are kept.
+    pub fn reset(&self, run_id: &str, replayable: bool) {
         if let Some(e) = self.entry(run_id) {
             let mut log = e.log.lock().unwrap_or_else(PoisonError::into_inner);
             log.outcome = None;
             log.ended_at = None;
-            log.unreplayable = false;
+            log.unreplayable = !replayable;
+            log.executing = true;
         }
     }
 
-    /// Forget a run this process no longer executes (its lease was lost: another worker
-    /// has it). Readers waiting here are woken and told the run is unknown, so they follow
-    /// it through the database as they would on another replica.
-    pub fn forget(&self, run_id: &str) {
-        let removed = self
-            .runs
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(run_id);
+    /// This process no longer executes the run (its lease went to another process): the
+    /// log is forgotten here, and readers and waiters holding it are woken and told the run
+    /// is unknown here ([`Broker::next`] and [`Reader::outcome`] answer `None`), so they
+    /// follow it through the database as they would on another replica.
+    pub fn abandon(&self, run_id: &str) {
+        let removed = self.lock_runs().remove(run_id);
         if let Some(e) = removed {
-            e.log.lock().unwrap_or_else(PoisonError::into_inner).handed_off = true;
+            {
+                let mut log = e.log.lock().unwrap_or_else(PoisonError::into_inner);
+                log.executing = false;
+                log.handed_off = true;
+            }
             e.notify.notify_waiters();
         }
     }
@@ -211,7 +319,7 @@ impl Broker {
     }
 
     /// Wait for events at or after `cursor`, or the end, or `timeout` (then an empty batch).
-    /// `None` when the run is unknown here, or was handed off ([`Broker::forget`]).
+    /// `None` when the run is unknown here or was handed off ([`Broker::abandon`]).
     pub async fn next(&self, run_id: &str, cursor: u64, timeout: Duration) -> Option<Next> {
         let e = self.entry(run_id)?;
         let deadline = tokio::time::Instant::now() + timeout;
@@ -241,10 +349,29 @@ impl Broker {
         }
     }
 
-    /// The `runs/wait` body once the run has ended here; `None` when the run is unknown
-    /// here or was handed off ([`Broker::forget`]) while waiting.
+    /// The `runs/wait` body once the run has ended here (`None` when the run is unknown
+    /// here or was handed off while waiting). It holds the log as a [`Broker::waiter`] does
+    /// while it waits.
     pub async fn outcome(&self, run_id: &str) -> Option<Value> {
-        let e = self.entry(run_id)?;
+        self.waiter(run_id)?.outcome().await
+    }
+}
+
+/// Holds a run's log for a reader of its events or a waiter for its outcome (see
+/// [`Broker::reader`], [`Broker::waiter`]).
+pub struct Reader {
+    entry: Arc<Entry>,
+    broker: Broker,
+    run_id: String,
+    /// A reader of the events (else a waiter for the outcome).
+    events: bool,
+}
+
+impl Reader {
+    /// The run's `runs/wait` body once it has ended; `None` when the run was handed off to
+    /// another process ([`Broker::abandon`]): follow it through the database then.
+    pub async fn outcome(&self) -> Option<Value> {
+        let e = &self.entry;
         loop {
             let notified = e.notify.notified();
             tokio::pin!(notified);
@@ -263,17 +390,27 @@ impl Broker {
     }
 }
 
-/// Holds a run's events for a reader (see [`Broker::reader`]).
-pub struct Reader(Arc<Entry>);
-
 impl Drop for Reader {
     fn drop(&mut self) {
-        if self.0.readers.fetch_sub(1, std::sync::atomic::Ordering::SeqCst) == 1 {
-            self.0
-                .log
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .drop_events();
+        let (last_reader, held) = {
+            let _runs = self.broker.lock_runs();
+            let count = if self.events {
+                &self.entry.readers
+            } else {
+                &self.entry.waiters
+            };
+            let last = count.fetch_sub(1, SeqCst) == 1;
+            (last && self.events, self.entry.held())
+        };
+        let unreplayable = {
+            let mut log = self.entry.log.lock().unwrap_or_else(PoisonError::into_inner);
+            if last_reader {
+                log.drop_events();
+            }
+            log.unreplayable
+        };
+        if !held && unreplayable {
+            self.broker.drop_if_expired(&self.run_id, &self.entry);
         }
     }
 }
@@ -284,15 +421,17 @@ mod tests {
     use serde_json::json;
 
     #[tokio::test]
-    async fn a_handed_off_run_wakes_its_readers_and_is_unknown_here() {
+    async fn a_handed_off_run_wakes_its_readers_and_waiters_and_is_unknown_here() {
         let b = Broker::default();
         b.open("r");
+        b.reset("r", false);
         b.push("r", "values".into(), json!({"n": 1}));
+        let held = b.waiter("r").unwrap();
         let (b1, b2) = (b.clone(), b.clone());
         let next = tokio::spawn(async move { b1.next("r", 1, Duration::from_secs(30)).await });
         let outcome = tokio::spawn(async move { b2.outcome("r").await });
         tokio::task::yield_now().await;
-        b.forget("r");
+        b.abandon("r");
         let next = tokio::time::timeout(Duration::from_secs(5), next)
             .await
             .unwrap()
@@ -301,6 +440,10 @@ mod tests {
         let out = tokio::time::timeout(Duration::from_secs(5), outcome)
             .await
             .unwrap()
+            .unwrap();
+        assert!(out.is_none(), "{out:?}");
+        let out = tokio::time::timeout(Duration::from_secs(5), held.outcome())
+            .await
             .unwrap();
         assert!(out.is_none(), "{out:?}");
         assert!(!b.knows("r"));
@@ -332,23 +475,21 @@ mod tests {
         assert!(b.next("unknown", 0, Duration::from_millis(1)).await.is_none());
     }
 
-    /// An unreplayable run's events go when it ends unread, or when its last reader
-    /// goes; the outcome stays for late waiters until the sweep, and ids go on counting.
+    /// An unreplayable run's log goes when it ends unread, or when its last reader goes;
+    /// readers still get the outcome, and ids go on counting.
     #[tokio::test]
-    async fn unreplayable_events_go_once_nobody_reads_them() {
+    async fn unreplayable_logs_go_once_nobody_reads_them() {
         let b = Broker::default();
-        // Ended with nobody reading: only the outcome is left.
+        // Ended with nobody reading: nothing is left (the database answers joiners).
         b.open("quiet");
+        b.reset("quiet", false);
         b.push("quiet", "values".into(), json!({"a": 1}));
         b.finish_unreplayable("quiet", json!({"a": 1}));
-        assert_eq!(b.len("quiet"), 1);
-        match b.next("quiet", 0, Duration::from_millis(10)).await {
-            Some(Next::End(v)) => assert_eq!(v, json!({"a": 1})),
-            other => panic!("{other:?}"),
-        }
-        assert_eq!(b.outcome("quiet").await, Some(json!({"a": 1})));
+        assert!(!b.knows("quiet"));
+        assert!(b.next("quiet", 0, Duration::from_millis(10)).await.is_none());
+        assert_eq!(b.outcome("quiet").await, None);
 
-        // A reader keeps them until it is dropped.
+        // A reader keeps the events until it is dropped, then the log goes.
         b.open("read");
         let reader = b.reader("read").unwrap();
         b.push("read", "values".into(), json!({"a": 1}));
@@ -358,13 +499,15 @@ mod tests {
             Some(Next::Events(ev)) => assert_eq!((ev.len(), ev[0].id), (1, 1)),
             other => panic!("{other:?}"),
         }
-        drop(reader);
         assert!(matches!(
-            b.next("read", 1, Duration::from_millis(10)).await,
+            b.next("read", 2, Duration::from_millis(10)).await,
             Some(Next::End(_))
         ));
+        assert_eq!(reader.outcome().await, Some(json!({"a": 2})));
+        drop(reader);
+        assert!(!b.knows("read"));
 
-        // A replayable run keeps its events after its end.
+        // A replayable run keeps its events after its end, until the sweep.
         b.open("kept");
         b.push("kept", "values".into(), json!({"a": 1}));
         b.finish("kept", json!({"a": 1}));
@@ -372,16 +515,97 @@ mod tests {
             b.next("kept", 0, Duration::from_millis(10)).await,
             Some(Next::Events(_))
         ));
-
-        // The sweep forgets unreplayable runs sooner, but not while they are read.
-        b.open("held");
-        let held = b.reader("held").unwrap();
-        b.finish_unreplayable("held", json!({}));
-        b.sweep(Instant::now() + KEEP_UNREPLAYABLE + Duration::from_secs(1));
-        assert!(!b.knows("quiet") && !b.knows("read"));
-        assert!(b.knows("kept") && b.knows("held"));
-        drop(held);
         b.sweep(Instant::now() + KEEP_AFTER_END + Duration::from_secs(1));
-        assert!(!b.knows("kept") && !b.knows("held"));
+        assert!(!b.knows("kept"));
+    }
+
+    /// A waiter for the outcome (a join) holds the log as a reader does: the run's end
+    /// reaches it even though nobody else reads the run.
+    #[tokio::test]
+    async fn a_waiting_joiner_gets_the_outcome() {
+        let b = Broker::default();
+        b.open("r");
+        b.reset("r", false);
+        let b2 = b.clone();
+        let waiter = tokio::spawn(async move { b2.outcome("r").await });
+        tokio::time::timeout(Duration::from_secs(5), async {
+            while !b.entry("r").unwrap().held() {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await
+        .unwrap();
+        b.finish_unreplayable("r", json!({"done": true}));
+        let got = tokio::time::timeout(Duration::from_secs(5), waiter)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(got, Some(json!({"done": true})));
+        assert!(!b.knows("r"), "the last waiter gone, the log went");
+    }
+
+    /// An unreplayable run keeps only the events a reader holds it for: a waiter for the
+    /// outcome (`runs/wait`) keeps none, and ids count on either way.
+    #[tokio::test]
+    async fn unread_events_of_an_unreplayable_run_are_not_kept() {
+        let b = Broker::default();
+        b.open("r");
+        let waiter = b.waiter("r").unwrap();
+        b.reset("r", false);
+        b.push("r", "values".into(), json!({"a": 1}));
+        b.push("r", "values".into(), json!({"a": 2}));
+        assert_eq!(b.len("r"), 2);
+        assert!(b.entry("r").unwrap().log.lock().unwrap().events.is_empty());
+        let reader = b.reader("r").unwrap();
+        b.push("r", "values".into(), json!({"a": 3}));
+        match b.next("r", 0, Duration::from_millis(10)).await {
+            Some(Next::Events(ev)) => assert_eq!((ev.len(), ev[0].id), (1, 2)),
+            other => panic!("{other:?}"),
+        }
+        b.finish_unreplayable("r", json!({"a": 3}));
+        drop(reader);
+        assert!(b.knows("r"), "the waiter still holds it");
+        assert_eq!(waiter.outcome().await, Some(json!({"a": 3})));
+        drop(waiter);
+        assert!(!b.knows("r"));
+
+        // A replayable run keeps its events with nobody reading.
+        b.open("k");
+        b.reset("k", true);
+        b.push("k", "values".into(), json!({"a": 1}));
+        assert!(matches!(
+            b.next("k", 0, Duration::from_millis(10)).await,
+            Some(Next::Events(ev)) if ev.len() == 1
+        ));
+    }
+
+    /// Logs of runs not executed here (another replica runs them, or their creation
+    /// failed) go after a while unless read; a run executing here keeps its log however
+    /// long it takes; the map holds only what is in flight.
+    #[tokio::test]
+    async fn logs_never_executed_here_are_swept() {
+        let b = Broker::default();
+        b.open("elsewhere");
+        b.open("running");
+        b.reset("running", false);
+        b.open("read");
+        let reader = b.reader("read").unwrap();
+        let later = Instant::now() + KEEP_AFTER_END + Duration::from_secs(1);
+        b.sweep(later);
+        assert!(!b.knows("elsewhere"));
+        assert!(b.knows("running") && b.knows("read"));
+        drop(reader);
+        b.sweep(later);
+        assert!(!b.knows("read"));
+        assert_eq!(b.held(), 1);
+        // Many runs, each ended unread: nothing accumulates.
+        for i in 0..1_000 {
+            let id = format!("run-{i}");
+            b.open(&id);
+            b.reset(&id, false);
+            b.push(&id, "values".into(), json!({"i": i}));
+            b.finish_unreplayable(&id, json!({"i": i}));
+        }
+        assert_eq!(b.held(), 1);
     }
 }

@@ -155,7 +155,8 @@ async fn worker_loop(state: Arc<AppState>, slots: Arc<Semaphore>) {
     }
 }
 
-/// Deletes threads whose TTL has passed.
+/// Deletes threads whose TTL has passed, and forgets expired run logs (which runs being
+/// created otherwise do), so an idle server lets them go too.
 async fn sweeper(state: Arc<AppState>) {
     let mut shutdown = state.shutdown.subscribe();
     loop {
@@ -163,6 +164,7 @@ async fn sweeper(state: Arc<AppState>) {
             () = tokio::time::sleep(Duration::from_secs(30)) => {}
             _ = shutdown.changed() => return,
         }
+        state.broker.sweep_now();
         match state.db.expired_threads(100).await {
             Ok(ids) => {
                 for id in ids {
@@ -398,12 +400,12 @@ async fn execute(state: &Arc<AppState>, claimed: ClaimedRun) {
     let run_id = run.run_id.clone();
     let kw = run.kwargs.clone();
     let graph_id = str_of(&kw, "graph_id").unwrap_or_default().to_owned();
-    state.broker.open(&run_id);
-    state.broker.reset(&run_id);
     let resumable = kw
         .get("stream_resumable")
         .and_then(Value::as_bool)
         .unwrap_or(false);
+    state.broker.open(&run_id);
+    state.broker.reset(&run_id, resumable);
     let mut sink = EventSink::start(state, &run_id, resumable).await;
     let Some(graph) = state.graphs.get(&graph_id).cloned() else {
         let err =
@@ -566,7 +568,7 @@ async fn execute(state: &Arc<AppState>, claimed: ClaimedRun) {
     if lost.load(Ordering::SeqCst) {
         tracing::warn!(run_id = %run_id, "lease lost; another worker owns the run now");
         // Streams and waits on this process follow the run through the database now.
-        state.broker.forget(&run_id);
+        state.broker.abandon(&run_id);
         return;
     }
     let action = *local.action.lock().unwrap_or_else(PoisonError::into_inner);

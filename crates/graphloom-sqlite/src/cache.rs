@@ -1,9 +1,16 @@
-//! A bounded, least-recently-used cache of resolved channel values.
+//! A bounded, least-recently-used cache of resolved channel values: the newest version
+//! read of each channel.
 //!
 //! Blobs are immutable once written (a `(thread, namespace, channel, version)` is never
 //! rewritten), so the resolved value of a channel version stays valid until its thread is
 //! deleted. Caching it lets the next read resolve a one-link append chain instead of
 //! decoding the whole history of a long thread again: reads cost what changed.
+//!
+//! One entry per `(thread, namespace, channel)`: a newer version replaces the older one
+//! (reads of a thread's latest state move forward), and an older version read later
+//! (history, time travel) does not displace a newer one. Keeping every version read would
+//! hold a whole copy of a growing channel per version until the budget filled: on one long
+//! thread that is many full copies of its conversation, not the conversation once.
 //!
 //! Deleting a thread through a saver drops its entries and bumps an epoch; a read that
 //! started before the delete does not put what it read into the cache.
@@ -16,7 +23,14 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 /// `(thread, namespace, channel, version)`.
 pub(crate) type Key = (String, String, String, String);
 
+/// `(thread, namespace, channel)`: where one entry lives.
+type Slot = (String, String, String);
+
 struct Entry {
+    /// The version cached (the key's last part).
+    version: String,
+    /// Its order: versions of a channel grow with each write.
+    n: u64,
     value: Arc<Value>,
     size: usize,
     tick: u64,
@@ -24,9 +38,9 @@ struct Entry {
 
 #[derive(Default)]
 struct Inner {
-    map: HashMap<Key, Entry>,
+    map: HashMap<Slot, Entry>,
     /// Entries by last use, oldest first.
-    order: BTreeMap<u64, Key>,
+    order: BTreeMap<u64, Slot>,
     tick: u64,
     bytes: usize,
 }
@@ -44,6 +58,10 @@ impl std::fmt::Debug for ValueCache {
             .field("budget", &self.budget)
             .finish_non_exhaustive()
     }
+}
+
+fn split(key: &Key) -> (Slot, &str) {
+    ((key.0.clone(), key.1.clone(), key.2.clone()), key.3.as_str())
 }
 
 impl ValueCache {
@@ -71,16 +89,17 @@ impl ValueCache {
         if self.budget == 0 {
             return None;
         }
+        let (slot, version) = split(key);
         let mut inner = self.lock();
         inner.tick += 1;
         let tick = inner.tick;
         let (value, size, old) = {
-            let entry = inner.map.get_mut(key)?;
+            let entry = inner.map.get_mut(&slot).filter(|e| e.version == version)?;
             let old = std::mem::replace(&mut entry.tick, tick);
             (Arc::clone(&entry.value), entry.size, old)
         };
         inner.order.remove(&old);
-        inner.order.insert(tick, key.clone());
+        inner.order.insert(tick, slot);
         Some((value, size))
     }
 
@@ -89,8 +108,9 @@ impl ValueCache {
         size <= self.budget / 4 && self.budget > 0
     }
 
-    /// Cache `value` (of about `size` bytes) unless the epoch moved since `epoch`.
-    pub(crate) fn insert(&self, key: Key, value: Arc<Value>, size: usize, epoch: u64) {
+    /// Cache `value` (of about `size` bytes), the channel's version `n` (its order), unless
+    /// the epoch moved since `epoch` or a newer version of the channel is cached.
+    pub(crate) fn insert(&self, key: Key, n: u64, value: Arc<Value>, size: usize, epoch: u64) {
         if !self.accepts(size) {
             return;
         }
@@ -98,13 +118,24 @@ impl ValueCache {
         if self.epoch() != epoch {
             return;
         }
+        let (slot, version) = split(&key);
+        if inner.map.get(&slot).is_some_and(|e| e.n > n) {
+            return;
+        }
         inner.tick += 1;
         let tick = inner.tick;
-        if let Some(old) = inner.map.insert(key.clone(), Entry { value, size, tick }) {
+        let entry = Entry {
+            version: version.to_owned(),
+            n,
+            value,
+            size,
+            tick,
+        };
+        if let Some(old) = inner.map.insert(slot.clone(), entry) {
             inner.order.remove(&old.tick);
             inner.bytes -= old.size;
         }
-        inner.order.insert(tick, key);
+        inner.order.insert(tick, slot);
         inner.bytes += size;
         while inner.bytes > self.budget {
             let Some((_, oldest)) = inner.order.pop_first() else {
@@ -120,7 +151,7 @@ impl ValueCache {
     pub(crate) fn forget_thread(&self, thread: &str) {
         let mut inner = self.lock();
         self.epoch.fetch_add(1, Ordering::AcqRel);
-        let gone: Vec<(Key, u64, usize)> = inner
+        let gone: Vec<(Slot, u64, usize)> = inner
             .map
             .iter()
             .filter(|(k, _)| k.0 == thread)
@@ -146,18 +177,18 @@ mod tests {
     #[test]
     fn evicts_least_recently_used_within_budget() {
         let c = ValueCache::new(400);
-        c.insert(key("t", "1"), Arc::new(json!(1)), 100, 0);
-        c.insert(key("t", "2"), Arc::new(json!(2)), 100, 0);
-        c.insert(key("t", "3"), Arc::new(json!(3)), 100, 0);
-        assert!(c.get(&key("t", "1")).is_some());
-        c.insert(key("t", "4"), Arc::new(json!(4)), 100, 0);
-        c.insert(key("t", "5"), Arc::new(json!(5)), 100, 0);
-        // 2 was least recently used.
-        assert!(c.get(&key("t", "2")).is_none());
-        assert!(c.get(&key("t", "1")).is_some());
-        assert!(c.get(&key("t", "5")).is_some());
+        c.insert(key("t1", "1"), 1, Arc::new(json!(1)), 100, 0);
+        c.insert(key("t2", "1"), 1, Arc::new(json!(2)), 100, 0);
+        c.insert(key("t3", "1"), 1, Arc::new(json!(3)), 100, 0);
+        assert!(c.get(&key("t1", "1")).is_some());
+        c.insert(key("t4", "1"), 1, Arc::new(json!(4)), 100, 0);
+        c.insert(key("t5", "1"), 1, Arc::new(json!(5)), 100, 0);
+        // t2 was least recently used.
+        assert!(c.get(&key("t2", "1")).is_none());
+        assert!(c.get(&key("t1", "1")).is_some());
+        assert!(c.get(&key("t5", "1")).is_some());
         // Too big for the budget: not cached.
-        c.insert(key("t", "big"), Arc::new(json!(0)), 101, 0);
+        c.insert(key("t", "big"), 1, Arc::new(json!(0)), 101, 0);
         assert!(c.get(&key("t", "big")).is_none());
     }
 
@@ -165,15 +196,43 @@ mod tests {
     fn forgetting_a_thread_drops_it_and_refuses_reads_from_before() {
         let c = ValueCache::new(1000);
         let before = c.epoch();
-        c.insert(key("a", "1"), Arc::new(json!(1)), 10, before);
-        c.insert(key("b", "1"), Arc::new(json!(1)), 10, before);
+        c.insert(key("a", "1"), 1, Arc::new(json!(1)), 10, before);
+        c.insert(key("b", "1"), 1, Arc::new(json!(1)), 10, before);
         c.forget_thread("a");
         assert!(c.get(&key("a", "1")).is_none());
         assert!(c.get(&key("b", "1")).is_some());
-        c.insert(key("a", "2"), Arc::new(json!(2)), 10, before);
+        c.insert(key("a", "2"), 2, Arc::new(json!(2)), 10, before);
         assert!(c.get(&key("a", "2")).is_none(), "a read from before the delete");
-        c.insert(key("a", "2"), Arc::new(json!(2)), 10, c.epoch());
+        c.insert(key("a", "2"), 2, Arc::new(json!(2)), 10, c.epoch());
         assert!(c.get(&key("a", "2")).is_some());
         assert!(ValueCache::new(0).get(&key("a", "2")).is_none());
+    }
+
+    /// One growing channel holds one entry, its newest version, not a copy per version.
+    #[test]
+    fn a_channel_keeps_only_its_newest_version() {
+        let c = ValueCache::new(1_000_000);
+        for n in 1..=100u64 {
+            c.insert(key("t", &n.to_string()), n, Arc::new(json!(n)), 1_000, 0);
+        }
+        assert_eq!(c.lock().map.len(), 1);
+        assert_eq!(c.lock().bytes, 1_000);
+        assert!(c.get(&key("t", "99")).is_none());
+        assert_eq!(*c.get(&key("t", "100")).unwrap().0, json!(100));
+        // An older version read later (history) does not displace the newest.
+        c.insert(key("t", "7"), 7, Arc::new(json!(7)), 1_000, 0);
+        assert!(c.get(&key("t", "7")).is_none());
+        assert!(c.get(&key("t", "100")).is_some());
+        // Another channel of the thread has its own entry.
+        c.insert(
+            ("t".into(), String::new(), "other".into(), "1".into()),
+            1,
+            Arc::new(json!(0)),
+            10,
+            0,
+        );
+        assert_eq!(c.lock().map.len(), 2);
+        c.forget_thread("t");
+        assert_eq!(c.lock().bytes, 0);
     }
 }

@@ -570,7 +570,7 @@ fn build_tuple(
                 if ctx.cache.accepts(size) {
                     let shared = Arc::new(value);
                     values.insert(channel.clone(), ChannelValue::Full((*shared).clone()));
-                    ctx.cache.insert(key, shared, size, ctx.epoch);
+                    ctx.cache.insert(key, version.n, shared, size, ctx.epoch);
                 } else {
                     values.insert(channel.clone(), ChannelValue::Full(value));
                 }

@@ -180,7 +180,8 @@ pub fn default_model() -> Arc<dyn DynChatModel> {
             Err(e) => eprintln!("GRAPHLOOM_MODEL={spec}: {e}; using the offline scripted model"),
         }
     }
-    Arc::new(offline::model())
+    // Shared by every run of a served graph: keep no record of what it was asked.
+    Arc::new(offline::model().keep_requests(0))
 }
 
 /// A JSON input for the graph's update decoder.

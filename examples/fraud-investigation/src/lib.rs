@@ -183,7 +183,8 @@ pub fn default_model() -> Arc<dyn DynChatModel> {
             }
         }
     }
-    Arc::new(offline::model())
+    // Shared by every run of a served graph: keep no record of what it was asked.
+    Arc::new(offline::model().keep_requests(0))
 }
 
 /// An input for one run (the update decoder's JSON): the card-testing case `TX-1009`.

@@ -100,7 +100,8 @@ pub fn default_model() -> Arc<dyn DynChatModel> {
             }
         }
     }
-    Arc::new(offline::model())
+    // Shared by every run of a served graph: keep no record of what it was asked.
+    Arc::new(offline::model().keep_requests(0))
 }
 
 /// One user turn as graph input: alice asks to remember her favourite colour. The ids are

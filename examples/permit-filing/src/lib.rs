@@ -358,10 +358,15 @@ pub fn default_model() -> Arc<dyn DynChatModel> {
             Ok(m) => m,
             Err(e) => {
                 tracing::warn!("GRAPHLOOM_MODEL={spec}: {e}; using the scripted model");
-                Arc::new(offline::model())
+                // Shared by every run of a served graph: keep no record of what it was asked.
+                Arc::new(offline::model().keep_requests(0))
             }
         },
-        _ => Arc::new(offline::model()),
+        _ =>
+        // Shared by every run of a served graph: keep no record of what it was asked.
+        {
+            Arc::new(offline::model().keep_requests(0))
+        }
     }
 }
 

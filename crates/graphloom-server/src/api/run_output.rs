@@ -47,6 +47,23 @@ pub(super) async fn settled_body(state: &AppRef, owner: &str, run: &Run) -> Valu
 
 /// Wait until a run ends; its `runs/wait` body.
 pub(super) async fn wait_outcome(state: &AppRef, owner: &str, run: &Run) -> Value {
+    wait_outcome_from(state, owner, run, None).await
+}
+
+/// [`wait_outcome`], from `reader` (a waiter) when the caller took one before the run
+/// could start.
+async fn wait_outcome_from(
+    state: &AppRef,
+    owner: &str,
+    run: &Run,
+    reader: Option<crate::broker::Reader>,
+) -> Value {
+    if let Some(r) = reader {
+        // None: the run was handed off to another process; follow it below.
+        if let Some(v) = r.outcome().await {
+            return v;
+        }
+    }
     if state.broker.knows(&run.run_id) {
         if let Some(v) = state.broker.outcome(&run.run_id).await {
             return v;
@@ -71,9 +88,16 @@ pub(super) async fn wait_outcome(state: &AppRef, owner: &str, run: &Run) -> Valu
 /// The JSON body of a run once it ends. A run that ends within the first keep-alive
 /// interval (most do) is answered with a plain body, in one write; a longer one gets its
 /// headers then, and a space every few seconds until the body, so proxies keep the
-/// connection open.
-pub(super) async fn wait_response(state: AppRef, owner: String, run: Run, headers: HeaderMap) -> Response {
-    let mut fut = Box::pin(async move { wait_outcome(&state, &owner, &run).await });
+/// connection open. `reader`: a waiter taken before the run could start (see
+/// [`crate::broker::Broker::waiter`]).
+pub(super) async fn wait_response(
+    state: AppRef,
+    owner: String,
+    run: Run,
+    headers: HeaderMap,
+    reader: Option<crate::broker::Reader>,
+) -> Response {
+    let mut fut = Box::pin(async move { wait_outcome_from(&state, &owner, &run, reader).await });
     let body = tokio::select! {
         v = &mut fut => Body::from(v.to_string()),
         () = tokio::time::sleep(KEEPALIVE) => {

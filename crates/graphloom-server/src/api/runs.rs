@@ -136,18 +136,19 @@ pub(crate) async fn enqueue(
     thread_id: Option<String>,
     b: RunBody,
 ) -> ApiResult<(Run, bool)> {
-    let (run, resumable, _) = enqueue_as(state, owner, thread_id, b, false).await?;
+    let (run, resumable, _) = enqueue_as(state, owner, thread_id, b, None).await?;
     Ok((run, resumable))
 }
 
-/// [`enqueue`]; `read`: also a reader of the run's events, taken before the run can start
-/// (a run that ends unread drops its events at once).
+/// [`enqueue`]; `hold`: also a reader of the run's events (`Some(true)`) or a waiter for
+/// its outcome (`Some(false)`), taken before the run can start (a run nobody holds keeps
+/// no events, and its log goes as it ends).
 async fn enqueue_as(
     state: &AppRef,
     owner: &str,
     thread_id: Option<String>,
     b: RunBody,
-    read: bool,
+    hold: Option<bool>,
 ) -> ApiResult<(Run, bool, Option<crate::broker::Reader>)> {
     let Some(assistant_id) = b.assistant_id.as_deref() else {
         return Err(ApiError::invalid("assistant_id is required"));
@@ -303,10 +304,10 @@ async fn enqueue_as(
         new.claim = Some((state.worker_id.clone(), state.config.lease));
     }
     state.broker.open(&new.run.run_id);
-    let reader = if read {
-        state.broker.reader(&new.run.run_id)
-    } else {
-        None
+    let reader = match hold {
+        Some(true) => state.broker.reader(&new.run.run_id),
+        Some(false) => state.broker.waiter(&new.run.run_id),
+        None => None,
     };
     let run = state.db.create_run(&new).await?;
     if let Some(action) = cancel_active {
@@ -397,7 +398,7 @@ async fn stream_common(
     let b: RunBody = parse_body(&body)?;
     let cancel = b.on_disconnect.as_deref() == Some("cancel");
     let stateless = thread_id.is_none();
-    let (run, resumable, reader) = enqueue_as(&state, &owner, thread_id, b, true).await?;
+    let (run, resumable, reader) = enqueue_as(&state, &owner, thread_id, b, Some(true)).await?;
     let headers = location_headers(&run, stateless, "/stream");
     let from = StreamFrom {
         cursor: 0,
@@ -435,9 +436,11 @@ async fn wait_common(
     body: Bytes,
 ) -> ApiResult<Response> {
     let stateless = thread_id.is_none();
-    let (run, _) = enqueue(&state, &owner, thread_id, parse_body(&body)?).await?;
+    // A waiter taken before the run can start keeps its outcome here until this answer
+    // has it (a run nobody holds drops its log as it ends).
+    let (run, _, waiter) = enqueue_as(&state, &owner, thread_id, parse_body(&body)?, Some(false)).await?;
     let headers = location_headers(&run, stateless, "/join");
-    Ok(wait_response(state, owner, run, headers).await)
+    Ok(wait_response(state, owner, run, headers, waiter).await)
 }
 
 #[utoipa::path(post, path = "/threads/{thread_id}/runs/wait", tag = "thread-runs", summary = "Create a run and wait for its output",
@@ -552,7 +555,7 @@ pub(crate) async fn join(
     if run.status.is_final() && !state.broker.knows(&run_id) {
         return Ok(Json(settled_body(&state, &owner, &run).await).into_response());
     }
-    Ok(wait_response(state, owner, run, HeaderMap::new()).await)
+    Ok(wait_response(state, owner, run, HeaderMap::new(), None).await)
 }
 
 /// Query of `GET /threads/{thread_id}/runs/{run_id}/stream`.
