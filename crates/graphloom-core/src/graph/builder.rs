@@ -1,7 +1,8 @@
 //! [`StateGraph`]: declare nodes and edges, then compile.
 
-use super::compiled::{CompiledGraph, GraphInner, Join};
+use super::compiled::CompiledGraph;
 use super::node::{Branch, InputKind, NodeFn, NodeInput, NodeSpec};
+use super::spec::{GraphInner, Join};
 use crate::checkpoint::{Checkpointer, DynCheckpointer};
 use crate::error::{Error, Result};
 use crate::runtime::Runtime;

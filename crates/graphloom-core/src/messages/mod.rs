@@ -9,8 +9,8 @@ pub mod input;
 
 pub use input::{canonical_message_json, kind_from_name};
 
+use crate::change::FieldChange;
 use crate::seq::SeqLike;
-use crate::state::FieldChange;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 

@@ -2,7 +2,7 @@
 
 use super::state::LoopState;
 use crate::error::{Error, Result};
-use crate::graph::compiled::GraphInner;
+use crate::graph::spec::GraphInner;
 use crate::state::State;
 use crate::types::{Route, Send, END, START};
 use std::collections::BTreeSet;

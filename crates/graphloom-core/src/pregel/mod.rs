@@ -17,7 +17,7 @@ use self::task::{plan, Outcome, Task, TaskKind};
 use crate::checkpoint::{self, CheckpointConfig, CheckpointMetadata, CheckpointSource, DynCheckpointer};
 use crate::config::{RunConfig, RunInput};
 use crate::error::{Error, Result};
-use crate::graph::compiled::GraphInner;
+use crate::graph::spec::GraphInner;
 use crate::runtime::RunShared;
 use crate::state::{State, TaskUpdate};
 use crate::stream::{StreamData, StreamMode, StreamValue};

@@ -6,7 +6,7 @@ use crate::checkpoint::{
     CHECKPOINT_FORMAT,
 };
 use crate::error::{Error, Result};
-use crate::graph::compiled::GraphInner;
+use crate::graph::spec::GraphInner;
 use crate::state::{FieldChange, State};
 use crate::types::{Packet, Route, Send};
 use serde_json::{json, Value};

@@ -2,8 +2,8 @@
 
 use super::state::LoopState;
 use crate::checkpoint::{self, PendingWrite};
-use crate::graph::compiled::GraphInner;
 use crate::graph::node::{InputKind, NodeInput};
+use crate::graph::spec::GraphInner;
 use crate::runtime::{RunShared, Runtime, TaskCtx};
 use crate::state::State;
 use crate::stream::StreamMode;
