@@ -8,7 +8,6 @@
 //!
 //! | feature | what it adds |
 //! |---|---|
-//! | `test-kit` | the checkpointer and store conformance kits (`test_kit`, `store::test_kit`) |
 //! | `encryption` | AES-256-GCM sealing of stored blobs ([`checkpoint::BlobCodec::encrypted`]) |
 //!
 //! ```
@@ -56,8 +55,6 @@ pub mod seq;
 pub mod state;
 pub mod store;
 pub mod stream;
-#[cfg(any(test, feature = "test-kit"))]
-pub mod test_kit;
 pub mod types;
 
 pub use config::{

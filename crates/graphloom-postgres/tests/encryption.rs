@@ -7,7 +7,7 @@ use graphloom_core::checkpoint::{
     BlobCodec, ChannelValue, Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointSource,
     Checkpointer, Version,
 };
-use graphloom_core::test_kit::checkpointer_conformance;
+use graphloom_test_kit::checkpointer_conformance;
 use graphloom_core::Error;
 use graphloom_postgres::testing::test_database;
 use graphloom_postgres::PostgresSaver;

@@ -2,7 +2,7 @@
 //! PostgreSQL, filters answered exactly as the in-memory reference answers them, TTL
 //! refresh on the database clock, and the SQL-specific edges.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
-use graphloom_core::store::test_kit::{store_conformance, store_vector_conformance};
+use graphloom_test_kit::store::{store_conformance, store_vector_conformance};
 use graphloom_core::store::{
     namespace, HashEmbedder, IndexConfig, IndexFields, ListNamespaces, PutOptions, SearchQuery, TtlConfig,
 };

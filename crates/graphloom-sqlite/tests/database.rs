@@ -1,7 +1,7 @@
 //! One `SqliteDatabase` shared by a saver, a store and the application's own tables.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
-use graphloom_core::store::test_kit::store_conformance;
-use graphloom_core::test_kit::checkpointer_conformance;
+use graphloom_test_kit::store::store_conformance;
+use graphloom_test_kit::checkpointer_conformance;
 use graphloom_core::{BackendErrorKind, Error};
 use graphloom_sqlite::{rusqlite_error, SqliteDatabase, SqliteOptions};
 

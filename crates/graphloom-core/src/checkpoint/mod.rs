@@ -305,7 +305,8 @@ pub struct TaskWrites {
 
 /// A checkpoint saver.
 ///
-/// Implementations must keep these promises (the conformance kit in `test_kit` checks them):
+/// Implementations must keep these promises (the conformance kit of `graphloom-test-kit`
+/// checks them):
 /// `put` stores a checkpoint and returns its config; `get_tuple` with no id returns the
 /// newest checkpoint of the namespace; pending writes with a repeated `(task_id, idx)` are
 /// stored once (special channels replace); `list` returns newest first.
