@@ -30,3 +30,46 @@ pub struct Changed {
     /// What happened to it.
     pub change: FieldChange,
 }
+
+/// Why a reducer refused an update: removing a message id that no message has, adding
+/// values that cannot be added, a custom reducer's own reason. The merge reports it as
+/// [`StateError::Reducer`](crate::StateError::Reducer), naming the field.
+///
+/// ```
+/// use graphloom_core::reducers::ReducerError;
+///
+/// let e = ReducerError::new("cannot add \"a\" to 1");
+/// assert_eq!(e.to_string(), "cannot add \"a\" to 1");
+/// assert_eq!(e, ReducerError::from("cannot add \"a\" to 1"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ReducerError {
+    message: String,
+}
+
+impl ReducerError {
+    /// A refusal with this reason.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+        }
+    }
+    /// The reason.
+    #[must_use]
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl From<String> for ReducerError {
+    fn from(message: String) -> Self {
+        Self::new(message)
+    }
+}
+
+impl From<&str> for ReducerError {
+    fn from(message: &str) -> Self {
+        Self::new(message)
+    }
+}

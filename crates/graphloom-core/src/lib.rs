@@ -43,6 +43,7 @@ mod change;
 pub mod checkpoint;
 pub mod config;
 pub mod error;
+mod error_source;
 pub mod graph;
 pub mod json_state;
 mod mermaid;
@@ -61,7 +62,7 @@ pub use config::{
     CancelToken, Completion, CompletionHook, RunConfig, RunInput, StreamOptions, TaskEnd, TaskObserver,
     DEFAULT_RECURSION_LIMIT,
 };
-pub use error::{BackendError, BackendErrorKind, Error, Result};
+pub use error::{BackendError, BackendErrorKind, Error, ErrorSource, Result};
 pub use graph::{
     CompiledGraph, HistoryQuery, PendingTask, RunEvent, RunOutput, RunStatus, RunStream, StateGraph,
     StateSnapshot, SubgraphInfo,
@@ -69,15 +70,15 @@ pub use graph::{
 pub use graphloom_derive::State;
 pub use json_state::{JsonReduceFn, JsonReduceSharedFn, JsonReducer, JsonState, JsonUpdate, JsonWrite};
 pub use messages::{content_text, Message, MessageKind, MessageLike, ToolCall};
-pub use reducers::{Add, AddMessages, Append, LastValue, MergeMap, Reducer};
+pub use reducers::{Add, AddMessages, Append, LastValue, MergeMap, Reducer, ReducerError};
 pub use runtime::Runtime;
 pub use seq::{Seq, SeqLike};
 pub use state::{Changed, FieldChange, State, StateError, TaskUpdate};
 pub use store::{InMemoryStore, Store};
 pub use stream::{StreamData, StreamMode, StreamPart};
 pub use types::{
-    CachePolicy, Command, Durability, Interrupt, NodeError, NodeOutput, NodeSet, Packet, Resume, RetryPolicy,
-    Route, Routes, Send, END, START,
+    CachePolicy, Command, Durability, Interrupt, NodeError, NodeErrorKind, NodeOutput, NodeSet, Packet,
+    Resume, RetryPolicy, Route, Routes, Send, END, START,
 };
 
 #[doc(hidden)]

@@ -15,11 +15,11 @@ pub mod memory;
 mod resolve;
 mod version;
 
-pub use codec::BlobCodec;
+pub use codec::{BlobCodec, CodecError};
 pub use erased::DynCheckpointer;
 pub use memory::InMemorySaver;
-pub use resolve::{resolve_channel, StoredBlob};
-pub use version::Version;
+pub use resolve::{resolve_channel, ResolveError, StoredBlob};
+pub use version::{ParseVersionError, Version};
 
 use crate::error::Result;
 use serde::{Deserialize, Serialize};

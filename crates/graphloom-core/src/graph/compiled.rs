@@ -195,10 +195,10 @@ impl<S: State> CompiledGraph<S> {
             )))
             .await
             .unwrap_or_else(|panic| {
-                Err(Error::Node {
-                    node: "?".into(),
-                    message: format!("the run panicked: {}", panic_message(panic.as_ref())),
-                })
+                Err(Error::node_failed(
+                    "?",
+                    format!("the run panicked: {}", panic_message(panic.as_ref())),
+                ))
             });
             let _ = done_tx.send(out);
         }));
@@ -245,7 +245,7 @@ impl<S: State> CompiledGraph<S> {
                 },
                 crate::state::FieldChange::Replaced => out.field_to_json(idx),
             }
-            .map_err(|e| NodeError::fatal(e.to_string()))?;
+            .map_err(NodeError::terminal)?;
             back.insert(out.field_name(idx).to_owned(), value);
         }
         Ok(serde_json::Value::Object(back))
@@ -278,7 +278,7 @@ impl<S: State> CompiledGraph<S> {
                 LoopEnd::Interrupted(i) => Err(NodeError::Interrupted(i)),
                 LoopEnd::Parent(update, goto) => Err(NodeError::ParentCommand { update, goto }),
             },
-            Err(e) => Err(NodeError::fatal(format!("subgraph `{}`: {e}", self.inner.name))),
+            Err(e) => Err(NodeError::fatal(format!("subgraph `{}`: {e}", self.inner.name)).with_source(e)),
         }
     }
 

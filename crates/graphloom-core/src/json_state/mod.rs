@@ -275,9 +275,9 @@ impl State for JsonState {
                         continue;
                     }
                     let Some(v) = m.get_mut(name) else { continue };
-                    let decode = |message: String| StateError::Decode {
+                    let decode = |e: serde_json::Error| StateError::Decode {
                         field: name.clone(),
-                        message,
+                        message: e.to_string(),
                     };
                     *v = match std::mem::take(v) {
                         Value::Array(items) => Value::Array(

@@ -2,6 +2,7 @@
 //! reducers by name, custom functions, and the slot each channel keeps its value in.
 
 use super::update::JsonWrite;
+use crate::change::ReducerError;
 use crate::messages::{add_messages_into, MessageLike};
 use crate::seq::{Seq, SeqLike};
 use crate::state::{FieldChange, StateError};
@@ -9,13 +10,14 @@ use serde_json::{json, Value};
 use std::fmt;
 use std::sync::Arc;
 
-/// A custom JSON reducer: `(current, update) -> new value`.
-pub type JsonReduceFn = Arc<dyn Fn(&Value, Value) -> Result<Value, String> + Send + Sync>;
+/// A custom JSON reducer: `(current, update) -> new value`, or why the update is refused
+/// (`ReducerError::from("...")`).
+pub type JsonReduceFn = Arc<dyn Fn(&Value, Value) -> Result<Value, ReducerError> + Send + Sync>;
 
 /// A custom JSON reducer over shared values: `(current, update) -> new value`, where keeping
 /// either side costs a pointer copy.
 pub type JsonReduceSharedFn =
-    Arc<dyn Fn(&Arc<Value>, Arc<Value>) -> Result<Arc<Value>, String> + Send + Sync>;
+    Arc<dyn Fn(&Arc<Value>, Arc<Value>) -> Result<Arc<Value>, ReducerError> + Send + Sync>;
 
 /// How a JSON channel combines writes.
 #[derive(Clone)]
@@ -113,14 +115,14 @@ impl MessageLike for Value {
 /// A message item of an `add_messages` channel in the stored form: what clients send (a
 /// string, a `[role, content]` pair, OpenAI's `role` form) is rewritten, stored forms pass
 /// through without a copy.
-pub(super) fn canonical_item(item: Arc<Value>) -> Result<Arc<Value>, String> {
+pub(super) fn canonical_item(item: Arc<Value>) -> Result<Arc<Value>, serde_json::Error> {
     if crate::messages::input::is_canonical(&item) {
         return Ok(item);
     }
     crate::messages::canonical_message_json(Arc::unwrap_or_clone(item)).map(Arc::new)
 }
 
-fn add_json(cur: &Value, upd: Value) -> Result<Value, String> {
+fn add_json(cur: &Value, upd: Value) -> Result<Value, ReducerError> {
     Ok(match (cur, upd) {
         (Value::Null, u) => u,
         (Value::Number(a), Value::Number(b)) => match (a.as_i64(), b.as_i64()) {
@@ -129,7 +131,7 @@ fn add_json(cur: &Value, upd: Value) -> Result<Value, String> {
         },
         (Value::String(a), Value::String(b)) => Value::String(format!("{a}{b}")),
         (Value::Array(a), Value::Array(b)) => Value::Array(a.iter().cloned().chain(b).collect()),
-        (a, b) => return Err(format!("cannot add {b} to {a}")),
+        (a, b) => return Err(ReducerError::new(format!("cannot add {b} to {a}"))),
     })
 }
 
@@ -140,9 +142,9 @@ pub(super) fn reduce(
     slot: &mut Slot,
     upd: JsonWrite,
 ) -> Result<FieldChange, StateError> {
-    let err = |message: String| StateError::Reducer {
+    let err = |e: ReducerError| StateError::Reducer {
         field: name.to_owned(),
-        message,
+        message: e.to_string(),
     };
     match (reducer, slot) {
         (JsonReducer::LastValue, slot) => {
@@ -164,8 +166,8 @@ pub(super) fn reduce(
                 .into_items()
                 .into_iter()
                 .map(canonical_item)
-                .collect::<Result<Vec<_>, String>>()
-                .map_err(err)?;
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| err(ReducerError::new(e.to_string())))?;
             add_messages_into(s, items).map_err(err)
         }
         (JsonReducer::Add, Slot::Value(v)) => {
@@ -176,7 +178,7 @@ pub(super) fn reduce(
             match (Arc::make_mut(v), upd.into_value()) {
                 (Value::Object(cur), Value::Object(u)) => cur.extend(u),
                 (v, u) if v.is_null() => *v = u,
-                (_, u) => return Err(err(format!("cannot merge {u} into an object"))),
+                (_, u) => return Err(err(ReducerError::new(format!("cannot merge {u} into an object")))),
             }
             Ok(FieldChange::Replaced)
         }
@@ -188,6 +190,8 @@ pub(super) fn reduce(
             *v = f(v, upd.into_shared()).map_err(err)?;
             Ok(FieldChange::Replaced)
         }
-        _ => Err(err("internal: slot kind does not match reducer".into())),
+        _ => Err(err(ReducerError::new(
+            "internal: slot kind does not match reducer",
+        ))),
     }
 }
