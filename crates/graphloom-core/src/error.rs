@@ -1,15 +1,35 @@
 //! The error type of graphloom-core.
+//!
+//! Errors keep their cause: a node's own error and a backend's driver error travel as the
+//! [`std::error::Error::source`] of [`Error::Node`] and [`BackendError`] (an
+//! [`ErrorSource`]), so a caller, a retry predicate or a log can match on their type.
 
+pub use crate::error_source::ErrorSource;
 use crate::state::StateError;
+use crate::types::{NodeError, NodeErrorKind};
 
-/// Errors of a checkpointer or store backend, classified by [`BackendError::kind`].
-#[derive(Debug, thiserror::Error)]
+/// Errors of a checkpointer or store backend, classified by [`BackendError::kind`] (the
+/// server maps the kind to an HTTP status), with the driver's error as its source.
+///
+/// ```
+/// use graphloom_core::{BackendError, BackendErrorKind};
+///
+/// let io = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset by peer");
+/// let e = BackendError::new(BackendErrorKind::Connection, "postgres get_tuple: reset by peer").with_source(io);
+/// assert_eq!(e.to_string(), "Connection: postgres get_tuple: reset by peer");
+/// let cause = std::error::Error::source(&e).and_then(|s| s.downcast_ref::<std::io::Error>());
+/// assert_eq!(cause.map(std::io::Error::kind), Some(std::io::ErrorKind::ConnectionReset));
+/// ```
+#[derive(Debug, Clone, thiserror::Error)]
 #[error("{kind:?}: {message}")]
 pub struct BackendError {
     /// What sort of failure.
     pub kind: BackendErrorKind,
     /// Human-readable detail (never contains stored values).
     pub message: String,
+    /// The driver's (or codec's) error, when there is one.
+    #[source]
+    source: Option<ErrorSource>,
 }
 
 /// Classes of backend failure.
@@ -31,17 +51,38 @@ pub enum BackendErrorKind {
 }
 
 impl BackendError {
-    /// A new error.
+    /// A new error with no underlying error (the backend found the problem itself).
     pub fn new(kind: BackendErrorKind, message: impl Into<String>) -> Self {
         Self {
             kind,
             message: message.into(),
+            source: None,
         }
+    }
+    /// A new error caused by `source` (a driver error, say); the message is the backend's
+    /// own account of it and is what `Display` shows.
+    pub fn caused_by(
+        kind: BackendErrorKind,
+        message: impl Into<String>,
+        source: impl Into<ErrorSource>,
+    ) -> Self {
+        Self::new(kind, message).with_source(source)
+    }
+    /// This error with `source` as its cause.
+    #[must_use]
+    pub fn with_source(mut self, source: impl Into<ErrorSource>) -> Self {
+        self.source = Some(source.into());
+        self
     }
     /// The class of this error.
     #[must_use]
     pub fn kind(&self) -> BackendErrorKind {
         self.kind
+    }
+    /// The first `E` in this error's source chain (the driver's error, say).
+    #[must_use]
+    pub fn find_source<E: std::error::Error + 'static>(&self) -> Option<&E> {
+        self.source.as_ref().and_then(ErrorSource::find)
     }
 }
 
@@ -64,13 +105,20 @@ pub enum Error {
     /// Decoding input or stored state failed.
     #[error(transparent)]
     Decode(StateError),
-    /// A node failed (after its retries).
+    /// A node failed (after its retries). The node's own error, when it returned one, is
+    /// this error's [`source`](std::error::Error::source): downcast it to match on its type
+    /// (or use [`Error::find_source`]).
     #[error("node `{node}` failed: {message}")]
     Node {
-        /// The node.
+        /// The node (`?` when the run itself panicked).
         node: String,
         /// Its error message.
         message: String,
+        /// Whether the failure was retryable ([`NodeErrorKind::Retryable`], and the node's
+        /// retries ran out) or terminal.
+        kind: NodeErrorKind,
+        /// The node's own error.
+        source: Option<ErrorSource>,
     },
     /// A node ran past its timeout (after its retries).
     #[error("node `{node}` timed out after {after_ms} ms")]
@@ -131,6 +179,84 @@ pub enum Error {
     /// The run was cancelled.
     #[error("run cancelled")]
     Cancelled,
+}
+
+impl Error {
+    /// A node's failure with a message of the runtime's own and no underlying error.
+    pub(crate) fn node_failed(node: impl Into<String>, message: impl Into<String>) -> Self {
+        Error::Node {
+            node: node.into(),
+            message: message.into(),
+            kind: NodeErrorKind::Terminal,
+            source: None,
+        }
+    }
+
+    /// A node's failure caused by `source`; the message is `source`'s.
+    pub(crate) fn node_caused_by(node: impl Into<String>, source: ErrorSource) -> Self {
+        Error::Node {
+            node: node.into(),
+            message: source.to_string(),
+            kind: NodeErrorKind::Terminal,
+            source: Some(source),
+        }
+    }
+
+    /// The error a node's [`NodeError`] ends the run with, once no retry is left.
+    pub(crate) fn from_node(node: impl Into<String>, error: NodeError) -> Self {
+        let node = node.into();
+        let kind = error.kind();
+        match error {
+            NodeError::BudgetExceeded { budget, message } => Error::BudgetExceeded {
+                node,
+                budget,
+                message,
+            },
+            NodeError::TimedOut { after_ms } => Error::NodeTimeout { node, after_ms },
+            NodeError::Failed { message, source, .. } => Error::Node {
+                node,
+                message,
+                kind,
+                source,
+            },
+            other => Error::Node {
+                node,
+                message: other.to_string(),
+                kind,
+                source: None,
+            },
+        }
+    }
+
+    /// The first `E` in this error's source chain: a node's own error, a backend's driver
+    /// error, ...
+    ///
+    /// ```
+    /// use graphloom_core::{NodeError, RunConfig, State, StateGraph, END, START};
+    ///
+    /// #[derive(Debug, thiserror::Error)]
+    /// #[error("card declined")]
+    /// struct Declined;
+    ///
+    /// #[derive(State, Clone, Default, Debug)]
+    /// struct S { n: i64 }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> graphloom_core::Result<()> {
+    /// let graph = StateGraph::<S>::new()
+    ///     .add_node("pay", |_s, _rt| async { Err::<SUpdate, _>(NodeError::terminal(Declined)) })
+    ///     .add_edge(START, "pay")
+    ///     .add_edge("pay", END)
+    ///     .compile()?;
+    /// let err = graph.invoke(SUpdate::new(), RunConfig::default()).await.unwrap_err();
+    /// assert_eq!(err.to_string(), "node `pay` failed: card declined");
+    /// assert!(err.find_source::<Declined>().is_some());
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn find_source<E: std::error::Error + 'static>(&self) -> Option<&E> {
+        std::error::Error::source(self).and_then(crate::error_source::find_in_chain)
+    }
 }
 
 /// `Result` with [`Error`] as default error.

@@ -8,7 +8,6 @@
 //!
 //! | feature | what it adds |
 //! |---|---|
-//! | `test-kit` | the checkpointer and store conformance kits (`test_kit`, `store::test_kit`) |
 //! | `encryption` | AES-256-GCM sealing of stored blobs ([`checkpoint::BlobCodec::encrypted`]) |
 //!
 //! ```
@@ -40,9 +39,11 @@
 //! ```
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
+mod change;
 pub mod checkpoint;
 pub mod config;
 pub mod error;
+mod error_source;
 pub mod graph;
 pub mod json_state;
 mod mermaid;
@@ -55,15 +56,13 @@ pub mod seq;
 pub mod state;
 pub mod store;
 pub mod stream;
-#[cfg(any(test, feature = "test-kit"))]
-pub mod test_kit;
 pub mod types;
 
 pub use config::{
     CancelToken, Completion, CompletionHook, RunConfig, RunInput, StreamOptions, TaskEnd, TaskObserver,
     DEFAULT_RECURSION_LIMIT,
 };
-pub use error::{BackendError, BackendErrorKind, Error, Result};
+pub use error::{BackendError, BackendErrorKind, Error, ErrorSource, Result};
 pub use graph::{
     CompiledGraph, HistoryQuery, PendingTask, RunEvent, RunOutput, RunStatus, RunStream, StateGraph,
     StateSnapshot, SubgraphInfo,
@@ -71,15 +70,15 @@ pub use graph::{
 pub use graphloom_derive::State;
 pub use json_state::{JsonReduceFn, JsonReduceSharedFn, JsonReducer, JsonState, JsonUpdate, JsonWrite};
 pub use messages::{content_text, Message, MessageKind, MessageLike, ToolCall};
-pub use reducers::{Add, AddMessages, Append, LastValue, MergeMap, Reducer};
+pub use reducers::{Add, AddMessages, Append, LastValue, MergeMap, Reducer, ReducerError};
 pub use runtime::Runtime;
 pub use seq::{Seq, SeqLike};
 pub use state::{Changed, FieldChange, State, StateError, TaskUpdate};
 pub use store::{InMemoryStore, Store};
 pub use stream::{StreamData, StreamMode, StreamPart};
 pub use types::{
-    CachePolicy, Command, Durability, Interrupt, NodeError, NodeOutput, NodeSet, Packet, Resume, RetryPolicy,
-    Route, Routes, Send, END, START,
+    CachePolicy, Command, Durability, Interrupt, NodeError, NodeErrorKind, NodeOutput, NodeSet, Packet,
+    Resume, RetryPolicy, Route, Routes, Send, END, START,
 };
 
 #[doc(hidden)]

@@ -1,6 +1,6 @@
 //! Mermaid drawing of a compiled graph.
 
-use crate::graph::compiled::GraphInner;
+use crate::graph::spec::GraphInner;
 use crate::state::State;
 use crate::types::{END, START};
 use std::collections::BTreeSet;

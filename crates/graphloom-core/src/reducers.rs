@@ -11,6 +11,7 @@
 //! | `add_messages` | [`AddMessages`] | `Vec<M>` | merged by id |
 //! | `with = path` | custom `fn(&mut T, T)` | `T` | folded in merge order |
 
+pub use crate::change::ReducerError;
 use crate::messages::{add_messages_into, MessageLike};
 use crate::seq::SeqLike;
 use crate::state::FieldChange;
@@ -25,7 +26,10 @@ pub trait Reducer<T> {
     /// True when the field keeps one value per step and several writers are a conflict.
     const SINGLE_WRITER: bool = false;
     /// Fold one update into the current value.
-    fn reduce(current: &mut T, update: Self::Update) -> Result<FieldChange, String>;
+    ///
+    /// # Errors
+    /// When the update cannot be folded in (the merge then fails naming the field).
+    fn reduce(current: &mut T, update: Self::Update) -> Result<FieldChange, ReducerError>;
     /// The last `n` items as JSON when the field is a sequence (append-only storage).
     fn tail_json(_current: &T, _n: usize) -> Option<Result<Vec<Value>, serde_json::Error>> {
         None
@@ -39,7 +43,7 @@ pub struct LastValue;
 impl<T: Clone + Send + Sync + Serialize + DeserializeOwned + 'static> Reducer<T> for LastValue {
     type Update = T;
     const SINGLE_WRITER: bool = true;
-    fn reduce(current: &mut T, update: T) -> Result<FieldChange, String> {
+    fn reduce(current: &mut T, update: T) -> Result<FieldChange, ReducerError> {
         *current = update;
         Ok(FieldChange::Replaced)
     }
@@ -55,7 +59,7 @@ where
     S::Item: Clone + Send + Sync + Serialize + DeserializeOwned + 'static,
 {
     type Update = Vec<S::Item>;
-    fn reduce(current: &mut S, update: Vec<S::Item>) -> Result<FieldChange, String> {
+    fn reduce(current: &mut S, update: Vec<S::Item>) -> Result<FieldChange, ReducerError> {
         let n = update.len();
         current.extend_items(update);
         Ok(FieldChange::Appended(n))
@@ -74,7 +78,7 @@ where
     T: Clone + Send + Sync + Serialize + DeserializeOwned + std::ops::AddAssign + 'static,
 {
     type Update = T;
-    fn reduce(current: &mut T, update: T) -> Result<FieldChange, String> {
+    fn reduce(current: &mut T, update: T) -> Result<FieldChange, ReducerError> {
         *current += update;
         Ok(FieldChange::Replaced)
     }
@@ -116,7 +120,7 @@ where
     T: MapLike + Clone + Send + Sync + Serialize + DeserializeOwned + 'static,
 {
     type Update = T;
-    fn reduce(current: &mut T, update: T) -> Result<FieldChange, String> {
+    fn reduce(current: &mut T, update: T) -> Result<FieldChange, ReducerError> {
         current.merge_from(update);
         Ok(FieldChange::Replaced)
     }
@@ -133,7 +137,7 @@ where
     S::Item: MessageLike + Clone + Send + Sync + Serialize + DeserializeOwned + 'static,
 {
     type Update = Vec<S::Item>;
-    fn reduce(current: &mut S, update: Vec<S::Item>) -> Result<FieldChange, String> {
+    fn reduce(current: &mut S, update: Vec<S::Item>) -> Result<FieldChange, ReducerError> {
         add_messages_into(current, update)
     }
     fn tail_json(current: &S, n: usize) -> Option<Result<Vec<Value>, serde_json::Error>> {

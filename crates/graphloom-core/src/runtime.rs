@@ -157,7 +157,7 @@ impl Runtime {
             consumed.insert(id, v.clone());
             return Ok(v);
         }
-        let value = serde_json::to_value(value).map_err(|e| NodeError::fatal(e.to_string()))?;
+        let value = serde_json::to_value(value).map_err(NodeError::terminal)?;
         Err(NodeError::Interrupted(vec![Interrupt { id, value }]))
     }
 

@@ -7,38 +7,9 @@
 //! The executor never serialises a typed state inside its loop: JSON appears only where a
 //! value leaves the process (a checkpoint, a stream consumer that asks for JSON, the server).
 
+pub use crate::change::{Changed, FieldChange};
 use crate::messages::Message;
 use serde_json::Value;
-
-/// How one field changed during a merge. Checkpoint encoding uses it to store only what
-/// changed, and for sequence fields only the appended tail.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FieldChange {
-    /// The field now holds a new value, stored whole.
-    Replaced,
-    /// `n` items were appended to a sequence field and nothing else changed in it.
-    Appended(usize),
-}
-
-impl FieldChange {
-    /// The change after two successive changes to the same field in one step.
-    #[must_use]
-    pub fn then(self, next: FieldChange) -> FieldChange {
-        match (self, next) {
-            (FieldChange::Appended(a), FieldChange::Appended(b)) => FieldChange::Appended(a + b),
-            _ => FieldChange::Replaced,
-        }
-    }
-}
-
-/// One field's change after a merge: its index and how it changed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Changed {
-    /// Index of the field in declaration order.
-    pub field: usize,
-    /// What happened to it.
-    pub change: FieldChange,
-}
 
 /// A task's update, tagged with the node that wrote it (for conflict messages).
 #[derive(Debug, Clone)]

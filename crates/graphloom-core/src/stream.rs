@@ -4,6 +4,7 @@
 //! event. Payloads stay typed ([`StreamPart::values`], [`StreamPart::update`]) and turn into
 //! JSON only when a consumer asks ([`StreamPart::data_json`]).
 
+use crate::state::{encode_field, StateError};
 use crate::types::Interrupt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -50,13 +51,16 @@ impl StreamMode {
 /// A payload that can be read typed or turned into JSON.
 pub trait StreamValue: Send + Sync {
     /// The payload as JSON.
-    fn to_json(&self) -> Result<Value, String>;
+    ///
+    /// # Errors
+    /// When a field of the state or update does not serialise.
+    fn to_json(&self) -> Result<Value, StateError>;
     /// The payload as `Any`, to downcast.
     fn as_any(&self) -> &dyn Any;
 }
 
 impl StreamValue for Value {
-    fn to_json(&self) -> Result<Value, String> {
+    fn to_json(&self) -> Result<Value, StateError> {
         Ok(self.clone())
     }
     fn as_any(&self) -> &dyn Any {
@@ -126,7 +130,10 @@ impl StreamPart {
     }
     /// The data as JSON, shaped as LangGraph streams it: `values` the state, `updates`
     /// `{node: update}` or `{"__interrupt__": [...]}`, other modes their JSON.
-    pub fn data_json(&self) -> Result<Value, String> {
+    ///
+    /// # Errors
+    /// When a field of the state or update does not serialise.
+    pub fn data_json(&self) -> Result<Value, StateError> {
         match &self.data {
             StreamData::Values(v) => v.to_json(),
             StreamData::Update { node, update } => {
@@ -135,7 +142,7 @@ impl StreamPart {
                 Ok(Value::Object(m))
             }
             StreamData::Interrupts(i) => {
-                let list = serde_json::to_value(i).map_err(|e| e.to_string())?;
+                let list = encode_field("__interrupt__", i)?;
                 Ok(serde_json::json!({ "__interrupt__": list }))
             }
             StreamData::Json(v) => Ok(v.clone()),

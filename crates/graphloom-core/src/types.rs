@@ -1,5 +1,6 @@
 //! The vocabulary nodes and callers speak: routes, `Send`, `Command`, interrupts, policies.
 
+use crate::error_source::ErrorSource;
 use crate::state::State;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -14,13 +15,15 @@ pub const START: &str = "__start__";
 /// The virtual last node: routing to `END` ends that branch.
 pub const END: &str = "__end__";
 
-type Encoder = fn(&(dyn Any + std::marker::Send + Sync)) -> Result<Value, String>;
+type Encoder = fn(&(dyn Any + std::marker::Send + Sync)) -> Result<Value, serde_json::Error>;
 
-fn encode_as<T: Serialize + 'static>(v: &(dyn Any + std::marker::Send + Sync)) -> Result<Value, String> {
+fn encode_as<T: Serialize + 'static>(
+    v: &(dyn Any + std::marker::Send + Sync),
+) -> Result<Value, serde_json::Error> {
     let typed = v
         .downcast_ref::<T>()
-        .ok_or_else(|| "packet type mismatch".to_owned())?;
-    serde_json::to_value(typed).map_err(|e| e.to_string())
+        .ok_or_else(|| <serde_json::Error as serde::ser::Error>::custom("packet type mismatch"))?;
+    serde_json::to_value(typed)
 }
 
 /// A `Send` packet: a typed value (never serialised inside the loop), or JSON (from a
@@ -39,7 +42,10 @@ impl Packet {
         Packet::Typed(Arc::new(value), encode_as::<T>)
     }
     /// The packet as JSON.
-    pub fn to_json(&self) -> Result<Value, String> {
+    ///
+    /// # Errors
+    /// When the typed value does not serialise.
+    pub fn to_json(&self) -> Result<Value, serde_json::Error> {
         match self {
             Packet::Typed(v, enc) => enc(v.as_ref()),
             Packet::Json(v) => Ok(v.clone()),
@@ -280,6 +286,16 @@ impl<S: State> From<Option<S::Update>> for NodeOutput<S> {
 }
 
 /// Why a node did not finish.
+///
+/// A node's own error keeps its type: `?` on any `std::error::Error` (or
+/// [`NodeError::terminal`]) makes a [`NodeError::Failed`] whose
+/// [`source`](NodeError::source) is that error, found again with
+/// [`NodeError::downcast_ref`] by a retry predicate ([`RetryPolicy::retry_when`]) and, once
+/// the run ends with [`Error::Node`](crate::Error::Node), as that error's
+/// [`source`](std::error::Error::source). What is shown (`Display`) is the error's message.
+///
+/// `NodeError` does not implement `std::error::Error` itself: it is what a node returns,
+/// and every error converts into it with `?`.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum NodeError {
@@ -289,6 +305,8 @@ pub enum NodeError {
         message: String,
         /// Whether a retry policy may try again (default predicate).
         retryable: bool,
+        /// The node's own error, when it returned one.
+        source: Option<ErrorSource>,
     },
     /// One attempt ran past the node's timeout.
     TimedOut {
@@ -313,12 +331,31 @@ pub enum NodeError {
     },
 }
 
+/// What sort of [`NodeError`] (and of [`Error::Node`](crate::Error::Node)) a failure is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NodeErrorKind {
+    /// A failure a retry may fix: the default predicate of a [`RetryPolicy`] retries it.
+    Retryable,
+    /// A failure no retry fixes.
+    Terminal,
+    /// An attempt ran past the node's timeout (retryable by default).
+    TimedOut,
+    /// A run budget would be exceeded (never retried).
+    BudgetExceeded,
+    /// The node paused at an interrupt.
+    Interrupted,
+    /// A subgraph node addressed its parent graph.
+    ParentCommand,
+}
+
 impl NodeError {
     /// A failure that a retry policy may retry.
     pub fn new(message: impl Into<String>) -> Self {
         NodeError::Failed {
             message: message.into(),
             retryable: true,
+            source: None,
         }
     }
     /// A failure that is never retried.
@@ -326,6 +363,37 @@ impl NodeError {
         NodeError::Failed {
             message: message.into(),
             retryable: false,
+            source: None,
+        }
+    }
+    /// `error` as a failure that is never retried, keeping it as the source (`?` makes a
+    /// retryable one).
+    pub fn terminal<E: std::error::Error + std::marker::Send + Sync + 'static>(error: E) -> Self {
+        NodeError::Failed {
+            message: error.to_string(),
+            retryable: false,
+            source: Some(ErrorSource::new(error)),
+        }
+    }
+    /// This failure with `source` as its cause (the message stays). Other kinds of error
+    /// are returned as they are.
+    #[must_use]
+    pub fn with_source(mut self, source: impl Into<ErrorSource>) -> Self {
+        if let NodeError::Failed { source: s, .. } = &mut self {
+            *s = Some(source.into());
+        }
+        self
+    }
+    /// What sort of error this is.
+    #[must_use]
+    pub fn kind(&self) -> NodeErrorKind {
+        match self {
+            NodeError::Failed { retryable: true, .. } => NodeErrorKind::Retryable,
+            NodeError::Failed { retryable: false, .. } => NodeErrorKind::Terminal,
+            NodeError::TimedOut { .. } => NodeErrorKind::TimedOut,
+            NodeError::BudgetExceeded { .. } => NodeErrorKind::BudgetExceeded,
+            NodeError::Interrupted(_) => NodeErrorKind::Interrupted,
+            NodeError::ParentCommand { .. } => NodeErrorKind::ParentCommand,
         }
     }
     /// True for failures the default retry predicate retries.
@@ -335,6 +403,32 @@ impl NodeError {
             self,
             NodeError::Failed { retryable: true, .. } | NodeError::TimedOut { .. }
         )
+    }
+    /// The node's own error, if it returned one.
+    #[must_use]
+    pub fn source(&self) -> Option<&ErrorSource> {
+        match self {
+            NodeError::Failed { source, .. } => source.as_ref(),
+            _ => None,
+        }
+    }
+    /// The first `E` in the node's own error or its source chain.
+    ///
+    /// ```
+    /// use graphloom_core::NodeError;
+    ///
+    /// fn read() -> Result<(), NodeError> {
+    ///     std::fs::read("/definitely/not/here")?;
+    ///     Ok(())
+    /// }
+    /// let err = read().unwrap_err();
+    /// assert!(err.is_retryable());
+    /// let io = err.downcast_ref::<std::io::Error>();
+    /// assert_eq!(io.map(std::io::Error::kind), Some(std::io::ErrorKind::NotFound));
+    /// ```
+    #[must_use]
+    pub fn downcast_ref<E: std::error::Error + 'static>(&self) -> Option<&E> {
+        self.source().and_then(ErrorSource::find)
     }
 }
 
@@ -350,9 +444,14 @@ impl fmt::Display for NodeError {
     }
 }
 
+/// `?` on any error in a node: a retryable failure with the error as its source.
 impl<E: std::error::Error + std::marker::Send + Sync + 'static> From<E> for NodeError {
     fn from(e: E) -> Self {
-        NodeError::new(e.to_string())
+        NodeError::Failed {
+            message: e.to_string(),
+            retryable: true,
+            source: Some(ErrorSource::new(e)),
+        }
     }
 }
 
@@ -436,6 +535,28 @@ impl RetryPolicy {
     pub fn retry_on(mut self, f: impl Fn(&NodeError) -> bool + std::marker::Send + Sync + 'static) -> Self {
         self.retry_on = Arc::new(f);
         self
+    }
+    /// Retry only failures whose own error (or an error in its source chain) is an `E` for
+    /// which `f` says yes; every other failure, timeouts included, is not retried.
+    ///
+    /// ```
+    /// use graphloom_core::{NodeError, RetryPolicy};
+    ///
+    /// #[derive(Debug, thiserror::Error)]
+    /// #[error("http {0}")]
+    /// struct Http(u16);
+    ///
+    /// let policy = RetryPolicy::attempts(3).retry_when(|e: &Http| e.0 == 429 || e.0 >= 500);
+    /// assert!((policy.retry_on)(&NodeError::from(Http(503))));
+    /// assert!(!(policy.retry_on)(&NodeError::from(Http(404))));
+    /// assert!(!(policy.retry_on)(&NodeError::new("no typed cause")));
+    /// ```
+    #[must_use]
+    pub fn retry_when<E: std::error::Error + 'static>(
+        self,
+        f: impl Fn(&E) -> bool + std::marker::Send + Sync + 'static,
+    ) -> Self {
+        self.retry_on(move |e: &NodeError| e.downcast_ref::<E>().is_some_and(&f))
     }
     /// The wait before attempt `attempt` (1-based count of attempts already made).
     #[must_use]

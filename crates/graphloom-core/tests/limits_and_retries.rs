@@ -121,7 +121,7 @@ async fn retry_exhausted_reports_the_last_error() {
         .await
         .unwrap_err();
     assert!(
-        matches!(&err, Error::Node { node, message } if node == "flaky" && message == "connection reset")
+        matches!(&err, Error::Node { node, message, .. } if node == "flaky" && message == "connection reset")
     );
     assert_eq!(calls.load(Ordering::SeqCst), 3);
 }

@@ -63,7 +63,7 @@ async fn scenario(durability: Durability) {
         .await
         .unwrap_err();
     assert!(
-        matches!(&err, Error::Node { node, message } if node == "two" && message.contains("not good")),
+        matches!(&err, Error::Node { node, message, .. } if node == "two" && message.contains("not good")),
         "{err}"
     );
     assert_eq!(one_calls.load(Ordering::SeqCst), 1);

@@ -236,10 +236,10 @@ fn merge_body(spec: &StateSpec) -> TokenStream {
         let change_var = &change_vars[i];
         let reduce = match (&f.reducer, reducer_qself(spec, f)) {
             (_, Some(qself)) => quote! {
-                #qself::reduce(&mut self.#ident, __gl_value).map_err(|message| {
+                #qself::reduce(&mut self.#ident, __gl_value).map_err(|e| {
                     #krate::StateError::Reducer {
                         field: ::std::string::String::from(#name),
-                        message,
+                        message: ::std::string::ToString::to_string(&e),
                     }
                 })?
             },

@@ -192,17 +192,20 @@ impl Error {
 
     /// The error as a node error: a budget error becomes [`NodeError::BudgetExceeded`] (the
     /// run ends with `Error::BudgetExceeded` and a resumable checkpoint), transient errors
-    /// become retryable failures, everything else a fatal failure.
+    /// become retryable failures, everything else a terminal failure. Failures keep this
+    /// error as their source, so a retry predicate can match on it
+    /// (`RetryPolicy::retry_when(|e: &graphloom_llm::Error| e.kind() == ErrorKind::RateLimited)`)
+    /// and the run's caller finds it with `graphloom_core::Error::find_source`.
     ///
-    /// Core's blanket `From<E: std::error::Error> for NodeError` would turn every error into
-    /// a plain failure, so use this (or [`NodeResultExt::node`]) in nodes:
+    /// Core's blanket `From<E: std::error::Error> for NodeError` would make every error a
+    /// retryable failure, so use this (or [`NodeResultExt::node`]) in nodes:
     /// `model.invoke(&msgs, &opts).await.node()?`.
     #[must_use]
     pub fn into_node_error(self) -> NodeError {
         match self {
             Error::BudgetExceeded { budget, message } => NodeError::BudgetExceeded { budget, message },
-            e if e.is_transient() => NodeError::new(e.to_string()),
-            e => NodeError::fatal(e.to_string()),
+            e if e.is_transient() => NodeError::from(e),
+            e => NodeError::terminal(e),
         }
     }
 
@@ -272,5 +275,43 @@ mod tests {
             message: "limit 1".into(),
         };
         assert!(matches!(b.into_node_error(), NodeError::BudgetExceeded { .. }));
+    }
+
+    #[test]
+    fn node_errors_keep_the_llm_error_as_their_source() {
+        let limited = Error::Http {
+            provider: "openai".into(),
+            status: 429,
+            message: "slow down".into(),
+            attempts: 3,
+        };
+        let n = limited.clone().into_node_error();
+        assert_eq!(n.kind(), graphloom_core::NodeErrorKind::Retryable);
+        assert_eq!(n.to_string(), limited.to_string());
+        let kept = n.downcast_ref::<Error>().map(Error::kind);
+        assert_eq!(kept, Some(ErrorKind::RateLimited));
+        let rejected = Error::Http {
+            provider: "openai".into(),
+            status: 400,
+            message: "bad".into(),
+            attempts: 1,
+        };
+        let n = rejected.into_node_error();
+        assert_eq!(n.kind(), graphloom_core::NodeErrorKind::Terminal);
+        assert_eq!(
+            n.downcast_ref::<Error>().map(Error::kind),
+            Some(ErrorKind::Rejected)
+        );
+        // A retry predicate that matches on the llm error's kind.
+        let policy = graphloom_core::RetryPolicy::attempts(3)
+            .retry_when(|e: &Error| e.kind() == ErrorKind::RateLimited);
+        assert!((policy.retry_on)(&limited.into_node_error()));
+        let server = Error::Http {
+            provider: "openai".into(),
+            status: 503,
+            message: "busy".into(),
+            attempts: 3,
+        };
+        assert!(!(policy.retry_on)(&server.into_node_error()));
     }
 }

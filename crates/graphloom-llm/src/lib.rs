@@ -114,7 +114,9 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 mod budget;
+mod budgeted;
 mod chunk;
+mod dyn_model;
 mod error;
 mod message;
 mod model;
@@ -140,12 +142,14 @@ pub mod http;
 #[cfg(feature = "openai")]
 pub mod openai;
 
-pub use budget::{Budget, BudgetedModel};
+pub use budget::Budget;
+pub use budgeted::BudgetedModel;
 pub use chunk::{ChatChunk, ChunkAssembler, ToolCallChunk};
+pub use dyn_model::DynChatModel;
 pub use error::{truncate_raw, Error, ErrorKind, NodeResultExt, Result, RAW_EXCERPT_LIMIT};
 pub use graphloom_core::{Message, MessageKind, ToolCall};
 pub use message::{new_call_id, new_message_id, InvalidToolCall, MessageExt};
-pub use model::{collect_stream, ChatModel, ChatModelExt, ChunkStream, DynChatModel, WithOptions};
+pub use model::{collect_stream, ChatModel, ChatModelExt, ChunkStream, WithOptions};
 pub use options::{provider_schema, ChatOptions, ResponseFormat, ToolChoice, ToolSpec};
 pub use pricing::{ModelPrice, PriceTable};
 pub use prompt_hash::{canonical_json, prompt_hash, prompt_hash_payload, PROMPT_HASH_VERSION};
@@ -156,8 +160,8 @@ pub use structured::{
     parse_message as parse_structured, parse_text as parse_structured_text, prepare as prepare_structured,
     StructuredValidator,
 };
-pub use tracker::{UsageEvent, UsageTotals, UsageTracker};
-pub use usage::{estimate_tokens, Usage};
+pub use tracker::{UsageEvent, UsageTracker};
+pub use usage::{estimate_tokens, Usage, UsageTotals};
 
 #[cfg(feature = "anthropic")]
 pub use anthropic::AnthropicModel;

@@ -1,11 +1,10 @@
-//! The [`ChatModel`] trait, its object-safe twin [`DynChatModel`], and [`ChatModelExt`]
-//! (bound tools and options, structured output, collecting a stream).
+//! The [`ChatModel`] trait and [`ChatModelExt`] (bound tools and options, structured
+//! output, collecting a stream). Its object-safe twin is [`crate::DynChatModel`].
 
 use crate::chunk::{ChatChunk, ChunkAssembler};
 use crate::error::Result;
 use crate::options::{ChatOptions, ToolChoice, ToolSpec};
 use crate::structured;
-use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use futures::StreamExt;
 use graphloom_core::Message;
@@ -18,8 +17,9 @@ pub type ChunkStream = BoxStream<'static, Result<ChatChunk>>;
 
 /// A chat model: messages in, an AI message out (whole, or streamed in chunks).
 ///
-/// Implement it with `async fn invoke`; use [`DynChatModel`] (`Arc<dyn DynChatModel>`) where
-/// the model is chosen at run time. Every `ChatModel` is a `DynChatModel`, and
+/// Implement it with `async fn invoke`; use [`DynChatModel`](crate::DynChatModel)
+/// (`Arc<dyn DynChatModel>`) where the model is chosen at run time. Every `ChatModel` is a
+/// `DynChatModel`, and
 /// `Arc<dyn DynChatModel>` is a `ChatModel` again.
 pub trait ChatModel: Send + Sync {
     /// The model's name as the provider knows it (`gpt-4o-mini`, `claude-sonnet-4-5`, ...).
@@ -40,66 +40,6 @@ pub trait ChatModel: Send + Sync {
     /// joined by index), and usage near the end. [`ChunkAssembler`] (or
     /// [`ChatModelExt::stream_collect`]) builds the final message.
     fn stream(&self, messages: &[Message], options: &ChatOptions) -> ChunkStream;
-}
-
-/// The object-safe form of [`ChatModel`], implemented for every `ChatModel`.
-pub trait DynChatModel: Send + Sync {
-    /// See [`ChatModel::model_name`].
-    fn dyn_model_name(&self) -> &str;
-    /// See [`ChatModel::provider`].
-    fn dyn_provider(&self) -> &str;
-    /// See [`ChatModel::invoke`].
-    fn dyn_invoke<'a>(
-        &'a self,
-        messages: &'a [Message],
-        options: &'a ChatOptions,
-    ) -> BoxFuture<'a, Result<Message>>;
-    /// See [`ChatModel::stream`].
-    fn dyn_stream(&self, messages: &[Message], options: &ChatOptions) -> ChunkStream;
-}
-
-/// Inside a node whose run streams `messages`, a model called through `DynChatModel`
-/// (any `ChatModel`, the user's own too) streams its answer and forwards the chunks to
-/// the run, as LangChain's chat models do under LangGraph's stream handler; `dyn_invoke`
-/// then assembles the streamed answer.
-impl<M: ChatModel> DynChatModel for M {
-    fn dyn_model_name(&self) -> &str {
-        self.model_name()
-    }
-    fn dyn_provider(&self) -> &str {
-        self.provider()
-    }
-    fn dyn_invoke<'a>(
-        &'a self,
-        messages: &'a [Message],
-        options: &'a ChatOptions,
-    ) -> BoxFuture<'a, Result<Message>> {
-        match graphloom_core::message_stream::current() {
-            Some(rt) => Box::pin(crate::stream_into::invoke_forwarded(rt, self, messages, options)),
-            None => Box::pin(self.invoke(messages, options)),
-        }
-    }
-    fn dyn_stream(&self, messages: &[Message], options: &ChatOptions) -> ChunkStream {
-        match graphloom_core::message_stream::current() {
-            Some(rt) => crate::stream_into::forwarded(rt, self, messages, options),
-            None => self.stream(messages, options),
-        }
-    }
-}
-
-impl ChatModel for dyn DynChatModel {
-    fn model_name(&self) -> &str {
-        self.dyn_model_name()
-    }
-    fn provider(&self) -> &str {
-        self.dyn_provider()
-    }
-    async fn invoke(&self, messages: &[Message], options: &ChatOptions) -> Result<Message> {
-        self.dyn_invoke(messages, options).await
-    }
-    fn stream(&self, messages: &[Message], options: &ChatOptions) -> ChunkStream {
-        self.dyn_stream(messages, options)
-    }
 }
 
 macro_rules! forward_chat_model {

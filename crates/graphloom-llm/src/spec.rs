@@ -1,8 +1,8 @@
 //! Choosing a provider and model from a string: `openai:gpt-4o-mini`,
 //! `anthropic:claude-sonnet-4-5`, `ollama:llama3.2`, `openai-compatible:<model>`.
 
+use crate::dyn_model::DynChatModel;
 use crate::error::{Error, Result};
-use crate::model::DynChatModel;
 use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;

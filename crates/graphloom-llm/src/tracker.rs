@@ -4,7 +4,7 @@
 use crate::budget::Budget;
 use crate::error::Result;
 use crate::pricing::PriceTable;
-use crate::usage::Usage;
+use crate::usage::{Usage, UsageTotals};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
@@ -34,29 +34,6 @@ pub struct UsageEvent {
     pub error: Option<String>,
     /// Correlation fields from the call's options (request id, trace id, graph run id, ...).
     pub metadata: Map<String, Value>,
-}
-
-/// Running totals of a tracker.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct UsageTotals {
-    /// Model calls started (failed ones included).
-    pub calls: u64,
-    /// Calls that failed.
-    pub failed_calls: u64,
-    /// Input tokens.
-    pub input_tokens: u64,
-    /// Output tokens.
-    pub output_tokens: u64,
-    /// Cost in USD of the calls whose model has a price.
-    pub cost_usd: f64,
-}
-
-impl UsageTotals {
-    /// Input plus output tokens.
-    #[must_use]
-    pub fn total_tokens(&self) -> u64 {
-        self.input_tokens.saturating_add(self.output_tokens)
-    }
 }
 
 type Listener = Arc<dyn Fn(&UsageEvent) + Send + Sync>;

@@ -52,6 +52,29 @@ impl AddAssign for Usage {
     }
 }
 
+/// Running totals of a tracker.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct UsageTotals {
+    /// Model calls started (failed ones included).
+    pub calls: u64,
+    /// Calls that failed.
+    pub failed_calls: u64,
+    /// Input tokens.
+    pub input_tokens: u64,
+    /// Output tokens.
+    pub output_tokens: u64,
+    /// Cost in USD of the calls whose model has a price.
+    pub cost_usd: f64,
+}
+
+impl UsageTotals {
+    /// Input plus output tokens.
+    #[must_use]
+    pub fn total_tokens(&self) -> u64 {
+        self.input_tokens.saturating_add(self.output_tokens)
+    }
+}
+
 /// A rough, deterministic token estimate (one token per four bytes, at least one for
 /// non-empty text). Used by the scripted model; real providers report real counts.
 #[must_use]

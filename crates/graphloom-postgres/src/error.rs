@@ -56,7 +56,11 @@ pub fn classify_sqlstate(code: &str) -> BackendErrorKind {
 /// A `sqlx` error as a graphloom error, with `what` (the operation) in the message.
 pub(crate) fn db(what: &str, err: sqlx::Error) -> Error {
     let kind = classify(&err);
-    Error::Backend(BackendError::new(kind, format!("postgres {what}: {err}")))
+    Error::Backend(BackendError::caused_by(
+        kind,
+        format!("postgres {what}: {err}"),
+        err,
+    ))
 }
 
 /// Extension to map `sqlx` results.

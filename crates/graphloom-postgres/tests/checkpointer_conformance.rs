@@ -5,9 +5,9 @@ use graphloom_core::checkpoint::{
     ChannelValue, Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointSource, Checkpointer,
     ListQuery, Version,
 };
-use graphloom_core::test_kit::checkpointer_conformance;
 use graphloom_postgres::testing::test_database;
 use graphloom_postgres::PostgresSaver;
+use graphloom_test_kit::checkpointer_conformance;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 

@@ -7,10 +7,10 @@ use graphloom_core::checkpoint::{
     BlobCodec, ChannelValue, Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointSource,
     Checkpointer, Version,
 };
-use graphloom_core::test_kit::checkpointer_conformance;
 use graphloom_core::Error;
 use graphloom_postgres::testing::test_database;
 use graphloom_postgres::PostgresSaver;
+use graphloom_test_kit::checkpointer_conformance;
 use serde_json::json;
 use std::collections::BTreeMap;
 

@@ -397,25 +397,26 @@ async fn route<S: State>(
                 options,
             } = m.as_ref();
             let (format, validator) = prepare_structured::<RouteChoice>();
-            let validator = validator.map_err(|e| NodeError::fatal(e.to_string()))?;
+            let validator = validator.map_err(NodeError::terminal)?;
             let mut history = vec![Message::system(routing_prompt(system_prompt.as_deref(), agents))];
             history.extend(messages(state));
             let opts = options.clone().response_format(format);
             let answer = match model.dyn_invoke(&history, &opts).await {
-                Ok(msg) => parse_structured::<RouteChoice>(&msg, &validator).map_err(|e| e.to_string()),
-                Err(e) => Err(e.to_string()),
+                Ok(msg) => parse_structured::<RouteChoice>(&msg, &validator),
+                Err(e) => Err(e),
             };
             match answer {
                 Ok(c) if c.next == FINISH => (Handoff::Finish, c.reason),
                 Ok(c) => (Handoff::To(c.next), c.reason),
-                Err(why) => {
-                    return fallback(router, agents, state, format!("the routing model failed: {why}"))
+                Err(e) => {
+                    let why = format!("the routing model failed: {e}");
+                    return fallback(router, agents, state, why, Some(e));
                 }
             }
         }
     };
     if let Some(unknown) = unknown_agent(agents, &handoff) {
-        return fallback(router, agents, state, unknown);
+        return fallback(router, agents, state, unknown, None);
     }
     Ok(SupervisorDecision {
         handoff,
@@ -442,13 +443,19 @@ fn fallback<S: State>(
     agents: &[(String, String)],
     state: &S,
     why: String,
+    cause: Option<graphloom_llm::Error>,
 ) -> Result<SupervisorDecision, NodeError> {
+    // The routing model's error, when there was one, stays the failure's source.
+    let failed = move |message: String| match cause {
+        Some(e) => NodeError::new(message).with_source(e),
+        None => NodeError::new(message),
+    };
     let Some(f) = &router.fallback else {
-        return Err(NodeError::new(why));
+        return Err(failed(why));
     };
     let handoff = f(state);
     if let Some(also) = unknown_agent(agents, &handoff) {
-        return Err(NodeError::new(format!("{why}; the fallback failed too: {also}")));
+        return Err(failed(format!("{why}; the fallback failed too: {also}")));
     }
     Ok(SupervisorDecision {
         handoff,

@@ -332,7 +332,8 @@ impl ToolNode {
                         return Err(NodeError::fatal(format!(
                             "tool call `{}` ({}): {e}",
                             call.id, call.name
-                        )));
+                        ))
+                        .with_source(e));
                     }
                     out.push(error_message(call, &e));
                 }
@@ -346,7 +347,7 @@ impl ToolNode {
                 bad.error.map(|r| format!(": {r}")).unwrap_or_default()
             ));
             if !self.handle_errors {
-                return Err(NodeError::fatal(format!("tool call `{id}` ({name}): {e}")));
+                return Err(NodeError::fatal(format!("tool call `{id}` ({name}): {e}")).with_source(e));
             }
             out.push(error_message(
                 &ToolCall {
@@ -445,7 +446,7 @@ impl ToolNode {
                 if last.tool_calls.is_empty() && last.invalid_tool_calls().is_empty() {
                     return Ok(None);
                 }
-                let snapshot = state.to_json().map_err(|e| NodeError::fatal(e.to_string()))?;
+                let snapshot = state.to_json().map_err(NodeError::terminal)?;
                 let msgs = node.run_message(&last, snapshot, Some(&rt)).await?;
                 Ok(Some(make_update(msgs)))
             })

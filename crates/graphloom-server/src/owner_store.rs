@@ -110,11 +110,11 @@ mod tests {
     async fn an_owners_store_keeps_the_store_contract() {
         let inner: Arc<dyn DynStore> = Arc::new(InMemoryStore::new());
         let store = OwnerStore::for_owner(&inner, "ann");
-        graphloom_core::store::test_kit::store_conformance(&store).await;
+        graphloom_test_kit::store::store_conformance(&store).await;
         let index = IndexConfig::new(128, Arc::new(HashEmbedder::new(128)));
         let inner: Arc<dyn DynStore> = Arc::new(InMemoryStore::with_index(index));
         let store = OwnerStore::for_owner(&inner, "ann");
-        graphloom_core::store::test_kit::store_vector_conformance(&store).await;
+        graphloom_test_kit::store::store_vector_conformance(&store).await;
     }
 
     #[tokio::test]

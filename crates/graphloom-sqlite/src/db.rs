@@ -58,7 +58,7 @@ impl<T: Send + 'static, E: From<Error> + Send + 'static> Job for Pending<T, E> {
             // The operation's own error: its savepoint was rolled back.
             (Some(Err(e)), _) => Err(e),
             (Some(Ok(v)), Ok(())) => Ok(v),
-            (_, Err(e)) => Err(Error::Backend(BackendError::new(e.kind, e.message.clone())).into()),
+            (_, Err(e)) => Err(Error::Backend(e.clone()).into()),
             (None, Ok(())) => Err(other("write operation was not run").into()),
         };
         // The caller may have gone away; the write is committed all the same.
@@ -366,7 +366,7 @@ pub(crate) fn classify_rs(e: rusqlite::Error) -> BackendError {
         | rusqlite::Error::Utf8Error(_) => K::Corrupt,
         _ => K::Other,
     };
-    BackendError::new(kind, format!("sqlite: {e}"))
+    BackendError::caused_by(kind, format!("sqlite: {e}"), e)
 }
 
 /// An error of the writer connection as a graphloom error.
@@ -431,7 +431,7 @@ pub(crate) fn classify(e: sqlx::Error) -> BackendError {
         sqlx::Error::ColumnDecode { .. } | sqlx::Error::Decode(_) => K::Corrupt,
         _ => K::Other,
     };
-    BackendError::new(kind, format!("sqlite: {e}"))
+    BackendError::caused_by(kind, format!("sqlite: {e}"), e)
 }
 
 /// A sqlx error as a graphloom error.

@@ -264,7 +264,7 @@ fn encode<T: serde::Serialize + ?Sized>(
     codec
         .encode(value, aad)
         .map(|(tag, bytes)| (tag.to_owned(), bytes))
-        .map_err(other)
+        .map_err(|e| other(e.to_string()))
 }
 
 fn read_cp_row(row: &rusqlite::Row<'_>) -> Result<CpRow> {
@@ -435,7 +435,7 @@ fn load_group(
             let enc: String = row.get(4).map_err(|e| bad(e.to_string()))?;
             let bytes: Vec<u8> = bytes_of(row, 5).map_err(|e| bad(e.to_string()))?;
             let aad = write_aad(thread, ns, &checkpoint_id, &task_id, idx, &channel);
-            let value: Value = codec.decode(&enc, &bytes, &aad).map_err(bad)?;
+            let value: Value = codec.decode(&enc, &bytes, &aad).map_err(|e| bad(e.to_string()))?;
             data.writes.entry(checkpoint_id).or_default().push(PendingWrite {
                 task_id,
                 channel,
@@ -533,8 +533,8 @@ fn try_resolve(
     match (resolved, failure) {
         (_, Some(message)) => Resolution::Corrupt(message),
         (Ok(value), None) => Resolution::Value(value, size),
-        (Err(message), None) if missing => Resolution::MissingLink(message),
-        (Err(message), None) => Resolution::Corrupt(message),
+        (Err(e), None) if missing => Resolution::MissingLink(e.to_string()),
+        (Err(e), None) => Resolution::Corrupt(e.to_string()),
     }
 }
 
@@ -1211,7 +1211,7 @@ fn copy_rows(
             let bytes: Vec<u8> = bytes_of(row, 4).map_err(|e| bad(e.to_string()))?;
             let value: ChannelValue = codec
                 .decode(&enc, &bytes, &blob_aad(source, &ns, &channel, &version))
-                .map_err(bad)?;
+                .map_err(|e| bad(e.to_string()))?;
             let (enc, bytes) = encode(codec, &value, &blob_aad(target, &ns, &channel, &version))?;
             out.blobs.push((ns, channel, version, enc, bytes));
             Ok(())
@@ -1245,7 +1245,7 @@ fn copy_rows(
                     &bytes,
                     &write_aad(source, &ns, &checkpoint_id, &task_id, idx, &channel),
                 )
-                .map_err(bad)?;
+                .map_err(|e| bad(e.to_string()))?;
             let (enc, bytes) = encode(
                 codec,
                 &value,

@@ -319,7 +319,7 @@ impl SqliteStore {
         let value: Value = self
             .codec()
             .decode(&enc, &bytes, &item_aad(&prefix, &key))
-            .map_err(&bad)?;
+            .map_err(|e| bad(e.to_string()))?;
         if !value.is_object() {
             return Err(bad("the stored value is not a JSON object".into()));
         }
@@ -420,7 +420,7 @@ impl Store for SqliteStore {
         let (enc, bytes) = self
             .codec()
             .encode(&value, &item_aad(&prefix, &key))
-            .map_err(other)?;
+            .map_err(|e| other(e.to_string()))?;
         let last_ts = Arc::clone(&self.last_ts);
         self.db
             .write(move |conn| {

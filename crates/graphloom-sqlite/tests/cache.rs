@@ -4,8 +4,8 @@ use graphloom_core::checkpoint::{
     ChannelValue, Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointSource, Checkpointer,
     ListQuery, Version,
 };
-use graphloom_core::test_kit::checkpointer_conformance;
 use graphloom_sqlite::SqliteSaver;
+use graphloom_test_kit::checkpointer_conformance;
 use serde_json::{json, Map};
 use std::collections::BTreeMap;
 

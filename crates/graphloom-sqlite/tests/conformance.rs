@@ -1,9 +1,9 @@
 //! The core checkpointer and store conformance kits against SQLite files.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
-use graphloom_core::store::test_kit::{store_conformance, store_vector_conformance};
 use graphloom_core::store::{HashEmbedder, IndexConfig};
-use graphloom_core::test_kit::checkpointer_conformance;
 use graphloom_sqlite::{SqliteSaver, SqliteStore, Synchronous};
+use graphloom_test_kit::checkpointer_conformance;
+use graphloom_test_kit::store::{store_conformance, store_vector_conformance};
 use std::sync::Arc;
 
 #[tokio::test]

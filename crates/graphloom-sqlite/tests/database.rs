@@ -1,9 +1,9 @@
 //! One `SqliteDatabase` shared by a saver, a store and the application's own tables.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
-use graphloom_core::store::test_kit::store_conformance;
-use graphloom_core::test_kit::checkpointer_conformance;
 use graphloom_core::{BackendErrorKind, Error};
 use graphloom_sqlite::{rusqlite_error, SqliteDatabase, SqliteOptions};
+use graphloom_test_kit::checkpointer_conformance;
+use graphloom_test_kit::store::store_conformance;
 
 async fn open(dir: &tempfile::TempDir) -> SqliteDatabase {
     let db = SqliteDatabase::open(SqliteOptions::new(dir.path().join("shared.db")))

@@ -6,11 +6,11 @@ use graphloom_core::checkpoint::{
     BlobCodec, ChannelValue, Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointSource,
     Checkpointer, Version,
 };
-use graphloom_core::store::test_kit::store_conformance;
 use graphloom_core::store::{namespace, PutOptions, Store};
-use graphloom_core::test_kit::checkpointer_conformance;
 use graphloom_core::{BackendErrorKind, Error};
 use graphloom_sqlite::{SqliteSaver, SqliteStore};
+use graphloom_test_kit::checkpointer_conformance;
+use graphloom_test_kit::store::store_conformance;
 use serde_json::{json, Map};
 use sqlx::Connection;
 use std::collections::BTreeMap;

@@ -18,6 +18,40 @@ pub const TAG_JSON: &str = "json";
 /// Tag of an AES-256-GCM sealed JSON row (12-byte nonce, then ciphertext and tag).
 pub const TAG_SEALED: &str = "json+aes256gcm";
 
+/// Why a value could not be encoded, or a stored row decoded. Messages say what is wrong
+/// without echoing the data.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CodecError {
+    /// The value does not serialise.
+    #[error("cannot encode: {0}")]
+    Encode(#[source] serde_json::Error),
+    /// Sealing failed.
+    #[error("cannot encrypt")]
+    Encrypt,
+    /// A plaintext row, while encryption is on (no silent downgrade).
+    #[error("plaintext row refused: encryption is on")]
+    PlaintextRefused,
+    /// A tag this codec does not know.
+    #[error("unknown encoding `{0}`")]
+    UnknownEncoding(String),
+    /// The bytes are not the JSON of the declared type.
+    #[error("does not decode: {0}")]
+    Decode(#[source] serde_json::Error),
+    /// A sealed row, and no key to open it.
+    #[error("row is encrypted; configure the key to read it")]
+    NoKey,
+    /// A sealed row, in a build without the `encryption` feature.
+    #[error("row is encrypted; build with the `encryption` feature and configure the key")]
+    EncryptionNotBuilt,
+    /// A sealed row shorter than its nonce.
+    #[error("sealed row too short")]
+    TooShort,
+    /// A sealed row that does not authenticate.
+    #[error("sealed row does not authenticate (wrong key, tampered, or moved)")]
+    NotAuthentic,
+}
+
 /// Encodes and decodes stored values.
 #[derive(Clone, Default)]
 pub struct BlobCodec {
@@ -64,19 +98,22 @@ impl BlobCodec {
     }
 
     /// Encode `value`; returns the tag to store with the bytes.
+    ///
+    /// # Errors
+    /// When the value does not serialise or sealing fails.
     pub fn encode<T: Serialize + ?Sized>(
         &self,
         value: &T,
         aad: &[u8],
-    ) -> Result<(&'static str, Vec<u8>), String> {
-        let json = serde_json::to_vec(value).map_err(|e| format!("cannot encode: {e}"))?;
+    ) -> Result<(&'static str, Vec<u8>), CodecError> {
+        let json = serde_json::to_vec(value).map_err(CodecError::Encode)?;
         #[cfg(feature = "encryption")]
         if let Some(cipher) = &self.cipher {
             use aes_gcm::aead::{Aead, AeadCore, Payload};
             let nonce = aes_gcm::Aes256Gcm::generate_nonce(&mut aes_gcm::aead::OsRng);
             let sealed = cipher
                 .encrypt(&nonce, Payload { msg: &json, aad })
-                .map_err(|_| "cannot encrypt".to_owned())?;
+                .map_err(|_| CodecError::Encrypt)?;
             let mut out = nonce.to_vec();
             out.extend(sealed);
             return Ok((TAG_SEALED, out));
@@ -85,40 +122,40 @@ impl BlobCodec {
         Ok((TAG_JSON, json))
     }
 
-    /// Decode bytes stored with `tag`. Errors say what is wrong without echoing the data.
-    pub fn decode<T: DeserializeOwned>(&self, tag: &str, bytes: &[u8], aad: &[u8]) -> Result<T, String> {
+    /// Decode bytes stored with `tag`.
+    ///
+    /// # Errors
+    /// What is wrong with the row, without echoing its data.
+    pub fn decode<T: DeserializeOwned>(&self, tag: &str, bytes: &[u8], aad: &[u8]) -> Result<T, CodecError> {
         let json: std::borrow::Cow<'_, [u8]> = match tag {
             TAG_JSON => {
                 if self.is_encrypted() {
-                    return Err("plaintext row refused: encryption is on".into());
+                    return Err(CodecError::PlaintextRefused);
                 }
                 std::borrow::Cow::Borrowed(bytes)
             }
             TAG_SEALED => std::borrow::Cow::Owned(self.open(bytes, aad)?),
-            other => return Err(format!("unknown encoding `{other}`")),
+            other => return Err(CodecError::UnknownEncoding(other.to_owned())),
         };
-        serde_json::from_slice(&json).map_err(|e| format!("does not decode: {e}"))
+        serde_json::from_slice(&json).map_err(CodecError::Decode)
     }
 
     #[cfg(feature = "encryption")]
-    fn open(&self, bytes: &[u8], aad: &[u8]) -> Result<Vec<u8>, String> {
+    fn open(&self, bytes: &[u8], aad: &[u8]) -> Result<Vec<u8>, CodecError> {
         use aes_gcm::aead::{Aead, Payload};
-        let cipher = self
-            .cipher
-            .as_ref()
-            .ok_or_else(|| "row is encrypted; configure the key to read it".to_owned())?;
+        let cipher = self.cipher.as_ref().ok_or(CodecError::NoKey)?;
         if bytes.len() < 12 {
-            return Err("sealed row too short".into());
+            return Err(CodecError::TooShort);
         }
         let (nonce, sealed) = bytes.split_at(12);
         cipher
             .decrypt(aes_gcm::Nonce::from_slice(nonce), Payload { msg: sealed, aad })
-            .map_err(|_| "sealed row does not authenticate (wrong key, tampered, or moved)".to_owned())
+            .map_err(|_| CodecError::NotAuthentic)
     }
 
     #[cfg(not(feature = "encryption"))]
-    fn open(&self, _bytes: &[u8], _aad: &[u8]) -> Result<Vec<u8>, String> {
-        Err("row is encrypted; build with the `encryption` feature and configure the key".into())
+    fn open(&self, _bytes: &[u8], _aad: &[u8]) -> Result<Vec<u8>, CodecError> {
+        Err(CodecError::EncryptionNotBuilt)
     }
 }
 
@@ -155,7 +192,7 @@ mod tests {
             .is_err());
         let (ptag, pbytes) = BlobCodec::plain().encode(&json!(1), b"").unwrap();
         let err = c.decode::<Value>(ptag, &pbytes, b"").unwrap_err();
-        assert!(err.contains("plaintext row refused"));
+        assert!(err.to_string().contains("plaintext row refused"));
         assert!(BlobCodec::plain().decode::<Value>(tag, &bytes, b"row-1").is_err());
         let mut flipped = bytes.clone();
         if let Some(last) = flipped.last_mut() {

@@ -15,11 +15,11 @@ pub mod memory;
 mod resolve;
 mod version;
 
-pub use codec::BlobCodec;
+pub use codec::{BlobCodec, CodecError};
 pub use erased::DynCheckpointer;
 pub use memory::InMemorySaver;
-pub use resolve::{resolve_channel, StoredBlob};
-pub use version::Version;
+pub use resolve::{resolve_channel, ResolveError, StoredBlob};
+pub use version::{ParseVersionError, Version};
 
 use crate::error::Result;
 use serde::{Deserialize, Serialize};
@@ -305,7 +305,8 @@ pub struct TaskWrites {
 
 /// A checkpoint saver.
 ///
-/// Implementations must keep these promises (the conformance kit in `test_kit` checks them):
+/// Implementations must keep these promises (the conformance kit of `graphloom-test-kit`
+/// checks them):
 /// `put` stores a checkpoint and returns its config; `get_tuple` with no id returns the
 /// newest checkpoint of the namespace; pending writes with a repeated `(task_id, idx)` are
 /// stored once (special channels replace); `list` returns newest first.

@@ -6,29 +6,72 @@ use serde_json::Value;
 /// A stored channel blob as a backend keeps it.
 pub type StoredBlob = ChannelValue;
 
+/// Why a channel's stored value could not be resolved: the stored chain is broken (a backend
+/// reports it as a corrupt checkpoint).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ResolveError {
+    /// A version of the chain has no stored blob.
+    #[error("channel `{channel}`: no stored value for version {version}")]
+    Missing {
+        /// The channel.
+        channel: String,
+        /// The version without a blob.
+        version: Version,
+    },
+    /// An append links to a version that is not older than itself.
+    #[error("channel `{channel}`: version {at} links forward to {base}")]
+    LinksForward {
+        /// The channel.
+        channel: String,
+        /// The appending version.
+        at: Version,
+        /// The version it names as its base.
+        base: Version,
+    },
+    /// The chain does not end (a loop, or a million appends).
+    #[error("channel `{channel}`: append chain too long")]
+    TooLong {
+        /// The channel.
+        channel: String,
+    },
+    /// Items were appended to a value that is not a list.
+    #[error("channel `{channel}`: appended to a value that is not a list")]
+    NotAList {
+        /// The channel.
+        channel: String,
+    },
+}
+
 /// Resolve the value of `channel` at `version` by following [`ChannelValue::Append`] links
 /// back to a [`ChannelValue::Full`] blob. `lookup` returns the stored blob of a version.
-/// Fails (with a message for a corruption error) if a link is missing, loops, or the base
-/// is not an array.
+///
+/// # Errors
+/// A [`ResolveError`] (for a corruption error) if a link is missing, loops, or the base is
+/// not an array.
 pub fn resolve_channel(
     channel: &str,
     version: &Version,
     mut lookup: impl FnMut(&Version) -> Option<StoredBlob>,
-) -> Result<Value, String> {
+) -> Result<Value, ResolveError> {
     let mut tails: Vec<Vec<Value>> = Vec::new();
     let mut at = *version;
     let mut hops = 0usize;
     let base = loop {
-        let blob =
-            lookup(&at).ok_or_else(|| format!("channel `{channel}`: no stored value for version {at}"))?;
+        let blob = lookup(&at).ok_or_else(|| ResolveError::Missing {
+            channel: channel.to_owned(),
+            version: at,
+        })?;
         match blob {
             ChannelValue::Full(v) => break v,
             ChannelValue::Items(items) => break super::items_to_json(&items),
             ChannelValue::Append { base, items } => {
                 if base >= at {
-                    return Err(format!(
-                        "channel `{channel}`: version {at} links forward to {base}"
-                    ));
+                    return Err(ResolveError::LinksForward {
+                        channel: channel.to_owned(),
+                        at,
+                        base,
+                    });
                 }
                 tails.push(items);
                 at = base;
@@ -36,16 +79,18 @@ pub fn resolve_channel(
         }
         hops += 1;
         if hops > 1_000_000 {
-            return Err(format!("channel `{channel}`: append chain too long"));
+            return Err(ResolveError::TooLong {
+                channel: channel.to_owned(),
+            });
         }
     };
     if tails.is_empty() {
         return Ok(base);
     }
     let Value::Array(mut items) = base else {
-        return Err(format!(
-            "channel `{channel}`: appended to a value that is not a list"
-        ));
+        return Err(ResolveError::NotAList {
+            channel: channel.to_owned(),
+        });
     };
     for tail in tails.into_iter().rev() {
         items.extend(tail);

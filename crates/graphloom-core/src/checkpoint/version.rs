@@ -29,13 +29,19 @@ impl fmt::Display for Version {
     }
 }
 
+/// A string that is not a [`Version`] (`<counter>.<salt in hex>`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("bad version `{0}`")]
+pub struct ParseVersionError(String);
+
 impl std::str::FromStr for Version {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let (n, salt) = s.split_once('.').ok_or_else(|| format!("bad version `{s}`"))?;
+    type Err = ParseVersionError;
+    fn from_str(s: &str) -> Result<Self, ParseVersionError> {
+        let bad = || ParseVersionError(s.to_owned());
+        let (n, salt) = s.split_once('.').ok_or_else(bad)?;
         Ok(Self {
-            n: n.parse().map_err(|_| format!("bad version `{s}`"))?,
-            salt: u64::from_str_radix(salt, 16).map_err(|_| format!("bad version `{s}`"))?,
+            n: n.parse().map_err(|_| bad())?,
+            salt: u64::from_str_radix(salt, 16).map_err(|_| bad())?,
         })
     }
 }

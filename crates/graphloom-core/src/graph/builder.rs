@@ -1,7 +1,8 @@
 //! [`StateGraph`]: declare nodes and edges, then compile.
 
-use super::compiled::{CompiledGraph, GraphInner, Join};
+use super::compiled::CompiledGraph;
 use super::node::{Branch, InputKind, NodeFn, NodeInput, NodeSpec};
+use super::spec::{GraphInner, Join};
 use crate::checkpoint::{Checkpointer, DynCheckpointer};
 use crate::error::{Error, Result};
 use crate::runtime::Runtime;
@@ -98,8 +99,9 @@ where
 {
     Arc::new(move |input, rt| {
         let packet = match input {
-            NodeInput::Packet(Packet::Json(v)) => serde_json::from_value::<T>(v)
-                .map_err(|e| NodeError::fatal(format!("packet for `{node}` does not decode: {e}"))),
+            NodeInput::Packet(Packet::Json(v)) => serde_json::from_value::<T>(v).map_err(|e| {
+                NodeError::fatal(format!("packet for `{node}` does not decode: {e}")).with_source(e)
+            }),
             NodeInput::Packet(p) => p
                 .downcast_ref::<T>()
                 .cloned()
@@ -229,7 +231,7 @@ impl<S: State> StateGraph<S> {
         let func = state_node_fn(move |s: Arc<S>, rt: Runtime| {
             let child = child.clone();
             async move {
-                let values = s.to_json().map_err(|e| NodeError::fatal(e.to_string()))?;
+                let values = s.to_json().map_err(NodeError::terminal)?;
                 let back = child.run_nested_shared(values, &rt).await?;
                 let serde_json::Value::Object(mut back) = back else {
                     return Ok(NodeOutput::None);
@@ -237,6 +239,7 @@ impl<S: State> StateGraph<S> {
                 back.retain(|k, _| s.field_index(k).is_some());
                 let update = s.update_from_json(serde_json::Value::Object(back)).map_err(|e| {
                     NodeError::fatal(format!("subgraph output does not fit the parent state: {e}"))
+                        .with_source(e)
                 })?;
                 Ok(NodeOutput::Update(update))
             }

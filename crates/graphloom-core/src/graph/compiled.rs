@@ -1,6 +1,7 @@
 //! [`CompiledGraph`]: run it, stream it, inspect and edit its threads.
 
-use super::node::{Branch, NodeSpec, SubgraphInfo};
+use super::node::SubgraphInfo;
+use super::spec::GraphInner;
 use crate::checkpoint::{CheckpointConfig, DynCheckpointer};
 use crate::config::{RunConfig, RunInput, StreamOptions};
 use crate::error::{Error, Result};
@@ -9,140 +10,14 @@ use crate::runtime::{RunShared, Runtime, StreamSink};
 use crate::state::State;
 use crate::store::DynStore;
 use crate::stream::StreamPart;
-use crate::types::{Interrupt, NodeError, NodeOutput, NodeSet};
+use crate::types::{Interrupt, NodeError};
 use futures::Stream;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::future::Future as _;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
-use std::time::Instant;
 use tokio::sync::{mpsc, oneshot};
-
-/// A join edge: `target` runs once all `sources` have run.
-pub(crate) struct Join {
-    pub channel: String,
-    pub sources: BTreeSet<String>,
-    pub target: String,
-}
-
-type CacheMap<S> = HashMap<(String, String), (NodeOutput<S>, Option<Instant>)>;
-
-/// The immutable compiled form of a graph.
-pub(crate) struct GraphInner<S: State> {
-    pub name: String,
-    pub shape: S,
-    pub nodes: HashMap<String, NodeSpec<S>>,
-    /// Node names, sorted (task order).
-    pub node_names: Vec<String>,
-    pub edges_out: HashMap<String, Vec<String>>,
-    pub joins: Vec<Join>,
-    pub joins_by_source: HashMap<String, Vec<usize>>,
-    pub branches: HashMap<String, Vec<Branch<S>>>,
-    /// Trigger channels of each node.
-    pub node_triggers: HashMap<String, Vec<String>>,
-    branch_channels: HashMap<String, String>,
-    pub checkpointer: Option<Arc<dyn DynCheckpointer>>,
-    pub store: Option<Arc<dyn DynStore>>,
-    pub interrupt_before: NodeSet,
-    pub interrupt_after: NodeSet,
-    /// Static edges as declared (for drawing).
-    pub declared_edges: Vec<(String, String)>,
-    cache: Mutex<CacheMap<S>>,
-}
-
-impl<S: State> GraphInner<S> {
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn new(
-        name: String,
-        shape: S,
-        nodes: std::collections::BTreeMap<String, NodeSpec<S>>,
-        edges_out: HashMap<String, Vec<String>>,
-        joins: Vec<Join>,
-        branches: HashMap<String, Vec<Branch<S>>>,
-        checkpointer: Option<Arc<dyn DynCheckpointer>>,
-        store: Option<Arc<dyn DynStore>>,
-        interrupt_before: NodeSet,
-        interrupt_after: NodeSet,
-        declared_edges: Vec<(String, String)>,
-    ) -> Self {
-        let node_names: Vec<String> = nodes.keys().cloned().collect();
-        let branch_channels: HashMap<String, String> = node_names
-            .iter()
-            .map(|n| (n.clone(), format!("branch:to:{n}")))
-            .collect();
-        let mut node_triggers: HashMap<String, Vec<String>> = node_names
-            .iter()
-            .map(|n| (n.clone(), vec![format!("branch:to:{n}")]))
-            .collect();
-        let mut joins_by_source: HashMap<String, Vec<usize>> = HashMap::new();
-        for (i, j) in joins.iter().enumerate() {
-            node_triggers
-                .entry(j.target.clone())
-                .or_default()
-                .push(j.channel.clone());
-            for s in &j.sources {
-                joins_by_source.entry(s.clone()).or_default().push(i);
-            }
-        }
-        Self {
-            name,
-            shape,
-            nodes: nodes.into_iter().collect(),
-            node_names,
-            edges_out,
-            joins,
-            joins_by_source,
-            branches,
-            node_triggers,
-            branch_channels,
-            checkpointer,
-            store,
-            interrupt_before,
-            interrupt_after,
-            declared_edges,
-            cache: Mutex::new(HashMap::new()),
-        }
-    }
-
-    /// The trigger channel of `node`, if it exists.
-    pub fn branch_channel(&self, node: &str) -> Option<&str> {
-        self.branch_channels.get(node).map(String::as_str)
-    }
-
-    /// Whether join channel `ch` has heard from all its sources.
-    pub fn join_complete(&self, ch: &str, arrived: Option<&BTreeSet<String>>) -> bool {
-        let Some(arrived) = arrived else { return false };
-        self.joins
-            .iter()
-            .find(|j| j.channel == ch)
-            .is_some_and(|j| j.sources.iter().all(|s| arrived.contains(s)))
-    }
-
-    pub fn cache_get(&self, node: &str, key: &str) -> Option<NodeOutput<S>> {
-        let mut cache = self
-            .cache
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let k = (node.to_owned(), key.to_owned());
-        match cache.get(&k) {
-            Some((_, Some(exp))) if *exp <= Instant::now() => {
-                cache.remove(&k);
-                None
-            }
-            Some((out, _)) => Some(out.clone()),
-            None => None,
-        }
-    }
-
-    pub fn cache_put(&self, node: &str, key: &str, out: NodeOutput<S>, expires: Option<Instant>) {
-        let mut cache = self
-            .cache
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        cache.insert((node.to_owned(), key.to_owned()), (out, expires));
-    }
-}
 
 /// How a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -320,10 +195,10 @@ impl<S: State> CompiledGraph<S> {
             )))
             .await
             .unwrap_or_else(|panic| {
-                Err(Error::Node {
-                    node: "?".into(),
-                    message: format!("the run panicked: {}", panic_message(panic.as_ref())),
-                })
+                Err(Error::node_failed(
+                    "?",
+                    format!("the run panicked: {}", panic_message(panic.as_ref())),
+                ))
             });
             let _ = done_tx.send(out);
         }));
@@ -370,7 +245,7 @@ impl<S: State> CompiledGraph<S> {
                 },
                 crate::state::FieldChange::Replaced => out.field_to_json(idx),
             }
-            .map_err(|e| NodeError::fatal(e.to_string()))?;
+            .map_err(NodeError::terminal)?;
             back.insert(out.field_name(idx).to_owned(), value);
         }
         Ok(serde_json::Value::Object(back))
@@ -403,7 +278,7 @@ impl<S: State> CompiledGraph<S> {
                 LoopEnd::Interrupted(i) => Err(NodeError::Interrupted(i)),
                 LoopEnd::Parent(update, goto) => Err(NodeError::ParentCommand { update, goto }),
             },
-            Err(e) => Err(NodeError::fatal(format!("subgraph `{}`: {e}", self.inner.name))),
+            Err(e) => Err(NodeError::fatal(format!("subgraph `{}`: {e}", self.inner.name)).with_source(e)),
         }
     }
 

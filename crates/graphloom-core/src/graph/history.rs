@@ -1,6 +1,7 @@
 //! Time travel: read a thread's state and history, edit it, delete or copy it.
 
-use super::compiled::{CompiledGraph, GraphInner};
+use super::compiled::CompiledGraph;
+use super::spec::GraphInner;
 use crate::checkpoint::{
     self, CheckpointConfig, CheckpointMetadata, CheckpointSource, CheckpointTuple, DynCheckpointer, ListQuery,
 };

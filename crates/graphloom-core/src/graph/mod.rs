@@ -4,6 +4,7 @@ pub(crate) mod builder;
 pub(crate) mod compiled;
 mod history;
 pub(crate) mod node;
+pub(crate) mod spec;
 
 pub use builder::StateGraph;
 pub use compiled::{CompiledGraph, RunEvent, RunOutput, RunStatus, RunStream};

@@ -247,12 +247,12 @@ impl<'de> Deserialize<'de> for Message {
 ///
 /// # Errors
 /// When the value is not a message (an unknown role, a tool call without a name, ...).
-pub fn canonical_message_json(v: Value) -> Result<Value, String> {
+pub fn canonical_message_json(v: Value) -> Result<Value, serde_json::Error> {
     if is_canonical(&v) {
         return Ok(v);
     }
-    let m: Message = serde_json::from_value(v).map_err(|e| e.to_string())?;
-    serde_json::to_value(m).map_err(|e| e.to_string())
+    let m: Message = serde_json::from_value(v)?;
+    serde_json::to_value(m)
 }
 
 /// Whether `v` is message JSON in the stored form already (a cheap check of its shape).
@@ -421,7 +421,7 @@ mod tests {
     #[test]
     fn canonical_json_passes_through_and_other_forms_are_rewritten() {
         let canon = json!({"type": "human", "content": "hi", "id": "1"});
-        assert_eq!(canonical_message_json(canon.clone()), Ok(canon));
+        assert_eq!(canonical_message_json(canon.clone()).ok(), Some(canon));
         let v = canonical_message_json(json!({"role": "user", "content": "hi"})).unwrap();
         assert_eq!(v, json!({"type": "human", "content": "hi"}));
         assert_eq!(canonical_message_json(json!("yo")).unwrap()["type"], "human");

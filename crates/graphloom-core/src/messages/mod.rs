@@ -9,8 +9,8 @@ pub mod input;
 
 pub use input::{canonical_message_json, kind_from_name};
 
+use crate::change::{FieldChange, ReducerError};
 use crate::seq::SeqLike;
-use crate::state::FieldChange;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -193,7 +193,10 @@ impl MessageLike for Message {
 /// Merge `update` into `current`: same id replaces in place, a removal marker deletes (the
 /// special id [`REMOVE_ALL_MESSAGES`] clears everything before it), others are appended with
 /// a fresh id when they have none. Removing an unknown id is an error.
-pub fn add_messages_into<S>(current: &mut S, update: Vec<S::Item>) -> Result<FieldChange, String>
+///
+/// # Errors
+/// When a removal names an id that no message has.
+pub fn add_messages_into<S>(current: &mut S, update: Vec<S::Item>) -> Result<FieldChange, ReducerError>
 where
     S: SeqLike,
     S::Item: MessageLike,
@@ -237,7 +240,9 @@ where
         let before = current.seq_len();
         current.retain_items(&mut |m: &S::Item| m.message_id() != Some(id.as_str()));
         if current.seq_len() == before {
-            return Err(format!("cannot remove message `{id}`: no message has that id"));
+            return Err(ReducerError::new(format!(
+                "cannot remove message `{id}`: no message has that id"
+            )));
         }
     }
     Ok(if pure_append {

@@ -2,7 +2,7 @@
 
 use super::state::LoopState;
 use crate::error::{Error, Result};
-use crate::graph::compiled::GraphInner;
+use crate::graph::spec::GraphInner;
 use crate::state::State;
 use crate::types::{Route, Send, END, START};
 use std::collections::BTreeSet;
@@ -80,9 +80,16 @@ pub(crate) fn fire_edges<S: State>(
 /// Errors are not `Clone`; rebuild the ones a task can produce.
 pub(super) fn clone_err(e: &Error) -> Error {
     match e {
-        Error::Node { node, message } => Error::Node {
+        Error::Node {
+            node,
+            message,
+            kind,
+            source,
+        } => Error::Node {
             node: node.clone(),
             message: message.clone(),
+            kind: *kind,
+            source: source.clone(),
         },
         Error::NodeTimeout { node, after_ms } => Error::NodeTimeout {
             node: node.clone(),
@@ -101,9 +108,6 @@ pub(super) fn clone_err(e: &Error) -> Error {
             message: message.clone(),
         },
         Error::InvalidResume(m) => Error::InvalidResume(m.clone()),
-        other => Error::Node {
-            node: String::new(),
-            message: other.to_string(),
-        },
+        other => Error::node_failed(String::new(), other.to_string()),
     }
 }

@@ -17,7 +17,7 @@ use self::task::{plan, Outcome, Task, TaskKind};
 use crate::checkpoint::{self, CheckpointConfig, CheckpointMetadata, CheckpointSource, DynCheckpointer};
 use crate::config::{RunConfig, RunInput};
 use crate::error::{Error, Result};
-use crate::graph::compiled::GraphInner;
+use crate::graph::spec::GraphInner;
 use crate::runtime::RunShared;
 use crate::state::{State, TaskUpdate};
 use crate::stream::{StreamData, StreamMode, StreamValue};
@@ -50,8 +50,8 @@ pub(crate) struct LoopResult<S> {
 /// A state as a stream payload.
 pub(crate) struct StateValue<S>(pub Arc<S>);
 impl<S: State> StreamValue for StateValue<S> {
-    fn to_json(&self) -> Result<Value, String> {
-        self.0.to_json().map_err(|e| e.to_string())
+    fn to_json(&self) -> Result<Value, crate::state::StateError> {
+        self.0.to_json()
     }
     fn as_any(&self) -> &dyn Any {
         self.0.as_ref()
@@ -62,8 +62,8 @@ impl<S: State> StreamValue for StateValue<S> {
 /// state: keeping the pre-merge state alive would force a copy of the whole state at merge.
 pub(crate) struct UpdateValue<S: State>(pub Arc<GraphInner<S>>, pub S::Update);
 impl<S: State> StreamValue for UpdateValue<S> {
-    fn to_json(&self) -> Result<Value, String> {
-        self.0.shape.update_to_json(&self.1).map_err(|e| e.to_string())
+    fn to_json(&self) -> Result<Value, crate::state::StateError> {
+        self.0.shape.update_to_json(&self.1)
     }
     fn as_any(&self) -> &dyn Any {
         &self.1

@@ -33,11 +33,8 @@ impl<S: State> Loop<S> {
                 if matches!(t.kind, TaskKind::Start) {
                     continue;
                 }
-                let writes =
-                    encode_writes(&*self.ls.state, update.as_ref(), goto).map_err(|message| Error::Node {
-                        node: t.node.clone(),
-                        message,
-                    })?;
+                let writes = encode_writes(&*self.ls.state, update.as_ref(), goto)
+                    .map_err(|e| Error::node_caused_by(t.node.clone(), e))?;
                 self.saver.put_writes(&cfg, writes, &t.id).await?;
             }
         }
@@ -72,11 +69,8 @@ impl<S: State> Loop<S> {
             }
             let input = match task_input(&self.g, &self.ls, t) {
                 Ok(i) => i,
-                Err(message) => {
-                    outcomes[i] = Some(Outcome::Failed(Error::Node {
-                        node: t.node.clone(),
-                        message,
-                    }));
+                Err(e) => {
+                    outcomes[i] = Some(Outcome::Failed(e));
                     continue;
                 }
             };
@@ -130,6 +124,8 @@ impl<S: State> Loop<S> {
                 let (i, out) = joined.map_err(|e| Error::Node {
                     node: "?".into(),
                     message: format!("task panicked or was cancelled: {e}"),
+                    kind: crate::types::NodeErrorKind::Terminal,
+                    source: Some(e.into()),
                 })?;
                 let last = set.is_empty();
                 self.task_ended(&tasks[i], &out, started[i]);
@@ -176,10 +172,7 @@ impl<S: State> Loop<S> {
         let writes = match out {
             Outcome::Done { parent: Some(_), .. } => return Ok(()),
             Outcome::Done { update, goto, .. } => encode_writes(&*self.ls.state, update.as_ref(), goto)
-                .map_err(|message| Error::Node {
-                    node: task.node.clone(),
-                    message,
-                })?,
+                .map_err(|e| Error::node_caused_by(task.node.clone(), e))?,
             Outcome::Interrupted(ints, consumed) => {
                 let mut w = vec![(checkpoint::INTERRUPT.to_owned(), json!(ints))];
                 if !consumed.is_empty() {

@@ -6,7 +6,7 @@ use crate::checkpoint::{
     CHECKPOINT_FORMAT,
 };
 use crate::error::{Error, Result};
-use crate::graph::compiled::GraphInner;
+use crate::graph::spec::GraphInner;
 use crate::state::{FieldChange, State};
 use crate::types::{Packet, Route, Send};
 use serde_json::{json, Value};
@@ -225,9 +225,11 @@ impl<S: State> LoopState<S> {
         }
         let mut pending_sends = Vec::with_capacity(self.sends.len());
         for s in &self.sends {
-            let packet = s.packet.to_json().map_err(|m| Error::Node {
+            let packet = s.packet.to_json().map_err(|e| Error::Node {
                 node: s.node.clone(),
-                message: format!("Send packet cannot be saved: {m}"),
+                message: format!("Send packet cannot be saved: {e}"),
+                kind: crate::types::NodeErrorKind::Terminal,
+                source: Some(e.into()),
             })?;
             pending_sends.push(PendingSend {
                 node: s.node.clone(),

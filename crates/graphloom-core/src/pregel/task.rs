@@ -2,12 +2,13 @@
 
 use super::state::LoopState;
 use crate::checkpoint::{self, PendingWrite};
-use crate::graph::compiled::GraphInner;
+use crate::error::{Error, ErrorSource};
 use crate::graph::node::{InputKind, NodeInput};
+use crate::graph::spec::GraphInner;
 use crate::runtime::{RunShared, Runtime, TaskCtx};
 use crate::state::State;
 use crate::stream::StreamMode;
-use crate::types::{Interrupt, NodeError, NodeOutput, Packet, Route, Send};
+use crate::types::{Interrupt, NodeError, NodeErrorKind, NodeOutput, Packet, Route, Send};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::atomic::AtomicUsize;
@@ -163,10 +164,10 @@ pub(crate) fn encode_writes<S: State>(
     state: &S,
     update: Option<&S::Update>,
     goto: &[Route],
-) -> Result<Vec<(String, Value)>, String> {
+) -> Result<Vec<(String, Value)>, ErrorSource> {
     let mut writes = Vec::new();
     if let Some(u) = update {
-        match state.update_to_json(u).map_err(|e| e.to_string())? {
+        match state.update_to_json(u)? {
             Value::Object(m) => writes.extend(m),
             other => writes.push(("__update__".to_owned(), other)),
         }
@@ -355,6 +356,8 @@ impl<S: State> TaskRun<S> {
                                     message: format!(
                                         "Command for the parent graph has an invalid update: {e}"
                                     ),
+                                    kind: crate::types::NodeErrorKind::Terminal,
+                                    source: Some(e.into()),
                                 })
                             }
                         },
@@ -380,24 +383,7 @@ impl<S: State> TaskRun<S> {
                         }
                         continue;
                     }
-                    let err = match e {
-                        NodeError::BudgetExceeded { budget, message } => {
-                            crate::error::Error::BudgetExceeded {
-                                node: self.task.node.clone(),
-                                budget,
-                                message,
-                            }
-                        }
-                        NodeError::TimedOut { after_ms } => crate::error::Error::NodeTimeout {
-                            node: self.task.node.clone(),
-                            after_ms,
-                        },
-                        other => crate::error::Error::Node {
-                            node: self.task.node.clone(),
-                            message: other.to_string(),
-                        },
-                    };
-                    return Outcome::Failed(err);
+                    return Outcome::Failed(crate::error::Error::from_node(self.task.node.clone(), e));
                 }
             }
         }
@@ -409,9 +395,12 @@ pub(crate) fn task_input<S: State>(
     g: &GraphInner<S>,
     ls: &LoopState<S>,
     task: &Task,
-) -> Result<NodeInput<S>, String> {
+) -> Result<NodeInput<S>, Error> {
     let Some(spec) = g.nodes.get(&task.node) else {
-        return Err(format!("unknown node `{}`", task.node));
+        return Err(Error::node_failed(
+            &task.node,
+            format!("unknown node `{}`", task.node),
+        ));
     };
     match (&task.kind, spec.input) {
         (TaskKind::Push(_, p), InputKind::State) => match p {
@@ -419,11 +408,21 @@ pub(crate) fn task_input<S: State>(
                 .state
                 .state_from_json(v.clone())
                 .map(|s| NodeInput::State(Arc::new(s)))
-                .map_err(|e| format!("packet for `{}`: {e}", task.node)),
+                .map_err(|e| Error::Node {
+                    node: task.node.clone(),
+                    message: format!("packet for `{}`: {e}", task.node),
+                    kind: NodeErrorKind::Terminal,
+                    source: Some(e.into()),
+                }),
             p => p
                 .downcast_ref::<S>()
                 .map(|s| NodeInput::State(Arc::new(s.clone())))
-                .ok_or_else(|| format!("packet for `{}` is not of the graph's state type", task.node)),
+                .ok_or_else(|| {
+                    Error::node_failed(
+                        &task.node,
+                        format!("packet for `{}` is not of the graph's state type", task.node),
+                    )
+                }),
         },
         (TaskKind::Push(_, p), InputKind::Packet) => Ok(NodeInput::Packet(p.clone())),
         (_, _) => Ok(NodeInput::State(Arc::clone(&ls.state))),

@@ -303,45 +303,12 @@ impl Store for InMemoryStore {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_kit::{store_conformance, store_vector_conformance};
     use super::super::{namespace, HashEmbedder};
     use super::*;
     use serde_json::json;
 
     fn vector_store(dims: usize) -> InMemoryStore {
         InMemoryStore::with_index(IndexConfig::new(dims, Arc::new(HashEmbedder::new(dims))))
-    }
-
-    #[tokio::test]
-    async fn conformance() {
-        store_conformance(&InMemoryStore::new()).await;
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn conformance_with_paused_clock() {
-        let store = InMemoryStore::new();
-        store_conformance(&store).await;
-        // A second run on the same store, as backends sharing a database would.
-        store_conformance(&store).await;
-    }
-
-    #[tokio::test]
-    async fn conformance_through_dyn_store() {
-        let store: Arc<dyn super::super::DynStore> = Arc::new(InMemoryStore::new());
-        store_conformance(&store).await;
-        let store: Arc<dyn super::super::DynStore> = Arc::new(vector_store(128));
-        store_vector_conformance(&store).await;
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn conformance_with_vector_index() {
-        let store = vector_store(256);
-        store_conformance(&store).await;
-        store_vector_conformance(&store).await;
-        let fields = InMemoryStore::with_index(
-            IndexConfig::new(256, Arc::new(HashEmbedder::new(256))).fields(["text"]),
-        );
-        store_vector_conformance(&fields).await;
     }
 
     #[tokio::test(start_paused = true)]
@@ -544,65 +511,6 @@ mod tests {
         let v = serde_json::to_value(&unscored).unwrap();
         assert!(v.get("score").is_none());
         assert_eq!(serde_json::from_value::<SearchItem>(v).unwrap(), unscored);
-    }
-
-    /// A store breaking one promise, to check that the kit notices.
-    struct Broken {
-        inner: InMemoryStore,
-        ignore_ttl: bool,
-    }
-
-    impl Store for Broken {
-        async fn get(&self, namespace: &[String], key: &str) -> Result<Option<Item>> {
-            self.inner.get(namespace, key).await
-        }
-        async fn put(
-            &self,
-            namespace: &[String],
-            key: &str,
-            value: Value,
-            mut opts: PutOptions,
-        ) -> Result<()> {
-            if self.ignore_ttl {
-                opts.ttl = None;
-            } else {
-                // Forget created_at on overwrite.
-                self.inner.delete(namespace, key).await?;
-            }
-            self.inner.put(namespace, key, value, opts).await
-        }
-        async fn delete(&self, namespace: &[String], key: &str) -> Result<()> {
-            self.inner.delete(namespace, key).await
-        }
-        async fn search(&self, prefix: &[String], query: SearchQuery) -> Result<Vec<SearchItem>> {
-            self.inner.search(prefix, query).await
-        }
-        async fn list_namespaces(&self, opts: ListNamespaces) -> Result<Vec<Vec<String>>> {
-            self.inner.list_namespaces(opts).await
-        }
-        async fn sweep_expired(&self) -> Result<usize> {
-            self.inner.sweep_expired().await
-        }
-    }
-
-    #[tokio::test(start_paused = true)]
-    #[should_panic(expected = "store conformance [ttl/get]")]
-    async fn kit_catches_ignored_ttl() {
-        store_conformance(&Broken {
-            inner: InMemoryStore::new(),
-            ignore_ttl: true,
-        })
-        .await;
-    }
-
-    #[tokio::test(start_paused = true)]
-    #[should_panic(expected = "store conformance [overwrite]: created_at must be kept")]
-    async fn kit_catches_lost_created_at() {
-        store_conformance(&Broken {
-            inner: InMemoryStore::new(),
-            ignore_ttl: false,
-        })
-        .await;
     }
 
     #[tokio::test]

@@ -12,14 +12,13 @@
 //!
 //! [`InMemoryStore`] is the reference implementation. Graphs hold any store as an
 //! `Arc<dyn DynStore>` ([`DynStore`] is the object-safe form every `Store` implements).
-//! Backends check themselves with the conformance kit in `test_kit` (feature `test-kit`).
+//! Backends check themselves with the store conformance kit of the `graphloom-test-kit`
+//! crate.
 
 mod erased;
 pub mod filter;
 pub mod memory;
 mod namespace;
-#[cfg(any(test, feature = "test-kit"))]
-pub mod test_kit;
 pub mod vector;
 
 pub use erased::DynStore;
@@ -272,7 +271,8 @@ impl Default for TtlConfig {
 
 /// A long-term memory store.
 ///
-/// Implementations keep these promises (the conformance kit in `test_kit` checks them):
+/// Implementations keep these promises (the conformance kit of `graphloom-test-kit` checks
+/// them):
 ///
 /// - `put` rejects an invalid namespace ([`validate_namespace`]) or a value that is not a
 ///   JSON object with [`BackendErrorKind::InvalidInput`]; overwriting a key keeps its

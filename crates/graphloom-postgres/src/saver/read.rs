@@ -367,7 +367,8 @@ impl PostgresSaver {
                     }
                 }
             });
-            let value = resolved.map_err(|m| corrupt(&head.config, decode_error.take().unwrap_or(m)))?;
+            let value = resolved
+                .map_err(|e| corrupt(&head.config, decode_error.take().unwrap_or_else(|| e.to_string())))?;
             values.insert(channel.clone(), ChannelValue::Full(value));
         }
         Ok(values)

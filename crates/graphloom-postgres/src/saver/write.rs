@@ -6,7 +6,7 @@ use graphloom_core::checkpoint::codec::TAG_JSON;
 use graphloom_core::checkpoint::{
     write_idx, ChannelValue, Checkpoint, CheckpointConfig, CheckpointMetadata, TaskWrites, Version,
 };
-use graphloom_core::{BackendErrorKind, Error, Result};
+use graphloom_core::{BackendError, BackendErrorKind, Error, Result};
 use serde_json::Value;
 use sqlx::types::Json;
 use std::collections::{BTreeMap, HashMap};
@@ -213,8 +213,12 @@ impl WriteRows {
     }
 }
 
-fn encode_failed(what: &str, message: String) -> Error {
-    backend(BackendErrorKind::Other, format!("{what}: {message}"))
+fn encode_failed<E: std::error::Error + Send + Sync + 'static>(what: &str, e: E) -> Error {
+    Error::Backend(BackendError::caused_by(
+        BackendErrorKind::Other,
+        format!("{what}: {e}"),
+        e,
+    ))
 }
 
 impl PostgresSaver {
@@ -318,8 +322,7 @@ impl PostgresSaver {
             .codec
             .encode(&checkpoint, &aad::checkpoint(thread, ns, &id))
             .map_err(|m| encode_failed("put: checkpoint", m))?;
-        let metadata =
-            serde_json::to_value(&metadata).map_err(|e| encode_failed("put: metadata", e.to_string()))?;
+        let metadata = serde_json::to_value(&metadata).map_err(|e| encode_failed("put: metadata", e))?;
         Ok(PutArgs {
             thread: thread.to_owned(),
             ns: ns.to_owned(),
@@ -441,8 +444,8 @@ impl PostgresSaver {
         if tag == TAG_JSON && !self.codec.is_encrypted() {
             return Ok((tag, bytes));
         }
-        let value: Value = self.codec.decode(&tag, &bytes, from)?;
-        let (tag, bytes) = self.codec.encode(&value, to)?;
+        let value: Value = self.codec.decode(&tag, &bytes, from).map_err(|e| e.to_string())?;
+        let (tag, bytes) = self.codec.encode(&value, to).map_err(|e| e.to_string())?;
         Ok((tag.to_owned(), bytes))
     }
 

@@ -1,14 +1,14 @@
 //! The checkpointer conformance kit: checks that every [`Checkpointer`] backend keeps the
 //! promises the executor relies on.
 //!
-//! A backend runs [`checkpointer_conformance`] against its own saver in its tests (enable the
-//! `test-kit` feature of `graphloom-core` in its dev-dependencies):
+//! A backend runs [`checkpointer_conformance`] against its own saver in its tests (with
+//! `graphloom-test-kit` among its dev-dependencies):
 //!
 //! ```ignore
 //! #[tokio::test]
 //! async fn conformance() {
 //!     let saver = MySaver::connect(...).await?;
-//!     graphloom_core::test_kit::checkpointer_conformance(&saver).await;
+//!     graphloom_test_kit::checkpointer_conformance(&saver).await;
 //! }
 //! ```
 //!
@@ -22,7 +22,7 @@
 //! graphloom's delta-encoded channel values and UUIDv7 checkpoint ids.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use crate::checkpoint::{
+use graphloom_core::checkpoint::{
     new_checkpoint_id, ChannelValue, Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointSource,
     CheckpointTuple, Checkpointer, ListQuery, PendingSend, PendingWrite, Version, ERROR, INTERRUPT,
 };
@@ -316,9 +316,9 @@ mod tests {
     //! The kit must catch broken savers: each test wraps [`InMemorySaver`] with one bug and
     //! checks that the right area fails, naming the check.
     use super::*;
-    use crate::checkpoint::InMemorySaver;
-    use crate::error::Result;
     use futures::FutureExt;
+    use graphloom_core::checkpoint::InMemorySaver;
+    use graphloom_core::Result;
     use std::future::Future;
     use std::panic::AssertUnwindSafe;
 

@@ -247,13 +247,13 @@ pub async fn writes_then_checkpoint<C: Checkpointer>(saver: &C) {
     let root = CheckpointConfig::thread(&tid);
     let c1 = chain(saver, name, &root, 1, |_| meta(CheckpointSource::Loop, 0)).await[0].clone();
     let task = format!("t-{}", uuid::Uuid::new_v4());
-    let task_writes = crate::checkpoint::TaskWrites {
+    let task_writes = graphloom_core::checkpoint::TaskWrites {
         config: c1.clone(),
         task_id: task.clone(),
         task_path: "~t".into(),
         writes: writes(&[
             ("step", json!(7)),
-            (crate::checkpoint::ERROR, json!({"message": "x"})),
+            (graphloom_core::checkpoint::ERROR, json!({"message": "x"})),
         ]),
     };
     let cp = checkpoint(&[("step", ver(2))], vec![("step", full(json!(7)))]);
@@ -273,7 +273,7 @@ pub async fn writes_then_checkpoint<C: Checkpointer>(saver: &C) {
         must_get(saver, name, &c1).await.pending_writes,
         vec![
             pw(&task, "step", json!(7)),
-            pw(&task, crate::checkpoint::ERROR, json!({"message": "x"}))
+            pw(&task, graphloom_core::checkpoint::ERROR, json!({"message": "x"}))
         ]
     );
     let latest = must_get(saver, name, &root).await;

@@ -10,76 +10,19 @@
 //! assert_eq!(shape.field_count(), 2);
 //! ```
 
-use crate::messages::{add_messages_into, MessageLike};
+mod reducer;
+mod update;
+
+use self::reducer::{canonical_item, reduce, Slot};
+pub use self::reducer::{JsonReduceFn, JsonReduceSharedFn, JsonReducer};
+pub use self::update::{JsonUpdate, JsonWrite};
+use crate::messages::MessageLike;
 use crate::seq::{Seq, SeqLike};
 use crate::state::{Changed, FieldChange, State, StateError, TaskUpdate};
 use serde_json::{json, Map, Value};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
-
-/// A custom JSON reducer: `(current, update) -> new value`.
-pub type JsonReduceFn = Arc<dyn Fn(&Value, Value) -> Result<Value, String> + Send + Sync>;
-
-/// A custom JSON reducer over shared values: `(current, update) -> new value`, where keeping
-/// either side costs a pointer copy.
-pub type JsonReduceSharedFn =
-    Arc<dyn Fn(&Arc<Value>, Arc<Value>) -> Result<Arc<Value>, String> + Send + Sync>;
-
-/// How a JSON channel combines writes.
-#[derive(Clone)]
-pub enum JsonReducer {
-    /// One value per step; several writers are a conflict.
-    LastValue,
-    /// A list; writes (a list, or one item) are appended.
-    Append,
-    /// Numbers add, strings and lists concatenate.
-    Add,
-    /// Objects merge, later keys winning.
-    Merge,
-    /// Chat messages merged by id (see [`crate::reducers::AddMessages`]).
-    AddMessages,
-    /// A custom function.
-    Custom(JsonReduceFn),
-    /// A custom function over shared values (no copy when it keeps one side).
-    CustomShared(JsonReduceSharedFn),
-}
-
-impl fmt::Debug for JsonReducer {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl JsonReducer {
-    /// The reducer's name (as [`JsonReducer::by_name`] reads it).
-    #[must_use]
-    pub fn name(&self) -> &'static str {
-        match self {
-            JsonReducer::LastValue => "last",
-            JsonReducer::Append => "append",
-            JsonReducer::Add => "add",
-            JsonReducer::Merge => "merge",
-            JsonReducer::AddMessages => "add_messages",
-            JsonReducer::Custom(_) | JsonReducer::CustomShared(_) => "custom",
-        }
-    }
-    /// A built-in reducer by name.
-    #[must_use]
-    pub fn by_name(name: &str) -> Option<Self> {
-        Some(match name {
-            "last" | "last_value" => JsonReducer::LastValue,
-            "append" => JsonReducer::Append,
-            "add" => JsonReducer::Add,
-            "merge" => JsonReducer::Merge,
-            "add_messages" => JsonReducer::AddMessages,
-            _ => return None,
-        })
-    }
-    fn is_seq(&self) -> bool {
-        matches!(self, JsonReducer::Append | JsonReducer::AddMessages)
-    }
-}
 
 /// The channels of a [`JsonState`].
 #[derive(Debug)]
@@ -117,109 +60,6 @@ impl JsonStateBuilder {
     }
 }
 
-#[derive(Clone, Debug, PartialEq)]
-enum Slot {
-    /// A value, shared: cloning the state (every step that merges) copies a pointer.
-    Value(Arc<Value>),
-    /// List channels, and last-value channels written with shared items, hold shared
-    /// items: writing a list a node read copies pointers only.
-    Seq(Seq<Arc<Value>>),
-}
-
-/// One channel's write in a [`JsonUpdate`].
-#[derive(Clone, Debug, PartialEq)]
-pub enum JsonWrite {
-    /// A JSON value (for list channels: a list of items, or one item).
-    Value(Value),
-    /// Shared items for a list channel (no copy of the items).
-    Items(Vec<Arc<Value>>),
-    /// One shared value: a last-value channel (or a [`JsonReducer::CustomShared`] one)
-    /// keeps the pointer; other reducers see the value.
-    Shared(Arc<Value>),
-}
-
-impl JsonWrite {
-    fn into_value(self) -> Value {
-        match self {
-            JsonWrite::Value(v) => v,
-            JsonWrite::Items(items) => Value::Array(items.iter().map(|v| (**v).clone()).collect()),
-            JsonWrite::Shared(v) => Arc::unwrap_or_clone(v),
-        }
-    }
-    fn into_shared(self) -> Arc<Value> {
-        match self {
-            JsonWrite::Shared(v) => v,
-            other => Arc::new(other.into_value()),
-        }
-    }
-    fn to_value(&self) -> Value {
-        self.clone().into_value()
-    }
-    fn into_items(self) -> Vec<Arc<Value>> {
-        match self {
-            JsonWrite::Items(items) => items,
-            JsonWrite::Value(Value::Array(a)) => a.into_iter().map(Arc::new).collect(),
-            JsonWrite::Value(one) => vec![Arc::new(one)],
-            JsonWrite::Shared(v) => JsonWrite::Value(Arc::unwrap_or_clone(v)).into_items(),
-        }
-    }
-}
-
-/// A partial update of a [`JsonState`]: channel name to write.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct JsonUpdate(BTreeMap<String, JsonWrite>);
-
-impl JsonUpdate {
-    /// An empty update.
-    #[must_use]
-    pub fn new() -> Self {
-        Self::default()
-    }
-    /// Write a JSON value to `channel`.
-    #[must_use]
-    pub fn set(mut self, channel: impl Into<String>, value: impl Into<Value>) -> Self {
-        self.0.insert(channel.into(), JsonWrite::Value(value.into()));
-        self
-    }
-    /// Write a shared value to `channel` without copying it: a last-value channel (and a
-    /// [`JsonReducer::CustomShared`] one) keeps the pointer; other reducers see the value.
-    #[must_use]
-    pub fn set_shared(mut self, channel: impl Into<String>, value: Arc<Value>) -> Self {
-        self.0.insert(channel.into(), JsonWrite::Shared(value));
-        self
-    }
-    /// Append shared items to list channel `channel` (items read from another list are not
-    /// copied).
-    #[must_use]
-    pub fn extend(mut self, channel: impl Into<String>, items: impl IntoIterator<Item = Arc<Value>>) -> Self {
-        self.0
-            .insert(channel.into(), JsonWrite::Items(items.into_iter().collect()));
-        self
-    }
-    /// Write a list of shared items to `channel` without copying them: a list channel
-    /// appends them (as [`JsonUpdate::extend`]), a last-value channel holds them as its new
-    /// value (read back with [`JsonState::items`]); other reducers see a JSON array.
-    #[must_use]
-    pub fn set_items(self, channel: impl Into<String>, items: impl IntoIterator<Item = Arc<Value>>) -> Self {
-        self.extend(channel, items)
-    }
-    /// The channels written.
-    pub fn keys(&self) -> impl Iterator<Item = &String> {
-        self.0.keys()
-    }
-    /// Whether nothing is written.
-    #[must_use]
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-}
-
-impl From<Map<String, Value>> for JsonUpdate {
-    fn from(m: Map<String, Value>) -> Self {
-        Self(m.into_iter().map(|(k, v)| (k, JsonWrite::Value(v))).collect())
-    }
-}
-
 impl From<JsonUpdate> for crate::types::NodeOutput<JsonState> {
     fn from(u: JsonUpdate) -> Self {
         crate::types::NodeOutput::Update(u)
@@ -240,57 +80,6 @@ impl fmt::Debug for JsonState {
             Err(_) => f.write_str("JsonState(..)"),
         }
     }
-}
-
-impl MessageLike for Arc<Value> {
-    fn message_id(&self) -> Option<&str> {
-        self.get("id").and_then(Value::as_str)
-    }
-    fn set_message_id(&mut self, id: String) {
-        if let Value::Object(m) = Arc::make_mut(self) {
-            m.insert("id".into(), Value::String(id));
-        }
-    }
-    fn is_removal(&self) -> bool {
-        self.get("type").and_then(Value::as_str) == Some("remove")
-    }
-}
-
-impl MessageLike for Value {
-    fn message_id(&self) -> Option<&str> {
-        self.get("id").and_then(Value::as_str)
-    }
-    fn set_message_id(&mut self, id: String) {
-        if let Value::Object(m) = self {
-            m.insert("id".into(), Value::String(id));
-        }
-    }
-    fn is_removal(&self) -> bool {
-        self.get("type").and_then(Value::as_str) == Some("remove")
-    }
-}
-
-/// A message item of an `add_messages` channel in the stored form: what clients send (a
-/// string, a `[role, content]` pair, OpenAI's `role` form) is rewritten, stored forms pass
-/// through without a copy.
-fn canonical_item(item: Arc<Value>) -> Result<Arc<Value>, String> {
-    if crate::messages::input::is_canonical(&item) {
-        return Ok(item);
-    }
-    crate::messages::canonical_message_json(Arc::unwrap_or_clone(item)).map(Arc::new)
-}
-
-fn add_json(cur: &Value, upd: Value) -> Result<Value, String> {
-    Ok(match (cur, upd) {
-        (Value::Null, u) => u,
-        (Value::Number(a), Value::Number(b)) => match (a.as_i64(), b.as_i64()) {
-            (Some(x), Some(y)) => json!(x.checked_add(y).ok_or("integer overflow")?),
-            _ => json!(a.as_f64().unwrap_or(0.0) + b.as_f64().unwrap_or(0.0)),
-        },
-        (Value::String(a), Value::String(b)) => Value::String(format!("{a}{b}")),
-        (Value::Array(a), Value::Array(b)) => Value::Array(a.iter().cloned().chain(b).collect()),
-        (a, b) => return Err(format!("cannot add {b} to {a}")),
-    })
 }
 
 impl JsonState {
@@ -373,61 +162,6 @@ impl JsonState {
             None => Err(StateError::UnknownField(i.to_string())),
         }
     }
-
-    fn reduce(&mut self, i: usize, upd: JsonWrite) -> Result<FieldChange, StateError> {
-        let (name, reducer) = &self.spec.fields[i];
-        let err = |message: String| StateError::Reducer {
-            field: name.clone(),
-            message,
-        };
-        let slot = &mut self.slots[i];
-        match (reducer, slot) {
-            (JsonReducer::LastValue, slot) => {
-                *slot = match upd {
-                    JsonWrite::Items(items) => Slot::Seq(items.into_iter().collect()),
-                    JsonWrite::Value(v) => Slot::Value(Arc::new(v)),
-                    JsonWrite::Shared(v) => Slot::Value(v),
-                };
-                Ok(FieldChange::Replaced)
-            }
-            (JsonReducer::Append, Slot::Seq(s)) => {
-                let items = upd.into_items();
-                let n = items.len();
-                s.extend_items(items);
-                Ok(FieldChange::Appended(n))
-            }
-            (JsonReducer::AddMessages, Slot::Seq(s)) => {
-                let items = upd
-                    .into_items()
-                    .into_iter()
-                    .map(canonical_item)
-                    .collect::<Result<Vec<_>, String>>()
-                    .map_err(err)?;
-                add_messages_into(s, items).map_err(err)
-            }
-            (JsonReducer::Add, Slot::Value(v)) => {
-                *v = Arc::new(add_json(v, upd.into_value()).map_err(err)?);
-                Ok(FieldChange::Replaced)
-            }
-            (JsonReducer::Merge, Slot::Value(v)) => {
-                match (Arc::make_mut(v), upd.into_value()) {
-                    (Value::Object(cur), Value::Object(u)) => cur.extend(u),
-                    (v, u) if v.is_null() => *v = u,
-                    (_, u) => return Err(err(format!("cannot merge {u} into an object"))),
-                }
-                Ok(FieldChange::Replaced)
-            }
-            (JsonReducer::Custom(f), Slot::Value(v)) => {
-                *v = Arc::new(f(v, upd.into_value()).map_err(err)?);
-                Ok(FieldChange::Replaced)
-            }
-            (JsonReducer::CustomShared(f), Slot::Value(v)) => {
-                *v = f(v, upd.into_shared()).map_err(err)?;
-                Ok(FieldChange::Replaced)
-            }
-            _ => Err(err("internal: slot kind does not match reducer".into())),
-        }
-    }
 }
 
 impl State for JsonState {
@@ -470,7 +204,8 @@ impl State for JsonState {
         for u in updates {
             for (k, v) in u.update.0 {
                 let i = self.field_index(&k).ok_or(StateError::UnknownField(k))?;
-                let c = self.reduce(i, v)?;
+                let (name, reducer) = &self.spec.fields[i];
+                let c = reduce(name, reducer, &mut self.slots[i], v)?;
                 acc[i] = Some(acc[i].map_or(c, |p| p.then(c)));
             }
         }
@@ -540,9 +275,9 @@ impl State for JsonState {
                         continue;
                     }
                     let Some(v) = m.get_mut(name) else { continue };
-                    let decode = |message: String| StateError::Decode {
+                    let decode = |e: serde_json::Error| StateError::Decode {
                         field: name.clone(),
-                        message,
+                        message: e.to_string(),
                     };
                     *v = match std::mem::take(v) {
                         Value::Array(items) => Value::Array(

@@ -1,7 +1,7 @@
 //! `delete_run`: rolling back a run removes its checkpoints and their writes, nothing else.
 
 use super::{checkpoint, full, get, list_ids, meta, must_get, new_thread, put, put_w, pw, ver, versions};
-use crate::checkpoint::{
+use graphloom_core::checkpoint::{
     CheckpointConfig, CheckpointMetadata, CheckpointSource, Checkpointer, ListQuery, Version,
 };
 use serde_json::json;
