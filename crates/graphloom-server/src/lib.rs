@@ -25,6 +25,7 @@ pub mod hosted;
 pub mod metrics;
 pub mod models;
 mod owner_store;
+pub mod run;
 pub mod telemetry;
 pub mod wire;
 mod worker;
