@@ -19,6 +19,7 @@
 mod api;
 pub mod app;
 pub mod broker;
+pub mod config;
 pub mod db;
 pub mod error;
 pub mod hosted;
@@ -26,9 +27,11 @@ pub mod metrics;
 pub mod models;
 mod owner_store;
 pub mod run;
+mod state;
 pub mod telemetry;
 pub mod wire;
 mod worker;
 
-pub use app::{system_assistant_id, Database, Server, ServerBuilder, ServerConfig, StartError};
+pub use app::{system_assistant_id, Server, ServerBuilder, StartError};
+pub use config::{ConfigError, Database, ServerConfig};
 pub use hosted::{factory, hosted, GraphDeps, GraphFactory, HostedGraph};
