@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use tokio::sync::{watch, Notify};
 
-pub(crate) use crate::state::{AppState, LocalRun};
+pub(crate) use crate::state::AppState;
 
 /// The id of the system assistant of a graph: UUID v5 of the graph id, as the reference
 /// server computes it, so clients that hard-code it keep working.

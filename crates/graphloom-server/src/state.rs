@@ -27,6 +27,11 @@ impl LocalRun {
         *self.action.lock().unwrap_or_else(PoisonError::into_inner) = Some(action);
         self.token.cancel();
     }
+
+    /// Why the run was cancelled, if it was.
+    pub(crate) fn action(&self) -> Option<CancelAction> {
+        *self.action.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 /// Shared state of handlers and workers.
@@ -81,5 +86,10 @@ impl AppState {
     /// The runs executing in this process, by run id.
     pub(crate) fn local_runs(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<LocalRun>>> {
         self.local.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether a graceful shutdown has begun.
+    pub(crate) fn shutting_down(&self) -> bool {
+        *self.shutdown.borrow()
     }
 }

@@ -318,7 +318,8 @@ async fn enqueue_as(
                 run: run.clone(),
                 attempt: 1,
             };
-            worker::spawn_claimed(state, claimed, slot);
+            let kwargs = crate::run::RunKwargs::of(&claimed.run.kwargs);
+            worker::spawn_claimed(state, claimed, kwargs, slot);
             // As the reference server answers: the run as queued.
             Run {
                 status: RunStatus::Pending,
