@@ -8,22 +8,14 @@ use crate::db::{Db, DbError, PgDb, SqliteDb};
 use crate::hosted::{GraphDeps, GraphFactory, HostedGraph};
 use crate::metrics::Metrics;
 use crate::models::{now_rfc3339, Assistant};
+use crate::service::assistants::system_assistant_id;
+use crate::state::AppState;
 use graphloom_core::checkpoint::DynCheckpointer;
 use graphloom_core::store::DynStore;
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use tokio::sync::{watch, Notify};
-
-pub(crate) use crate::state::AppState;
-
-/// The id of the system assistant of a graph: UUID v5 of the graph id, as the reference
-/// server computes it, so clients that hard-code it keep working.
-#[must_use]
-pub fn system_assistant_id(graph_id: &str) -> String {
-    let ns = uuid::Uuid::from_u128(0x6ba7_b821_9dad_11d1_80b4_00c0_4fd4_30c8);
-    uuid::Uuid::new_v5(&ns, graph_id.as_bytes()).to_string()
-}
 
 /// Builds a [`Server`].
 pub struct ServerBuilder {

@@ -14,6 +14,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use tokio::sync::{watch, Notify, Semaphore};
 
+/// The shared state, as handlers and services hold it.
+pub(crate) type AppRef = Arc<AppState>;
+
 /// A run executing in this process.
 pub(crate) struct LocalRun {
     pub thread_id: String,
