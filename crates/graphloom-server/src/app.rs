@@ -1,199 +1,21 @@
-//! The server: configuration, start-up (persistence, graphs, system assistants), workers.
+//! Start-up: [`ServerBuilder`] opens the database, compiles the graphs and creates their
+//! system assistants; [`Server`] serves the routes and runs the workers.
 
 use crate::broker::Broker;
+use crate::config::{ConfigError, Database, ServerConfig};
 use crate::db::file_lock::FileLock;
-use crate::db::{Db, PgDb, SqliteDb};
+use crate::db::{Db, DbError, PgDb, SqliteDb};
 use crate::hosted::{GraphDeps, GraphFactory, HostedGraph};
 use crate::metrics::Metrics;
-use crate::models::{now_rfc3339, Assistant, CancelAction};
+use crate::models::{now_rfc3339, Assistant};
+use crate::service::assistants::system_assistant_id;
+use crate::state::AppState;
 use graphloom_core::checkpoint::DynCheckpointer;
 use graphloom_core::store::DynStore;
-use graphloom_core::CancelToken;
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
 use tokio::sync::{watch, Notify};
-
-/// Where the server keeps everything (checkpoints, store, assistants, threads, the run queue).
-#[derive(Clone, Debug)]
-pub enum Database {
-    /// One SQLite file (the embedded default).
-    Sqlite(PathBuf),
-    /// A PostgreSQL URL; several server processes may share it.
-    Postgres(String),
-}
-
-/// Server settings.
-#[derive(Clone, Debug)]
-pub struct ServerConfig {
-    /// Persistence.
-    pub database: Database,
-    /// Runs executed at once by this process; 0 serves the API only (other replicas on
-    /// the same PostgreSQL database execute the runs).
-    pub workers: usize,
-    /// Lease of a claimed run: its worker renews it every [`heartbeat`](Self::heartbeat),
-    /// and a run whose lease runs out (its process died) is taken over by another worker.
-    ///
-    /// On SQLite the server holds the database file's lock (`<db>.lock`) and at start takes
-    /// over at once the runs a crashed predecessor left running, so the lease matters only
-    /// on PostgreSQL, where replicas share the queue. There a shorter lease means a faster
-    /// takeover after a crash, but more heartbeat writes, and a worker that stalls longer
-    /// than the lease (an overloaded machine, a database that does not answer in time)
-    /// loses its run to another replica, which runs the unfinished step again. Either way a run finishes once: a worker that lost its lease stops, and
-    /// finishing checks the lease in the same transaction. Default 30 s.
-    pub lease: Duration,
-    /// How often a worker renews the lease of its run; `None`: a third of
-    /// [`lease`](Self::lease). Must be shorter than the lease (a renewal that comes later
-    /// than the lease lets another worker take the run).
-    pub heartbeat: Option<Duration>,
-    /// Time limit of background runs (`None`: no limit).
-    pub run_timeout: Option<Duration>,
-    /// API keys (sent as `x-api-key` or `Authorization: Bearer`) and the owner each one
-    /// stands for. Empty: auth off, everything belongs to owner `""`. With keys, each
-    /// owner sees only its own assistants, threads, runs and store items, and a graph's
-    /// runs read and write the store as their owner's (under the same hidden namespace
-    /// label as `/store`).
-    pub api_keys: HashMap<String, String>,
-    /// Serve `/info`, `/metrics` and `/openapi.json` without a key even when keys are
-    /// configured (for a scraper or a load balancer that has none). Default `false`: they
-    /// need a key like every other route; `/ok` never does.
-    pub public_system_routes: bool,
-    /// Largest request body, in bytes (larger: 413).
-    pub body_limit: usize,
-    /// Allowed CORS origins (`["*"]` for any); empty: no CORS headers.
-    pub cors_origins: Vec<String>,
-    /// How long a graceful shutdown waits for running steps before stopping them (their
-    /// finished writes are kept and the runs resume elsewhere or on restart).
-    pub shutdown_grace: Duration,
-    /// Prices of models, for the `graphloom_model_cost_usd` metric of AI messages whose
-    /// `response_metadata` names the model (`model_name`) but carries no `cost_usd`. The
-    /// built-in list prices by default; models not in it add nothing.
-    pub prices: graphloom_llm::PriceTable,
-}
-
-impl ServerConfig {
-    /// Defaults on a SQLite file.
-    #[must_use]
-    pub fn sqlite(path: impl Into<PathBuf>) -> Self {
-        Self::new(Database::Sqlite(path.into()))
-    }
-    /// Defaults on PostgreSQL.
-    #[must_use]
-    pub fn postgres(url: impl Into<String>) -> Self {
-        Self::new(Database::Postgres(url.into()))
-    }
-    fn new(database: Database) -> Self {
-        Self {
-            database,
-            workers: 8,
-            lease: Duration::from_secs(30),
-            heartbeat: None,
-            run_timeout: Some(Duration::from_secs(3600)),
-            api_keys: HashMap::new(),
-            public_system_routes: false,
-            body_limit: 10 * 1024 * 1024,
-            cors_origins: Vec::new(),
-            shutdown_grace: Duration::from_secs(10),
-            prices: graphloom_llm::PriceTable::builtin(),
-        }
-    }
-
-    /// How often a worker renews its lease: [`heartbeat`](Self::heartbeat), or a third of
-    /// the lease.
-    #[must_use]
-    pub fn heartbeat_interval(&self) -> Duration {
-        self.heartbeat.unwrap_or(self.lease / 3)
-    }
-
-    /// Check the settings that must agree with each other.
-    fn validate(&self) -> Result<(), StartError> {
-        if self.lease.is_zero() {
-            return Err(StartError("lease must be longer than zero".into()));
-        }
-        let every = self.heartbeat_interval();
-        if every.is_zero() || every >= self.lease {
-            return Err(StartError(format!(
-                "heartbeat ({every:?}) must be longer than zero and shorter than the lease ({:?})",
-                self.lease
-            )));
-        }
-        Ok(())
-    }
-}
-
-/// A run executing in this process.
-pub(crate) struct LocalRun {
-    pub thread_id: String,
-    pub token: CancelToken,
-    pub action: Mutex<Option<CancelAction>>,
-}
-
-/// Shared state of handlers and workers.
-pub struct AppState {
-    pub(crate) db: Arc<dyn Db>,
-    pub(crate) graphs: BTreeMap<String, Arc<dyn HostedGraph>>,
-    pub(crate) checkpointer: Arc<dyn DynCheckpointer>,
-    pub(crate) store: Arc<dyn DynStore>,
-    pub(crate) broker: Broker,
-    pub(crate) metrics: Metrics,
-    pub(crate) config: ServerConfig,
-    pub(crate) worker_id: String,
-    pub(crate) wake: Notify,
-    /// Execution slots of this process's worker pool (set when the workers start).
-    pub(crate) slots: std::sync::OnceLock<Arc<tokio::sync::Semaphore>>,
-    pub(crate) local: Mutex<HashMap<String, Arc<LocalRun>>>,
-    pub(crate) shutdown: watch::Sender<bool>,
-    pub(crate) validators: BTreeMap<String, Arc<jsonschema::Validator>>,
-    /// The OpenAPI document, generated when the router is built.
-    pub(crate) openapi: std::sync::OnceLock<serde_json::Value>,
-    /// The SQLite file's lock (none on PostgreSQL), released when [`Server::serve`] is
-    /// done or the state is dropped.
-    pub(crate) file_lock: Mutex<Option<FileLock>>,
-}
-
-impl AppState {
-    /// Ask a run executing here to stop now.
-    pub(crate) fn cancel_local(&self, run_id: &str, action: CancelAction) -> bool {
-        let run = self
-            .local
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(run_id)
-            .cloned();
-        match run {
-            Some(r) => {
-                *r.action.lock().unwrap_or_else(PoisonError::into_inner) = Some(action);
-                r.token.cancel();
-                true
-            }
-            None => false,
-        }
-    }
-
-    /// Stop every run of a thread executing here.
-    pub(crate) fn cancel_local_thread(&self, thread_id: &str, action: CancelAction) {
-        let ids: Vec<String> = self
-            .local
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-            .filter(|(_, r)| r.thread_id == thread_id)
-            .map(|(id, _)| id.clone())
-            .collect();
-        for id in ids {
-            self.cancel_local(&id, action);
-        }
-    }
-}
-
-/// The id of the system assistant of a graph: UUID v5 of the graph id, as the reference
-/// server computes it, so clients that hard-code it keep working.
-#[must_use]
-pub fn system_assistant_id(graph_id: &str) -> String {
-    let ns = uuid::Uuid::from_u128(0x6ba7_b821_9dad_11d1_80b4_00c0_4fd4_30c8);
-    uuid::Uuid::new_v5(&ns, graph_id.as_bytes()).to_string()
-}
 
 /// Builds a [`Server`].
 pub struct ServerBuilder {
@@ -230,25 +52,31 @@ impl ServerBuilder {
             match &self.config.database {
                 Database::Sqlite(path) => {
                     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                        std::fs::create_dir_all(dir).map_err(|e| StartError(e.to_string()))?;
+                        std::fs::create_dir_all(dir).map_err(|source| StartError::CreateDir {
+                            path: dir.to_owned(),
+                            source,
+                        })?;
                     }
                     // This process alone executes the file's runs from here on.
-                    file_lock = Some(FileLock::acquire(path).map_err(StartError)?);
+                    file_lock = Some(FileLock::acquire(path).map_err(StartError::Locked)?);
                     // One writer for the checkpoints, the store and the server's tables:
                     // their commits for concurrent runs are grouped into shared transactions.
                     let shared = graphloom_sqlite::SqliteDatabase::open(
                         graphloom_sqlite::SqliteOptions::new(path.clone()),
                     )
                     .await
-                    .map_err(|e| StartError(e.to_string()))?;
+                    .map_err(StartError::storage("SQLite database"))?;
                     let saver = shared.saver();
-                    let store = shared.store().await.map_err(|e| StartError(e.to_string()))?;
+                    let store = shared.store().await.map_err(StartError::storage("store"))?;
                     let db = SqliteDb::new(shared)
                         .await
-                        .map_err(|e| StartError(e.to_string()))?;
+                        .map_err(StartError::database("opening the server's tables"))?;
                     // With the lock held, runs still marked running were left by a process
                     // that died: the workers take them over at once, not a lease later.
-                    let orphans = db.expire_leases().await.map_err(|e| StartError(e.to_string()))?;
+                    let orphans = db
+                        .expire_leases()
+                        .await
+                        .map_err(StartError::database("taking over orphaned runs"))?;
                     if orphans > 0 {
                         tracing::info!(
                             runs = orphans,
@@ -260,11 +88,13 @@ impl ServerBuilder {
                 Database::Postgres(url) => {
                     let saver = graphloom_postgres::PostgresSaver::connect(url)
                         .await
-                        .map_err(|e| StartError(e.to_string()))?;
+                        .map_err(StartError::storage("PostgreSQL checkpointer"))?;
                     let store = graphloom_postgres::PostgresStore::connect(url)
                         .await
-                        .map_err(|e| StartError(e.to_string()))?;
-                    let db = PgDb::connect(url).await.map_err(|e| StartError(e.to_string()))?;
+                        .map_err(StartError::storage("PostgreSQL store"))?;
+                    let db = PgDb::connect(url)
+                        .await
+                        .map_err(StartError::database("opening the server's tables"))?;
                     (Arc::new(db), Arc::new(saver), Arc::new(store))
                 }
             };
@@ -272,41 +102,8 @@ impl ServerBuilder {
             checkpointer: Arc::clone(&checkpointer),
             store: Arc::clone(&store),
         };
-        let mut graphs = BTreeMap::new();
-        let mut validators = BTreeMap::new();
-        for (id, factory) in &self.graphs {
-            let g = factory(&deps).map_err(|e| StartError(format!("graph `{id}`: {e}")))?;
-            let schema = g.input_schema();
-            match jsonschema::validator_for(&schema) {
-                Ok(v) => {
-                    validators.insert(id.clone(), Arc::new(v));
-                }
-                Err(e) => {
-                    tracing::warn!(graph = %id, error = %e, "input schema does not compile; input not validated")
-                }
-            }
-            graphs.insert(id.clone(), g);
-        }
-        for id in graphs.keys() {
-            let now = now_rfc3339();
-            let a = Assistant {
-                assistant_id: system_assistant_id(id),
-                graph_id: id.clone(),
-                config: serde_json::json!({}),
-                context: serde_json::json!({}),
-                created_at: now.clone(),
-                updated_at: now,
-                metadata: serde_json::from_value(serde_json::json!({"created_by": "system"}))
-                    .unwrap_or_default(),
-                version: 1,
-                name: id.clone(),
-                description: None,
-            };
-            match db.create_assistant("", &a).await {
-                Ok(_) | Err(crate::db::DbError::Conflict(_)) => {}
-                Err(e) => return Err(StartError(e.to_string())),
-            }
-        }
+        let (graphs, validators) = compile_graphs(&self.graphs, &deps)?;
+        create_system_assistants(db.as_ref(), &graphs).await?;
         let (shutdown, _) = watch::channel(false);
         let state = Arc::new(AppState {
             db,
@@ -329,10 +126,120 @@ impl ServerBuilder {
     }
 }
 
-/// Start-up failure.
+/// Compile the registered graphs, and the validators of their input schemas.
+fn compile_graphs(factories: &[(String, GraphFactory)], deps: &GraphDeps) -> Result<Graphs, StartError> {
+    let mut graphs = BTreeMap::new();
+    let mut validators = BTreeMap::new();
+    for (id, factory) in factories {
+        let g = factory(deps).map_err(|source| StartError::Graph {
+            graph_id: id.clone(),
+            source,
+        })?;
+        let schema = g.input_schema();
+        match jsonschema::validator_for(&schema) {
+            Ok(v) => {
+                validators.insert(id.clone(), Arc::new(v));
+            }
+            Err(e) => {
+                tracing::warn!(graph = %id, error = %e, "input schema does not compile; input not validated")
+            }
+        }
+        graphs.insert(id.clone(), g);
+    }
+    Ok((graphs, validators))
+}
+
+/// The compiled graphs and their input validators, by graph id.
+type Graphs = (
+    BTreeMap<String, Arc<dyn HostedGraph>>,
+    BTreeMap<String, Arc<jsonschema::Validator>>,
+);
+
+/// Create each graph's system assistant (owner `""`), unless it exists.
+async fn create_system_assistants(
+    db: &dyn Db,
+    graphs: &BTreeMap<String, Arc<dyn HostedGraph>>,
+) -> Result<(), StartError> {
+    for id in graphs.keys() {
+        let now = now_rfc3339();
+        let a = Assistant {
+            assistant_id: system_assistant_id(id),
+            graph_id: id.clone(),
+            config: serde_json::json!({}),
+            context: serde_json::json!({}),
+            created_at: now.clone(),
+            updated_at: now,
+            metadata: serde_json::from_value(serde_json::json!({"created_by": "system"})).unwrap_or_default(),
+            version: 1,
+            name: id.clone(),
+            description: None,
+        };
+        match db.create_assistant("", &a).await {
+            Ok(_) | Err(DbError::Conflict(_)) => {}
+            Err(e) => return Err(StartError::database("creating the system assistants")(e)),
+        }
+    }
+    Ok(())
+}
+
+/// Start-up failure, with its cause as the error's source.
 #[derive(Debug, thiserror::Error)]
-#[error("server start: {0}")]
-pub struct StartError(pub String);
+#[non_exhaustive]
+pub enum StartError {
+    /// Settings that do not agree with each other.
+    #[error("server start: {0}")]
+    Config(#[from] ConfigError),
+    /// The SQLite file's directory could not be created.
+    #[error("server start: cannot create {}: {source}", path.display())]
+    CreateDir {
+        /// The directory.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Another server holds the SQLite file, or its lock file cannot be used (the message
+    /// names the file and what to do).
+    #[error("server start: {0}")]
+    Locked(String),
+    /// The checkpointer or the store could not be opened.
+    #[error("server start: opening the {what}: {source}")]
+    Storage {
+        /// What was being opened.
+        what: &'static str,
+        /// Why it failed.
+        #[source]
+        source: graphloom_core::Error,
+    },
+    /// The server's own tables could not be opened or written.
+    #[error("server start: {what}: {source}")]
+    Database {
+        /// What was being done.
+        what: &'static str,
+        /// Why it failed.
+        #[source]
+        source: DbError,
+    },
+    /// A graph's factory failed.
+    #[error("server start: graph `{graph_id}`: {source}")]
+    Graph {
+        /// The graph.
+        graph_id: String,
+        /// Why it did not compile.
+        #[source]
+        source: graphloom_core::Error,
+    },
+}
+
+impl StartError {
+    fn storage(what: &'static str) -> impl FnOnce(graphloom_core::Error) -> Self {
+        move |source| Self::Storage { what, source }
+    }
+
+    fn database(what: &'static str) -> impl FnOnce(DbError) -> Self {
+        move |source| Self::Database { what, source }
+    }
+}
 
 /// A built server: call [`Server::serve`] (or take the [`Server::router`] and run the
 /// workers with [`Server::start_workers`]).

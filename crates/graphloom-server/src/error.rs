@@ -155,14 +155,6 @@ impl From<graphloom_core::Error> for ApiError {
 /// Result of handlers.
 pub type ApiResult<T> = Result<T, ApiError>;
 
-/// Parse a JSON body into `T`, answering 422 with the position and field on failure.
-pub fn parse_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> ApiResult<T> {
-    if body.iter().all(u8::is_ascii_whitespace) {
-        return serde_json::from_slice(b"{}").map_err(|e| ApiError::invalid(format!("invalid body: {e}")));
-    }
-    serde_json::from_slice(body).map_err(|e| ApiError::invalid(format!("invalid body: {e}")))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -19,15 +19,21 @@
 mod api;
 pub mod app;
 pub mod broker;
+pub mod config;
 pub mod db;
 pub mod error;
 pub mod hosted;
 pub mod metrics;
 pub mod models;
 mod owner_store;
+pub mod run;
+mod service;
+mod state;
 pub mod telemetry;
 pub mod wire;
 mod worker;
 
-pub use app::{system_assistant_id, Database, Server, ServerBuilder, ServerConfig, StartError};
+pub use app::{Server, ServerBuilder, StartError};
+pub use config::{ConfigError, Database, ServerConfig};
 pub use hosted::{factory, hosted, GraphDeps, GraphFactory, HostedGraph};
+pub use service::assistants::system_assistant_id;

@@ -5,13 +5,52 @@
 //! graph writes for owner A is then A's item at `/store/items`, and owner B's runs and
 //! requests never see it. With auth off (owner `""`) runs get the server's store as is.
 
-use crate::api::store::{scoped, unscoped};
 use graphloom_core::store::{
     validate_namespace, DynStore, Item, ListNamespaces, PutOptions, SearchItem, SearchQuery, Store,
 };
 use graphloom_core::Result;
+use percent_encoding::{percent_decode_str, utf8_percent_encode, AsciiSet, CONTROLS};
 use serde_json::Value;
 use std::sync::Arc;
+
+/// What the owner label escapes: `.` (the namespace separator), `%` (the escape itself) and
+/// control characters. Any owner name becomes one valid label, and back.
+const LABEL_ESCAPES: &AsciiSet = &CONTROLS.add(b'.').add(b'%');
+
+/// The hidden first label of an owner's namespaces: `owner:` and the owner's name, escaped.
+pub(crate) fn owner_label(owner: &str) -> String {
+    format!("owner:{}", utf8_percent_encode(owner, LABEL_ESCAPES))
+}
+
+/// The owner an [`owner_label`] stands for; `None` for any other label.
+pub(crate) fn label_owner(label: &str) -> Option<String> {
+    let escaped = label.strip_prefix("owner:")?;
+    percent_decode_str(escaped)
+        .decode_utf8()
+        .ok()
+        .map(std::borrow::Cow::into_owned)
+}
+
+/// Namespaces of an owner live under one hidden first label, [`owner_label`]; with auth off
+/// (owner `""`) they are as given. Graph runs see the same scoping through
+/// [`OwnerStore`].
+pub(crate) fn scoped(owner: &str, ns: &[String]) -> Vec<String> {
+    if owner.is_empty() {
+        return ns.to_vec();
+    }
+    let mut v = Vec::with_capacity(ns.len() + 1);
+    v.push(owner_label(owner));
+    v.extend(ns.iter().cloned());
+    v
+}
+
+/// A namespace as its owner sees it: without the owner label [`scoped`] added.
+pub(crate) fn unscoped(owner: &str, mut ns: Vec<String>) -> Vec<String> {
+    if !owner.is_empty() && ns.first().and_then(|l| label_owner(l)).as_deref() == Some(owner) {
+        ns.remove(0);
+    }
+    ns
+}
 
 /// `inner` as `owner` sees it.
 pub(crate) struct OwnerStore {
@@ -100,6 +139,7 @@ impl Store for OwnerStore {
 mod tests {
     use super::*;
     use graphloom_core::store::{HashEmbedder, InMemoryStore, IndexConfig};
+    use proptest::prelude::*;
     use serde_json::json;
 
     fn ns(labels: &[&str]) -> Vec<String> {
@@ -191,5 +231,29 @@ mod tests {
         // Auth off: the store itself.
         let open = OwnerStore::for_owner(&inner, "");
         assert!(Arc::ptr_eq(&open, &inner));
+    }
+
+    #[test]
+    fn plain_owners_keep_their_label() {
+        assert_eq!(owner_label("ann"), "owner:ann");
+        assert_eq!(owner_label("team.a"), "owner:team%2Ea");
+        assert_eq!(scoped("", &["n".to_owned()]), ["n"]);
+        assert_eq!(scoped("team.a", &["n".to_owned()]), ["owner:team%2Ea", "n"]);
+        assert_eq!(
+            unscoped("team.a", vec!["owner:team%2Ea".into(), "n".into()]),
+            ["n"]
+        );
+        assert_eq!(label_owner("notes"), None);
+    }
+
+    proptest! {
+        /// Any owner name is one label a store accepts, and decodes back to itself.
+        #[test]
+        fn owner_labels_round_trip(owner in any::<String>().prop_filter("non-empty", |o| !o.is_empty())) {
+            let label = owner_label(&owner);
+            prop_assert!(graphloom_core::store::validate_namespace(&[label.clone(), "n".into()]).is_ok(), "{label:?}");
+            prop_assert_eq!(label_owner(&label), Some(owner.clone()));
+            prop_assert_eq!(unscoped(&owner, scoped(&owner, &["n".to_owned()])), vec!["n".to_owned()]);
+        }
     }
 }

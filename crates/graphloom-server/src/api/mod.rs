@@ -1,17 +1,23 @@
-//! The HTTP routes.
+//! The HTTP edge: the routes, and handlers that only translate HTTP. A handler extracts
+//! its request (the [`auth::Owner`], path and query, a body parsed once by
+//! [`extract`]), checks the numbers against [`bounds`], calls a [`crate::service`], and
+//! builds the response.
 
 mod assistants;
+mod auth;
 mod bounds;
+mod extract;
 mod openapi;
+mod respond;
 mod run_output;
 mod runs;
-pub(crate) mod store;
+mod store;
 mod system;
 mod threads;
 
-use crate::app::AppState;
 use crate::error::ApiError;
-use axum::extract::{Request, State};
+use crate::state::AppRef;
+use axum::extract::Request;
 use axum::http::{HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -24,12 +30,6 @@ use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetReques
 use tower_http::trace::TraceLayer;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
-
-pub(crate) type AppRef = Arc<AppState>;
-
-/// The principal a request acts for (`""` with auth off).
-#[derive(Clone, Debug)]
-pub(crate) struct Owner(pub String);
 
 pub(crate) fn router(state: AppRef) -> Router {
     // Every route is registered through `routes!`, which also adds its operation to the
@@ -84,7 +84,10 @@ pub(crate) fn router(state: AppRef) -> Router {
         .routes(routes!(store::search))
         .routes(routes!(store::namespaces))
         .merge(if public { OpenApiRouter::new() } else { about() })
-        .layer(axum::middleware::from_fn_with_state(Arc::clone(&state), auth));
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&state),
+            auth::require_key,
+        ));
     let secured: Vec<String> = api.get_openapi().paths.paths.keys().cloned().collect();
     let open = OpenApiRouter::new().routes(routes!(system::ok)).merge(if public {
         about()
@@ -126,34 +129,6 @@ pub(crate) fn router(state: AppRef) -> Router {
     app.with_state(state)
 }
 
-/// Resolve the caller from `x-api-key` or `Authorization: Bearer`; 401 when keys are
-/// configured and none matches.
-async fn auth(State(state): State<AppRef>, mut req: Request, next: Next) -> Response {
-    let keys = &state.config.api_keys;
-    let owner = if keys.is_empty() {
-        String::new()
-    } else {
-        let h = req.headers();
-        let presented = h
-            .get("x-api-key")
-            .and_then(|v| v.to_str().ok())
-            .or_else(|| {
-                h.get("authorization")
-                    .and_then(|v| v.to_str().ok())
-                    .and_then(|v| v.strip_prefix("Bearer "))
-            })
-            .map(str::trim);
-        match presented.and_then(|k| keys.get(k)) {
-            Some(owner) => owner.clone(),
-            None => {
-                return ApiError::new(StatusCode::UNAUTHORIZED, "missing or unknown API key").into_response()
-            }
-        }
-    };
-    req.extensions_mut().insert(Owner(owner));
-    next.run(req).await
-}
-
 /// Handle the request under its `x-request-id` (set by the layer outside), so that errors
 /// and panics below log it and 5xx bodies carry it.
 async fn request_scope(req: Request, next: Next) -> Response {
@@ -189,38 +164,4 @@ async fn json_errors(req: Request, next: Next) -> Response {
         return ApiError::new(status, detail).into_response();
     }
     res
-}
-
-/// A search page: the items (with only the `select`ed fields, when given) and the
-/// `X-Pagination-Total` / `X-Pagination-Next` headers the clients read.
-pub(crate) fn page_response<T: serde::Serialize>(
-    list: &[T],
-    total: i64,
-    offset: i64,
-    select: &[String],
-) -> crate::error::ApiResult<Response> {
-    let mut headers = axum::http::HeaderMap::new();
-    headers.insert("x-pagination-total", total.into());
-    let next = offset.saturating_add(i64::try_from(list.len()).unwrap_or(0));
-    if next < total {
-        headers.insert("x-pagination-next", next.into());
-    }
-    Ok((headers, axum::Json(select_fields(list, select)?)).into_response())
-}
-
-/// Serialize `items`, keeping only the `select`ed fields of each (all when `select` is
-/// empty), as the reference server does for search and list endpoints.
-pub(crate) fn select_fields<T: serde::Serialize>(
-    items: &[T],
-    select: &[String],
-) -> Result<serde_json::Value, ApiError> {
-    let mut out = Vec::with_capacity(items.len());
-    for item in items {
-        let mut v = serde_json::to_value(item).map_err(|e| ApiError::internal(e.to_string()))?;
-        if let (Some(obj), false) = (v.as_object_mut(), select.is_empty()) {
-            obj.retain(|k, _| select.iter().any(|s| s == k));
-        }
-        out.push(v);
-    }
-    Ok(serde_json::Value::Array(out))
 }

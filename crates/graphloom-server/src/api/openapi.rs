@@ -3,7 +3,7 @@
 //! the router is built ([`super::router`] registers every route through
 //! `utoipa_axum::routes!`, so a route cannot be served without being documented).
 
-use super::AppRef;
+use crate::state::AppRef;
 use axum::extract::State;
 use axum::Json;
 use serde_json::{json, Map, Value};

@@ -1,8 +1,7 @@
 //! `/ok`, `/info`, `/metrics`.
 
-use super::AppRef;
-use crate::metrics::StatusLabel;
-use crate::models::RunStatus;
+use crate::service::system;
+use crate::state::AppRef;
 use axum::extract::State;
 use axum::http::header;
 use axum::response::IntoResponse;
@@ -21,7 +20,7 @@ pub(crate) async fn info(State(state): State<AppRef>) -> Json<Value> {
     Json(json!({
         "version": env!("CARGO_PKG_VERSION"),
         "server": "graphloom",
-        "graphs": state.graphs.keys().collect::<Vec<_>>(),
+        "graphs": system::graph_ids(&state),
         "flags": { "assistants": true, "crons": false, "langsmith": false },
     }))
 }
@@ -29,33 +28,11 @@ pub(crate) async fn info(State(state): State<AppRef>) -> Json<Value> {
 #[utoipa::path(get, path = "/metrics", tag = "system", summary = "Prometheus metrics (OpenMetrics text)",
     responses((status = 200, content_type = "application/openmetrics-text", body = String)))]
 pub(crate) async fn metrics(State(state): State<AppRef>) -> impl IntoResponse {
-    if let Ok(depth) = state.db.queue_depth().await {
-        state.metrics.queue_depth.set(depth);
-    }
-    if let Ok(counts) = state.db.runs_by_status().await {
-        for s in [
-            RunStatus::Pending,
-            RunStatus::Running,
-            RunStatus::Error,
-            RunStatus::Success,
-            RunStatus::Timeout,
-            RunStatus::Interrupted,
-        ] {
-            let n = counts.iter().find(|(st, _)| *st == s).map_or(0, |(_, n)| *n);
-            state
-                .metrics
-                .runs_current
-                .get_or_create(&StatusLabel {
-                    status: s.as_str().into(),
-                })
-                .set(n);
-        }
-    }
     (
         [(
             header::CONTENT_TYPE,
             "application/openmetrics-text; version=1.0.0; charset=utf-8",
         )],
-        state.metrics.render(),
+        system::metrics_text(&state).await,
     )
 }

@@ -1,52 +1,23 @@
 //! `/threads`: CRUD, search, copy, prune, state and history.
 
-use super::assistants::{page, sort_order};
-use super::{AppRef, Owner};
-use crate::db::{ThreadOutcome, ThreadQuery};
-use crate::error::{parse_body, ApiError, ApiResult, ErrorBody};
-use crate::hosted::HostedGraph;
-use crate::models::{now_rfc3339, Thread, ThreadStatus};
-use axum::body::Bytes;
+use super::assistants::sort_order;
+use super::auth::Owner;
+use super::extract::Body;
+use super::respond::page_response;
+use crate::db::ThreadQuery;
+use crate::error::{ApiError, ApiResult, ErrorBody};
+use crate::models::{Thread, ThreadStatus};
+use crate::service::threads::{self, NewThread, SeedUpdate};
+use crate::state::AppRef;
 use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
-use axum::{Extension, Json};
+use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
-use std::sync::Arc;
 
-pub(crate) async fn load(state: &AppRef, owner: &str, id: &str) -> ApiResult<Thread> {
-    state
-        .db
-        .get_thread(owner, id)
-        .await?
-        .ok_or_else(|| ApiError::not_found(format!("thread {id}")))
-}
-
-/// A new thread row.
-pub(crate) fn new_thread(id: String, metadata: Map<String, Value>, ttl: Option<Value>) -> Thread {
-    let now = now_rfc3339();
-    Thread {
-        thread_id: id,
-        created_at: now.clone(),
-        updated_at: now.clone(),
-        state_updated_at: now,
-        metadata,
-        config: json!({}),
-        status: ThreadStatus::Idle,
-        values: json!({}),
-        interrupts: json!({}),
-        error: None,
-        ttl,
-    }
-}
-
-/// The graph a thread runs (set on its metadata by its first run).
-fn graph_of(state: &AppRef, t: &Thread) -> Option<Arc<dyn HostedGraph>> {
-    let id = t.metadata.get("graph_id").and_then(Value::as_str)?;
-    state.graphs.get(id).cloned()
-}
-
+/// A thread's `ttl` as the request gives it (minutes, or `{"strategy": "delete", "ttl":
+/// minutes}`), in its stored form, within the bounds.
 fn ttl_value(v: Option<Value>) -> ApiResult<Option<Value>> {
     match v {
         None | Some(Value::Null) => Ok(None),
@@ -67,13 +38,37 @@ fn ttl_value(v: Option<Value>) -> ApiResult<Option<Value>> {
 /// `POST /threads`.
 #[derive(Deserialize, Default, utoipa::ToSchema)]
 pub(crate) struct CreateBody {
+    /// Its id (default: a new UUID).
     thread_id: Option<String>,
+    /// Free metadata (`graph_id` names the graph of `supersteps`).
     #[serde(default)]
     metadata: Option<Map<String, Value>>,
+    /// `do_nothing`: when the id exists, answer that thread instead of 409.
     if_exists: Option<String>,
+    /// Time to live: minutes, or `{"strategy": "delete", "ttl": minutes}`.
     ttl: Option<Value>,
+    /// State updates to start from, a superstep each.
     #[serde(default)]
-    supersteps: Option<Vec<Value>>,
+    supersteps: Option<Vec<SuperstepBody>>,
+}
+
+/// One superstep of [`CreateBody::supersteps`].
+#[derive(Deserialize, Default, utoipa::ToSchema)]
+pub(crate) struct SuperstepBody {
+    /// Its updates.
+    #[serde(default)]
+    updates: Vec<SuperstepUpdate>,
+}
+
+/// One update of a [`SuperstepBody`].
+#[derive(Deserialize, Default, utoipa::ToSchema)]
+pub(crate) struct SuperstepUpdate {
+    /// The values written.
+    #[serde(default)]
+    values: Option<Value>,
+    /// The node that writes them.
+    #[serde(default)]
+    as_node: Option<String>,
 }
 
 #[utoipa::path(post, path = "/threads", tag = "threads", summary = "Create a thread",
@@ -81,98 +76,50 @@ pub(crate) struct CreateBody {
     responses((status = 200, body = Thread), (status = 409, description = "The id exists", body = ErrorBody)))]
 pub(crate) async fn create(
     State(state): State<AppRef>,
-    Extension(Owner(owner)): Extension<Owner>,
-    body: Bytes,
+    Owner(owner): Owner,
+    Body(b): Body<CreateBody>,
 ) -> ApiResult<Json<Thread>> {
-    let b: CreateBody = parse_body(&body)?;
-    let id = match b.thread_id {
-        Some(id) if !id.is_empty() => id,
-        _ => uuid::Uuid::now_v7().to_string(),
+    let supersteps = b
+        .supersteps
+        .unwrap_or_default()
+        .into_iter()
+        .map(|step| {
+            step.updates
+                .into_iter()
+                .map(|u| SeedUpdate {
+                    values: u.values.filter(|v| !v.is_null()),
+                    as_node: u.as_node,
+                })
+                .collect()
+        })
+        .collect();
+    let new = NewThread {
+        thread_id: b.thread_id,
+        metadata: b.metadata.unwrap_or_default(),
+        ttl: ttl_value(b.ttl)?,
+        if_exists_do_nothing: b.if_exists.as_deref() == Some("do_nothing"),
+        supersteps,
     };
-    let t = new_thread(id.clone(), b.metadata.unwrap_or_default(), ttl_value(b.ttl)?);
-    let t = match state.db.create_thread(&owner, &t).await {
-        Ok(t) => t,
-        Err(crate::db::DbError::Conflict(what)) => {
-            // Thread ids are global: another owner's thread is "not found" here as on
-            // every other route, never "already exists".
-            let mine = load(&state, &owner, &id).await?;
-            if b.if_exists.as_deref() == Some("do_nothing") {
-                return Ok(Json(mine));
-            }
-            return Err(crate::db::DbError::Conflict(what).into());
-        }
-        Err(e) => return Err(e.into()),
-    };
-    if let Some(steps) = b.supersteps.filter(|s| !s.is_empty()) {
-        let graph = graph_of(&state, &t).ok_or_else(|| {
-            ApiError::invalid("supersteps need metadata.graph_id naming a registered graph")
-        })?;
-        for step in steps {
-            let updates = step
-                .get("updates")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default();
-            for u in updates {
-                let values = u.get("values").filter(|v| !v.is_null()).cloned();
-                let as_node = u.get("as_node").and_then(Value::as_str);
-                graph.update_state(&id, None, values, as_node).await?;
-            }
-        }
-        refresh(&state, &graph, &id).await?;
-        return Ok(Json(load(&state, &owner, &id).await?));
-    }
-    Ok(Json(t))
-}
-
-/// Copy the latest state into the thread row after a state change outside a run.
-async fn refresh(state: &AppRef, graph: &Arc<dyn HostedGraph>, id: &str) -> ApiResult<()> {
-    let snap = graph.get_state(id, None).await?;
-    let mut interrupts = Map::new();
-    let mut any = false;
-    if let Some(tasks) = snap
-        .as_ref()
-        .and_then(|s| s.get("tasks"))
-        .and_then(Value::as_array)
-    {
-        for t in tasks {
-            if let (Some(tid), Some(list)) = (t.get("id").and_then(Value::as_str), t.get("interrupts")) {
-                if list.as_array().is_some_and(|l| !l.is_empty()) {
-                    interrupts.insert(tid.to_owned(), list.clone());
-                    any = true;
-                }
-            }
-        }
-    }
-    let outcome = ThreadOutcome {
-        status: if any {
-            ThreadStatus::Interrupted
-        } else {
-            ThreadStatus::Idle
-        },
-        values: snap.and_then(|s| s.get("values").cloned()),
-        interrupts: Value::Object(interrupts),
-        error: None,
-    };
-    state.db.set_thread_outcome(id, &outcome).await?;
-    Ok(())
+    Ok(Json(threads::create(&state, &owner, new).await?))
 }
 
 #[utoipa::path(get, path = "/threads/{thread_id}", tag = "threads", summary = "Get a thread",
     params(("thread_id" = String, Path, description = "Thread id")), responses((status = 200, body = Thread)))]
 pub(crate) async fn get_one(
     State(state): State<AppRef>,
-    Extension(Owner(owner)): Extension<Owner>,
+    Owner(owner): Owner,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Thread>> {
-    Ok(Json(load(&state, &owner, &id).await?))
+    Ok(Json(threads::load(&state, &owner, &id).await?))
 }
 
 /// `PATCH /threads/{thread_id}`.
 #[derive(Deserialize, Default, utoipa::ToSchema)]
 pub(crate) struct PatchBody {
+    /// Metadata merged into the thread's.
     #[serde(default)]
     metadata: Option<Map<String, Value>>,
+    /// Time to live: minutes, or `{"strategy": "delete", "ttl": minutes}`.
     ttl: Option<Value>,
 }
 
@@ -181,17 +128,13 @@ pub(crate) struct PatchBody {
     responses((status = 200, body = Thread), (status = 204, description = "With `Prefer: return=minimal`")))]
 pub(crate) async fn patch(
     State(state): State<AppRef>,
-    Extension(Owner(owner)): Extension<Owner>,
+    Owner(owner): Owner,
     Path(id): Path<String>,
     headers: HeaderMap,
-    body: Bytes,
+    Body(b): Body<PatchBody>,
 ) -> ApiResult<Response> {
-    let b: PatchBody = parse_body(&body)?;
-    let t = state
-        .db
-        .patch_thread(&owner, &id, b.metadata.as_ref(), ttl_value(b.ttl)?)
-        .await?
-        .ok_or_else(|| ApiError::not_found(format!("thread {id}")))?;
+    let ttl = ttl_value(b.ttl)?;
+    let t = threads::patch(&state, &owner, &id, b.metadata.as_ref(), ttl).await?;
     // `Prefer: return=minimal` (the SDK's `return_minimal=True`): no body.
     let minimal = headers
         .get_all("prefer")
@@ -208,13 +151,10 @@ pub(crate) async fn patch(
     params(("thread_id" = String, Path, description = "Thread id")), responses((status = 200, description = "Deleted", body = Object)))]
 pub(crate) async fn delete(
     State(state): State<AppRef>,
-    Extension(Owner(owner)): Extension<Owner>,
+    Owner(owner): Owner,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Value>> {
-    load(&state, &owner, &id).await?;
-    state.cancel_local_thread(&id, crate::models::CancelAction::Interrupt);
-    state.db.delete_thread(&owner, &id).await?;
-    state.checkpointer.delete_thread(&id).await?;
+    threads::delete(&state, &owner, &id).await?;
     Ok(Json(json!({})))
 }
 
@@ -236,7 +176,7 @@ pub(crate) struct SearchBody {
 }
 
 fn query(b: SearchBody) -> ApiResult<ThreadQuery> {
-    let (limit, offset) = page(b.limit, b.offset)?;
+    let (limit, offset) = crate::service::page(b.limit, b.offset)?;
     let status = match b.status.as_deref() {
         None => None,
         Some(s) => Some(
@@ -266,49 +206,36 @@ fn query(b: SearchBody) -> ApiResult<ThreadQuery> {
     responses((status = 200, body = Vec<Thread>, headers(("x-pagination-total" = i64), ("x-pagination-next" = i64)))))]
 pub(crate) async fn search(
     State(state): State<AppRef>,
-    Extension(Owner(owner)): Extension<Owner>,
-    body: Bytes,
+    Owner(owner): Owner,
+    Body(mut b): Body<SearchBody>,
 ) -> ApiResult<Response> {
-    let mut b: SearchBody = parse_body(&body)?;
     let select = b.select.take().unwrap_or_default();
     let q = query(b)?;
-    let (list, total) = state.db.search_threads(&owner, &q).await?;
-    super::page_response(&list, total, q.offset, &select)
+    let (list, total) = threads::search(&state, &owner, &q).await?;
+    page_response(&list, total, q.offset, &select)
 }
 
 #[utoipa::path(post, path = "/threads/count", tag = "threads", summary = "Count threads",
     request_body = SearchBody, responses((status = 200, body = i64)))]
 pub(crate) async fn count(
     State(state): State<AppRef>,
-    Extension(Owner(owner)): Extension<Owner>,
-    body: Bytes,
+    Owner(owner): Owner,
+    Body(mut b): Body<SearchBody>,
 ) -> ApiResult<Json<i64>> {
-    let mut b: SearchBody = parse_body(&body)?;
     b.limit = Some(1);
     b.offset = Some(0);
     let q = query(b)?;
-    Ok(Json(state.db.search_threads(&owner, &q).await?.1))
+    Ok(Json(threads::search(&state, &owner, &q).await?.1))
 }
 
 #[utoipa::path(post, path = "/threads/{thread_id}/copy", tag = "threads", summary = "Copy a thread with its checkpoints",
     params(("thread_id" = String, Path, description = "Thread id")), responses((status = 200, body = Thread)))]
 pub(crate) async fn copy(
     State(state): State<AppRef>,
-    Extension(Owner(owner)): Extension<Owner>,
+    Owner(owner): Owner,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Thread>> {
-    let src = load(&state, &owner, &id).await?;
-    let new_id = uuid::Uuid::now_v7().to_string();
-    let mut t = new_thread(new_id.clone(), src.metadata.clone(), src.ttl.clone());
-    t.values = src.values.clone();
-    t.status = match src.status {
-        ThreadStatus::Busy => ThreadStatus::Idle,
-        s => s,
-    };
-    t.interrupts = src.interrupts.clone();
-    let t = state.db.create_thread(&owner, &t).await?;
-    state.checkpointer.copy_thread(&id, &new_id).await?;
-    Ok(Json(t))
+    Ok(Json(threads::copy(&state, &owner, &id).await?))
 }
 
 /// `POST /threads/prune`.
@@ -322,10 +249,9 @@ pub(crate) struct PruneBody {
     request_body = PruneBody, responses((status = 200, description = "`{pruned_count}`", body = Object)))]
 pub(crate) async fn prune(
     State(state): State<AppRef>,
-    Extension(Owner(owner)): Extension<Owner>,
-    body: Bytes,
+    Owner(owner): Owner,
+    Body(b): Body<PruneBody>,
 ) -> ApiResult<Json<Value>> {
-    let b: PruneBody = parse_body(&body)?;
     match b.strategy.as_deref() {
         None | Some("delete") => {}
         Some(s) => {
@@ -334,49 +260,18 @@ pub(crate) async fn prune(
             )))
         }
     }
-    let mut pruned = 0;
-    for id in &b.thread_ids {
-        if state.db.get_thread(&owner, id).await?.is_some() {
-            state.cancel_local_thread(id, crate::models::CancelAction::Interrupt);
-            state.db.delete_thread(&owner, id).await?;
-            state.checkpointer.delete_thread(id).await?;
-            pruned += 1;
-        }
-    }
+    let pruned = threads::prune(&state, &owner, &b.thread_ids).await?;
     Ok(Json(json!({ "pruned_count": pruned })))
-}
-
-fn empty_state() -> Value {
-    json!({
-        "values": {}, "next": [], "tasks": [], "checkpoint": null, "metadata": null,
-        "created_at": null, "parent_checkpoint": null, "interrupts": [],
-    })
-}
-
-async fn state_of(state: &AppRef, owner: &str, id: &str, checkpoint: Option<&str>) -> ApiResult<Value> {
-    let t = load(state, owner, id).await?;
-    let Some(graph) = graph_of(state, &t) else {
-        return if checkpoint.is_some() {
-            Err(ApiError::not_found(format!("checkpoint of thread {id}")))
-        } else {
-            Ok(empty_state())
-        };
-    };
-    match graph.get_state(id, checkpoint).await? {
-        Some(s) => Ok(s),
-        None if checkpoint.is_some() => Err(ApiError::not_found(format!("checkpoint of thread {id}"))),
-        None => Ok(empty_state()),
-    }
 }
 
 #[utoipa::path(get, path = "/threads/{thread_id}/state", tag = "threads", summary = "The thread's latest state",
     params(("thread_id" = String, Path, description = "Thread id")), responses((status = 200, description = "A `ThreadState`: values, next, tasks, checkpoint, metadata, interrupts", body = Object)))]
 pub(crate) async fn get_state(
     State(state): State<AppRef>,
-    Extension(Owner(owner)): Extension<Owner>,
+    Owner(owner): Owner,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Value>> {
-    Ok(Json(state_of(&state, &owner, &id, None).await?))
+    Ok(Json(threads::state_at(&state, &owner, &id, None).await?))
 }
 
 #[utoipa::path(get, path = "/threads/{thread_id}/state/{checkpoint_id}", tag = "threads", summary = "The thread's state at a checkpoint",
@@ -384,10 +279,12 @@ pub(crate) async fn get_state(
     responses((status = 200, description = "A `ThreadState`", body = Object)))]
 pub(crate) async fn state_at(
     State(state): State<AppRef>,
-    Extension(Owner(owner)): Extension<Owner>,
+    Owner(owner): Owner,
     Path((id, checkpoint_id)): Path<(String, String)>,
 ) -> ApiResult<Json<Value>> {
-    Ok(Json(state_of(&state, &owner, &id, Some(&checkpoint_id)).await?))
+    Ok(Json(
+        threads::state_at(&state, &owner, &id, Some(&checkpoint_id)).await?,
+    ))
 }
 
 /// A checkpoint id given as text or as `{"checkpoint_id": ...}` (or a config with
@@ -417,13 +314,12 @@ pub(crate) struct StateAtBody {
     params(("thread_id" = String, Path, description = "Thread id")), request_body = StateAtBody, responses((status = 200, description = "A `ThreadState`", body = Object)))]
 pub(crate) async fn state_at_body(
     State(state): State<AppRef>,
-    Extension(Owner(owner)): Extension<Owner>,
+    Owner(owner): Owner,
     Path(id): Path<String>,
-    body: Bytes,
+    Body(b): Body<StateAtBody>,
 ) -> ApiResult<Json<Value>> {
-    let b: StateAtBody = parse_body(&body)?;
     let cp = checkpoint_id_of(b.checkpoint.as_ref());
-    Ok(Json(state_of(&state, &owner, &id, cp.as_deref()).await?))
+    Ok(Json(threads::state_at(&state, &owner, &id, cp.as_deref()).await?))
 }
 
 /// `POST /threads/{thread_id}/state`.
@@ -440,28 +336,16 @@ pub(crate) struct UpdateBody {
     responses((status = 200, description = "`{checkpoint}`: the new checkpoint", body = Object), (status = 409, description = "The thread is busy", body = ErrorBody)))]
 pub(crate) async fn update_state(
     State(state): State<AppRef>,
-    Extension(Owner(owner)): Extension<Owner>,
+    Owner(owner): Owner,
     Path(id): Path<String>,
-    body: Bytes,
+    Body(b): Body<UpdateBody>,
 ) -> ApiResult<Json<Value>> {
-    let b: UpdateBody = parse_body(&body)?;
-    let t = load(&state, &owner, &id).await?;
-    if t.status == ThreadStatus::Busy {
-        return Err(ApiError::conflict(format!("thread {id} is busy with a run")));
-    }
-    let graph = graph_of(&state, &t).ok_or_else(|| {
-        ApiError::invalid(format!(
-            "thread {id} has no graph yet: run it once, or create it with metadata.graph_id"
-        ))
-    })?;
     let cp = b
         .checkpoint_id
         .or_else(|| checkpoint_id_of(b.checkpoint.as_ref()));
     let values = b.values.filter(|v| !v.is_null());
-    let saved = graph
-        .update_state(&id, cp.as_deref(), values, b.as_node.as_deref())
-        .await?;
-    refresh(&state, &graph, &id).await?;
+    let saved =
+        threads::update_state(&state, &owner, &id, cp.as_deref(), values, b.as_node.as_deref()).await?;
     Ok(Json(json!({
         "checkpoint": {
             "thread_id": saved.thread_id,
@@ -480,31 +364,16 @@ pub(crate) struct HistoryParams {
     before: Option<String>,
 }
 
-async fn history(
-    state: &AppRef,
-    owner: &str,
-    id: &str,
-    limit: Option<usize>,
-    before: Option<String>,
-    metadata: Map<String, Value>,
-) -> ApiResult<Json<Vec<Value>>> {
-    let t = load(state, owner, id).await?;
-    let Some(graph) = graph_of(state, &t) else {
-        return Ok(Json(Vec::new()));
-    };
-    let limit = limit.unwrap_or(10).clamp(1, 1000);
-    Ok(Json(graph.history(id, metadata, before, Some(limit)).await?))
-}
-
 #[utoipa::path(get, path = "/threads/{thread_id}/history", tag = "threads", summary = "Checkpoint history, newest first",
     params(("thread_id" = String, Path, description = "Thread id"), HistoryParams), responses((status = 200, description = "`ThreadState`s", body = Vec<Object>)))]
 pub(crate) async fn history_get(
     State(state): State<AppRef>,
-    Extension(Owner(owner)): Extension<Owner>,
+    Owner(owner): Owner,
     Path(id): Path<String>,
     Query(p): Query<HistoryParams>,
 ) -> ApiResult<Json<Vec<Value>>> {
-    history(&state, &owner, &id, p.limit, p.before, Map::new()).await
+    let states = threads::history(&state, &owner, &id, p.limit, p.before, Map::new()).await?;
+    Ok(Json(states))
 }
 
 /// `POST /threads/{thread_id}/history`.
@@ -525,12 +394,14 @@ pub(crate) struct HistoryBody {
     params(("thread_id" = String, Path, description = "Thread id")), request_body = HistoryBody, responses((status = 200, description = "`ThreadState`s", body = Vec<Object>)))]
 pub(crate) async fn history_post(
     State(state): State<AppRef>,
-    Extension(Owner(owner)): Extension<Owner>,
+    Owner(owner): Owner,
     Path(id): Path<String>,
-    body: Bytes,
+    Body(b): Body<HistoryBody>,
 ) -> ApiResult<Json<Vec<Value>>> {
-    let b: HistoryBody = parse_body(&body)?;
     let limit = b.limit.and_then(|n| usize::try_from(n).ok());
     let before = checkpoint_id_of(b.before.as_ref());
-    history(&state, &owner, &id, limit, before, b.metadata.unwrap_or_default()).await
+    let metadata = b.metadata.unwrap_or_default();
+    Ok(Json(
+        threads::history(&state, &owner, &id, limit, before, metadata).await?,
+    ))
 }

@@ -1,9 +1,9 @@
 //! Run events on the wire: [`JsonRunEvent`]s turned into the server-sent events the
 //! official `langgraph-sdk` clients read.
 //!
-//! A client asks for wire modes (`stream_mode`: `values`, `updates`, `messages`,
-//! `messages-tuple`, `custom`, `events`, `debug`, `tasks`, `checkpoints`);
-//! [`parse_stream_modes`] checks them and [`WireModes::core_modes`] says which core
+//! A client asks for wire modes ([`WireMode`]s in `stream_mode`: `values`, `updates`,
+//! `messages`, `messages-tuple`, `custom`, `events`, `debug`, `tasks`, `checkpoints`);
+//! [`WireModes::from_modes`] collects them and [`WireModes::core_modes`] says which core
 //! [`StreamMode`]s the run must produce for them. A [`WireEncoder`] (one per run) turns each
 //! event of the run into zero or more `(event name, data)` pairs, and [`sse_frame`] writes
 //! one pair as an SSE frame.
@@ -27,6 +27,10 @@
 //! - A failed run ends with `error` `{"error": <error type>, "message": …}`; a run that
 //!   ends well adds nothing (the stream just closes).
 
+mod modes;
+
+pub use modes::{parse_stream_modes, WireMode, WireModes};
+
 use crate::hosted::{JsonRunEvent, JsonRunOutput};
 use graphloom_core::{Error, StreamMode};
 use serde_json::{json, Map, Value};
@@ -34,81 +38,6 @@ use std::collections::HashMap;
 
 /// The comment line sent every few seconds to keep an SSE connection open.
 pub const HEARTBEAT: &str = ": heartbeat\r\n\r\n";
-
-/// The wire stream modes a client asked for.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct WireModes {
-    /// `values`: the whole state after each step.
-    pub values: bool,
-    /// `updates`: each node's update, and interrupts.
-    pub updates: bool,
-    /// `messages`: accumulated messages (`messages/metadata|partial|complete`).
-    pub messages: bool,
-    /// `messages-tuple`: raw `[chunk, metadata]` pairs as event `messages`.
-    pub messages_tuple: bool,
-    /// `custom`: what nodes write with the stream writer.
-    pub custom: bool,
-    /// `events`: `astream_events` v2-like dictionaries.
-    pub events: bool,
-    /// `debug`: checkpoints and tasks wrapped with step and type.
-    pub debug: bool,
-    /// `tasks`: task starts and results.
-    pub tasks: bool,
-    /// `checkpoints`: each checkpoint as it is created.
-    pub checkpoints: bool,
-}
-
-/// Parse a request's `stream_mode` list. No modes means `["values"]` (LangGraph's
-/// default). An unknown mode is an error carrying its name.
-pub fn parse_stream_modes(modes: &[String]) -> Result<WireModes, String> {
-    let mut m = WireModes::default();
-    if modes.is_empty() {
-        m.values = true;
-        return Ok(m);
-    }
-    for mode in modes {
-        match mode.as_str() {
-            "values" => m.values = true,
-            "updates" => m.updates = true,
-            "messages" => m.messages = true,
-            "messages-tuple" => m.messages_tuple = true,
-            "custom" => m.custom = true,
-            "events" => m.events = true,
-            "debug" => m.debug = true,
-            "tasks" => m.tasks = true,
-            "checkpoints" => m.checkpoints = true,
-            other => return Err(other.to_owned()),
-        }
-    }
-    Ok(m)
-}
-
-impl WireModes {
-    /// The core stream modes a run must produce for these wire modes: `messages` and
-    /// `messages-tuple` need [`StreamMode::Messages`]; `events` needs tasks, messages and
-    /// custom parts; [`StreamMode::Updates`] is always included because interrupts
-    /// arrive through it.
-    #[must_use]
-    pub fn core_modes(&self) -> Vec<StreamMode> {
-        let mut out = Vec::new();
-        let mut add = |on: bool, m: StreamMode| {
-            if on && !out.contains(&m) {
-                out.push(m);
-            }
-        };
-        add(self.values, StreamMode::Values);
-        add(true, StreamMode::Updates);
-        add(
-            self.messages || self.messages_tuple || self.events,
-            StreamMode::Messages,
-        );
-        add(self.custom || self.events, StreamMode::Custom);
-        add(self.tasks || self.events, StreamMode::Tasks);
-        add(self.checkpoints, StreamMode::Checkpoints);
-        add(self.debug, StreamMode::Debug);
-        out
-    }
-}
 
 /// The type name an error is reported under in `error` events and `__error__` bodies,
 /// after LangGraph's exception classes where one fits.

@@ -1,0 +1,36 @@
+//! The server's operations, between the HTTP edge ([`crate::api`], which only translates
+//! HTTP) and storage, graphs and workers: what a request asks for, checked against the
+//! resources it names and carried out.
+//!
+//! | module | owns |
+//! |---|---|
+//! | [`assistants`] | resolving an assistant id (or a graph id), assistant CRUD, versions, schemas |
+//! | [`threads`] | loading a thread of an owner, thread CRUD, copy, prune, state and history |
+//! | [`runs`] | enqueueing a run (claimed at creation when a worker slot is free), finding, listing, cancelling, waiting for a run's end and following its events |
+//! | [`store`] | the store as an owner sees it (under the owner's hidden label) |
+//! | [`system`] | the graphs served, the metrics |
+//!
+//! Services take the shared [`AppState`](crate::state::AppState) and the owner the request
+//! acts for, and answer [`ApiError`](crate::error)s (a typed status and detail;
+//! internal causes are logged, never answered).
+
+pub(crate) mod assistants;
+pub(crate) mod runs;
+pub(crate) mod store;
+pub(crate) mod system;
+pub(crate) mod threads;
+
+use crate::error::{ApiError, ApiResult};
+
+/// Largest page a search or list returns.
+pub(crate) const MAX_PAGE: i64 = 1000;
+
+/// A page of a search: `limit` (1 to [`MAX_PAGE`], default 10) and `offset` (0 or more).
+pub(crate) fn page(limit: Option<i64>, offset: Option<i64>) -> ApiResult<(i64, i64)> {
+    let limit = limit.unwrap_or(10);
+    let offset = offset.unwrap_or(0);
+    if !(1..=MAX_PAGE).contains(&limit) || offset < 0 {
+        return Err(ApiError::invalid("limit must be 1..=1000 and offset >= 0"));
+    }
+    Ok((limit, offset))
+}

@@ -1,0 +1,98 @@
+//! [`AppState`]: what the HTTP handlers, the services and the workers share.
+
+use crate::broker::Broker;
+use crate::config::ServerConfig;
+use crate::db::file_lock::FileLock;
+use crate::db::Db;
+use crate::hosted::HostedGraph;
+use crate::metrics::Metrics;
+use crate::models::CancelAction;
+use graphloom_core::checkpoint::DynCheckpointer;
+use graphloom_core::store::DynStore;
+use graphloom_core::CancelToken;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use tokio::sync::{watch, Notify, Semaphore};
+
+/// The shared state, as handlers and services hold it.
+pub(crate) type AppRef = Arc<AppState>;
+
+/// A run executing in this process.
+pub(crate) struct LocalRun {
+    pub thread_id: String,
+    pub token: CancelToken,
+    pub action: Mutex<Option<CancelAction>>,
+}
+
+impl LocalRun {
+    /// Stop the run, telling its worker why.
+    pub(crate) fn cancel(&self, action: CancelAction) {
+        *self.action.lock().unwrap_or_else(PoisonError::into_inner) = Some(action);
+        self.token.cancel();
+    }
+
+    /// Why the run was cancelled, if it was.
+    pub(crate) fn action(&self) -> Option<CancelAction> {
+        *self.action.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Shared state of handlers and workers.
+pub struct AppState {
+    pub(crate) db: Arc<dyn Db>,
+    pub(crate) graphs: BTreeMap<String, Arc<dyn HostedGraph>>,
+    pub(crate) checkpointer: Arc<dyn DynCheckpointer>,
+    pub(crate) store: Arc<dyn DynStore>,
+    pub(crate) broker: Broker,
+    pub(crate) metrics: Metrics,
+    pub(crate) config: ServerConfig,
+    pub(crate) worker_id: String,
+    pub(crate) wake: Notify,
+    /// Execution slots of this process's worker pool (set when the workers start).
+    pub(crate) slots: OnceLock<Arc<Semaphore>>,
+    pub(crate) local: Mutex<HashMap<String, Arc<LocalRun>>>,
+    pub(crate) shutdown: watch::Sender<bool>,
+    pub(crate) validators: BTreeMap<String, Arc<jsonschema::Validator>>,
+    /// The OpenAPI document, generated when the router is built.
+    pub(crate) openapi: OnceLock<serde_json::Value>,
+    /// The SQLite file's lock (none on PostgreSQL), released when `Server::serve` is
+    /// done or the state is dropped.
+    pub(crate) file_lock: Mutex<Option<FileLock>>,
+}
+
+impl AppState {
+    /// Ask a run executing here to stop now.
+    pub(crate) fn cancel_local(&self, run_id: &str, action: CancelAction) -> bool {
+        let run = self.local_runs().get(run_id).cloned();
+        match run {
+            Some(r) => {
+                r.cancel(action);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Stop every run of a thread executing here.
+    pub(crate) fn cancel_local_thread(&self, thread_id: &str, action: CancelAction) {
+        let ids: Vec<String> = self
+            .local_runs()
+            .iter()
+            .filter(|(_, r)| r.thread_id == thread_id)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in ids {
+            self.cancel_local(&id, action);
+        }
+    }
+
+    /// The runs executing in this process, by run id.
+    pub(crate) fn local_runs(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<LocalRun>>> {
+        self.local.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether a graceful shutdown has begun.
+    pub(crate) fn shutting_down(&self) -> bool {
+        *self.shutdown.borrow()
+    }
+}

@@ -1,0 +1,281 @@
+//! The end of a run: handed back to the queue when a shutdown stopped it, else its status
+//! and its thread's outcome recorded (with the run's last checkpoint when that already
+//! happened), a rolled-back run's checkpoints deleted, a temporary thread dropped, the
+//! metrics counted and the readers given the end.
+
+use super::execution::RunExecution;
+use super::sink::EventSink;
+use crate::db::{DbResult, ThreadOutcome};
+use crate::hosted::JsonRunOutput;
+use crate::metrics::StatusLabel;
+use crate::models::{CancelAction, Run, RunStatus, ThreadStatus};
+use crate::state::AppState;
+use crate::wire;
+use graphloom_core::{Completion, CompletionHook};
+use serde_json::{json, Map, Value};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// How a run's stream ended.
+pub(super) struct Ended {
+    /// The graph's result (`Cancelled` when the stream ended without one).
+    pub result: Result<JsonRunOutput, graphloom_core::Error>,
+    /// Why the run was cancelled, when a cancel or a heartbeat's cancel stopped it.
+    pub action: Option<CancelAction>,
+    /// Set when the completion hook recorded `success` with the last checkpoint.
+    pub recorded_early: Arc<AtomicBool>,
+    /// When the stream began.
+    pub started: Instant,
+}
+
+impl Ended {
+    fn cancelled(&self) -> bool {
+        matches!(self.result, Err(graphloom_core::Error::Cancelled))
+    }
+
+    fn rollback(&self) -> bool {
+        self.cancelled() && self.action == Some(CancelAction::Rollback)
+    }
+
+    /// The run's status, and its thread's (before a rollback's correction).
+    fn statuses(&self) -> (RunStatus, ThreadStatus) {
+        match &self.result {
+            Ok(out) if out.interrupted => (RunStatus::Interrupted, ThreadStatus::Interrupted),
+            Ok(_) => (RunStatus::Success, ThreadStatus::Idle),
+            Err(graphloom_core::Error::Cancelled) => (RunStatus::Interrupted, ThreadStatus::Idle),
+            Err(graphloom_core::Error::RunTimeout { .. }) => (RunStatus::Timeout, ThreadStatus::Error),
+            Err(_) => (RunStatus::Error, ThreadStatus::Error),
+        }
+    }
+}
+
+/// End the run (see the module docs).
+pub(super) async fn finish(mut exec: RunExecution, ended: Ended) {
+    if ended.cancelled() && ended.action.is_none() {
+        hand_back(&exec).await;
+        return;
+    }
+    // Every event stored before the run's end is: a joiner elsewhere that sees the run
+    // ended has then read all of them.
+    exec.sink.flush().await;
+    let (status, _) = ended.statuses();
+    if let (Err(e), false) = (&ended.result, ended.cancelled()) {
+        let span = tracing::Span::current();
+        span.record("otel.status_code", "ERROR");
+        span.record("otel.status_description", tracing::field::display(e));
+    }
+    if ended.rollback() {
+        // Rolled back: what the run checkpointed goes, the thread is where the run found it.
+        let (thread_id, run_id) = (&exec.run.thread_id, exec.run_id());
+        if let Err(e) = exec.state.checkpointer.delete_run(thread_id, run_id).await {
+            tracing::warn!(run_id = %run_id, error = %e, "deleting the rolled-back run's checkpoints failed");
+        }
+    }
+    let outcome = thread_outcome(&exec, &ended).await;
+    match record(&exec, &ended, status, &outcome).await {
+        Ok(true) => {}
+        Ok(false) => {
+            tracing::warn!(run_id = %exec.run_id(), "run was taken over before it finished; outcome dropped");
+            return;
+        }
+        Err(e) => tracing::warn!(run_id = %exec.run_id(), error = %e, "recording the run's outcome failed"),
+    }
+    close(&exec, &ended, status).await;
+}
+
+/// Stopped by shutdown: hand the run back to the queue; it continues from its checkpoint
+/// on another worker or after restart.
+async fn hand_back(exec: &RunExecution) {
+    let state = &exec.state;
+    let _ = state
+        .db
+        .finish_run(exec.run_id(), &state.worker_id, RunStatus::Pending)
+        .await;
+    let _ = state
+        .db
+        .set_thread_status(&exec.run.thread_id, ThreadStatus::Busy)
+        .await;
+}
+
+/// What the run's end writes to its thread: its status, its copy of the state, and its
+/// pending interrupts by task id. A run that ended well hands back its values; otherwise
+/// the latest checkpoint says where it stopped.
+async fn thread_outcome(exec: &RunExecution, ended: &Ended) -> ThreadOutcome {
+    let (values, interrupts) = match &ended.result {
+        Ok(out) if !out.interrupted => (Some(out.values.clone()), Map::new()),
+        _ if exec.kwargs.temporary => (None, Map::new()),
+        _ => latest_state(exec).await,
+    };
+    let (_, thread_status) = ended.statuses();
+    let status = if ended.rollback() && !interrupts.is_empty() {
+        // Back at an interrupt the run had resumed from.
+        ThreadStatus::Interrupted
+    } else {
+        thread_status
+    };
+    ThreadOutcome {
+        status,
+        values,
+        interrupts: Value::Object(interrupts),
+        error: match &ended.result {
+            Err(e) if !ended.cancelled() => Some(json!(e.to_string())),
+            _ => None,
+        },
+    }
+}
+
+/// The values and pending interrupts (by task id) of the thread's latest checkpoint.
+async fn latest_state(exec: &RunExecution) -> (Option<Value>, Map<String, Value>) {
+    let snapshot = exec
+        .graph
+        .get_state(&exec.run.thread_id, None)
+        .await
+        .ok()
+        .flatten();
+    let mut interrupts = Map::new();
+    let tasks = snapshot
+        .as_ref()
+        .and_then(|s| s.get("tasks"))
+        .and_then(Value::as_array);
+    for t in tasks.into_iter().flatten() {
+        let id = t.get("id").and_then(Value::as_str);
+        if let (Some(id), Some(list)) = (id, t.get("interrupts").and_then(Value::as_array)) {
+            if !list.is_empty() {
+                interrupts.insert(id.to_owned(), Value::Array(list.clone()));
+            }
+        }
+    }
+    let values = snapshot.and_then(|mut s| s.get_mut("values").map(Value::take));
+    (values, interrupts)
+}
+
+/// Record the run's status and its thread's outcome; `false` when the run was taken over
+/// (its lease lost) and nothing was written.
+async fn record(
+    exec: &RunExecution,
+    ended: &Ended,
+    status: RunStatus,
+    outcome: &ThreadOutcome,
+) -> DbResult<bool> {
+    let (db, worker) = (&exec.state.db, &exec.state.worker_id);
+    let (run_id, thread_id) = (exec.run_id(), exec.run.thread_id.as_str());
+    if ended.recorded_early.load(Ordering::SeqCst) && status == RunStatus::Success && !ended.rollback() {
+        Ok(true)
+    } else if ended.rollback() {
+        let _ = db.delete_run(&exec.kwargs.owner, thread_id, run_id).await;
+        db.set_thread_outcome(thread_id, outcome).await.map(|()| true)
+    } else if exec.kwargs.temporary {
+        db.finish_run(run_id, worker, status).await
+    } else {
+        db.finish_run_with_outcome(run_id, worker, status, thread_id, outcome)
+            .await
+    }
+}
+
+/// After the record: drop a temporary thread, count the run, give its readers the end.
+async fn close(exec: &RunExecution, ended: &Ended, status: RunStatus) {
+    let state = &exec.state;
+    if exec.kwargs.temporary {
+        let _ = state.checkpointer.delete_thread(&exec.run.thread_id).await;
+        let _ = state.db.delete_thread_any(&exec.run.thread_id).await;
+    }
+    state
+        .metrics
+        .runs_finished
+        .get_or_create(&StatusLabel {
+            status: status.as_str().into(),
+        })
+        .inc();
+    state
+        .metrics
+        .run_seconds
+        .observe(ended.started.elapsed().as_secs_f64());
+    let body = wire::wait_body(&ended.result);
+    if exec.kwargs.stream_resumable {
+        state.broker.finish(exec.run_id(), body);
+    } else {
+        state.broker.finish_unreplayable(exec.run_id(), body);
+    }
+}
+
+/// End a run that cannot start here (its request does not read, or its graph is not
+/// registered): an `error` event, status `error`.
+pub(super) async fn refuse(state: &Arc<AppState>, run_id: &str, sink: &mut EventSink, err: Value) {
+    sink.push("error".into(), err.clone());
+    sink.flush().await;
+    let _ = state
+        .db
+        .finish_run(run_id, &state.worker_id, RunStatus::Error)
+        .await;
+    state.broker.finish(run_id, json!({"__error__": err}));
+}
+
+/// End a run whose execution panicked here: the run and its thread are marked failed (a
+/// stateless run's temporary thread is deleted, as when it ends), and its readers get an
+/// `error` event and the end (instead of waiting for ever).
+pub(super) async fn abandon(
+    state: &Arc<AppState>,
+    run_id: &str,
+    thread_id: &str,
+    temporary: bool,
+    panic: &str,
+) {
+    tracing::error!(run_id, panic, "executing a run panicked");
+    state.local_runs().remove(run_id);
+    let err = json!({"error": "InternalError", "message": "the run failed on the server"});
+    let outcome = ThreadOutcome {
+        status: ThreadStatus::Error,
+        values: None,
+        interrupts: Value::Object(Map::new()),
+        error: Some(json!("the run failed on the server")),
+    };
+    if let Err(e) = state
+        .db
+        .finish_run_with_outcome(run_id, &state.worker_id, RunStatus::Error, thread_id, &outcome)
+        .await
+    {
+        tracing::warn!(run_id, error = %e, "recording a panicked run's end failed");
+    }
+    if temporary {
+        let _ = state.checkpointer.delete_thread(thread_id).await;
+        let _ = state.db.delete_thread_any(thread_id).await;
+    }
+    state.broker.push(run_id, "error".into(), err.clone());
+    state.broker.finish(run_id, json!({"__error__": err}));
+}
+
+/// The completion hook of a run: records `success` and the final values with the run's
+/// last checkpoint (see [`crate::db::Db::finish_run_at_checkpoint`]) and notes in
+/// `recorded` whether it did; when it did not, the worker records the outcome as usual.
+pub(super) fn completion_hook(state: &Arc<AppState>, run: &Run, recorded: Arc<AtomicBool>) -> CompletionHook {
+    let state = Arc::clone(state);
+    let (run_id, thread_id) = (run.run_id.clone(), run.thread_id.clone());
+    CompletionHook::new(move |c: Completion| {
+        let (state, run_id, thread_id, recorded) = (
+            Arc::clone(&state),
+            run_id.clone(),
+            thread_id.clone(),
+            Arc::clone(&recorded),
+        );
+        async move {
+            let (Some(checkpoint), Ok(values)) = (c.checkpoint_id, c.values.to_json()) else {
+                return;
+            };
+            let outcome = ThreadOutcome {
+                status: ThreadStatus::Idle,
+                values: Some(values),
+                interrupts: Value::Object(Map::new()),
+                error: None,
+            };
+            let done = state
+                .db
+                .finish_run_at_checkpoint(&run_id, &state.worker_id, &thread_id, &outcome, &checkpoint)
+                .await;
+            if let Err(e) = &done {
+                tracing::warn!(run_id = %run_id, error = %e, "recording the run's outcome with its checkpoint failed");
+            }
+            recorded.store(done.unwrap_or(false), Ordering::SeqCst);
+        }
+    })
+}

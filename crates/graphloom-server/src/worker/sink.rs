@@ -1,0 +1,89 @@
+//! Where a run's events go: this process's broker, and for a `stream_resumable` run also
+//! the database, so a client of another replica (or of this server after a restart) can
+//! replay them. Database writes are batched by a task of their own, off the run's path.
+
+use crate::broker::RunEventRecord;
+use crate::state::AppState;
+use serde_json::Value;
+use std::sync::Arc;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+/// Most events stored in one write.
+const BATCH: usize = 256;
+
+/// The event sink of one run.
+pub(super) struct EventSink {
+    state: Arc<AppState>,
+    run_id: String,
+    tx: Option<mpsc::UnboundedSender<RunEventRecord>>,
+    writer: Option<JoinHandle<()>>,
+}
+
+impl EventSink {
+    /// The sink of run `run_id`; `resumable`: its events are stored too.
+    pub(super) async fn start(state: &Arc<AppState>, run_id: &str, resumable: bool) -> Self {
+        let mut sink = Self {
+            state: Arc::clone(state),
+            run_id: run_id.to_owned(),
+            tx: None,
+            writer: None,
+        };
+        if !resumable {
+            return sink;
+        }
+        if state.broker.len(run_id) == 0 {
+            // A fresh log here (first attempt, or taken over from another process): the
+            // stored one starts again with it.
+            if let Err(e) = state.db.delete_run_events(run_id).await {
+                tracing::warn!(run_id, error = %e, "clearing a run's stored events failed");
+            }
+        }
+        let (tx, rx) = mpsc::unbounded_channel::<RunEventRecord>();
+        sink.writer = Some(tokio::spawn(store_events(
+            Arc::clone(state),
+            run_id.to_owned(),
+            rx,
+        )));
+        sink.tx = Some(tx);
+        sink
+    }
+
+    /// Emit one event.
+    pub(super) fn push(&self, event: String, data: Value) {
+        let broker = &self.state.broker;
+        if let Some(tx) = &self.tx {
+            let id = broker.len(&self.run_id);
+            let _ = tx.send(RunEventRecord {
+                id,
+                event: event.clone(),
+                data: data.clone(),
+            });
+        }
+        broker.push(&self.run_id, event, data);
+    }
+
+    /// Wait until every event is stored.
+    pub(super) async fn flush(&mut self) {
+        self.tx = None;
+        if let Some(w) = self.writer.take() {
+            let _ = w.await;
+        }
+    }
+}
+
+/// Store a run's events as they come, in batches.
+async fn store_events(state: Arc<AppState>, run_id: String, mut rx: mpsc::UnboundedReceiver<RunEventRecord>) {
+    while let Some(first) = rx.recv().await {
+        let mut batch = vec![first];
+        while batch.len() < BATCH {
+            match rx.try_recv() {
+                Ok(e) => batch.push(e),
+                Err(_) => break,
+            }
+        }
+        if let Err(e) = state.db.append_run_events(&run_id, batch).await {
+            tracing::warn!(run_id = %run_id, error = %e, "storing a run's events failed");
+        }
+    }
+}

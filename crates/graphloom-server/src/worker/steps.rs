@@ -1,0 +1,238 @@
+//! One run executing on this worker, in named steps: [`claim`] (take up the claimed run:
+//! its log, its event sink, its graph, its cancel token), [`start`] (its graph request),
+//! the watchers ([`Watch`]: heartbeat, shutdown), [`stream`] (the graph's events through
+//! the wire encoder into the sink), then [`finish::finish`]. Each step gets the run's
+//! [`RunExecution`] and what the steps before it produced.
+
+use super::execution::RunExecution;
+use super::finish::{self, Ended};
+use super::sink::EventSink;
+use super::usage::count_usage;
+use super::watch::Watch;
+use crate::hosted::{JsonRunEvent, JsonRunOutput, JsonRunRequest};
+use crate::metrics::NodeLabel;
+use crate::models::ClaimedRun;
+use crate::owner_store::OwnerStore;
+use crate::run::{KwargsError, RunKwargs};
+use crate::state::{AppState, LocalRun};
+use crate::wire::WireEncoder;
+use futures::StreamExt;
+use graphloom_core::{CancelToken, StreamMode, TaskObserver};
+use serde_json::{json, Map, Value};
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// Execute a claimed run inside its trace span. A panic in it ends the run as failed
+/// instead of leaving it running here for ever.
+pub(super) async fn run_claimed(
+    state: &Arc<AppState>,
+    claimed: ClaimedRun,
+    kwargs: Result<RunKwargs, KwargsError>,
+) {
+    let graph_id = kwargs.as_ref().map_or("", |k| k.graph_id.as_str()).to_owned();
+    // The root of a run's trace: node, model and tool spans nest under it.
+    let span = tracing::info_span!(
+        "run",
+        run_id = %claimed.run.run_id,
+        thread_id = %claimed.run.thread_id,
+        assistant_id = %claimed.run.assistant_id,
+        graph_id = graph_id,
+        attempt = claimed.attempt,
+        otel.status_code = tracing::field::Empty,
+        otel.status_description = tracing::field::Empty,
+    );
+    let (run_id, thread_id) = (claimed.run.run_id.clone(), claimed.run.thread_id.clone());
+    let temporary = kwargs.as_ref().is_ok_and(|k| k.temporary);
+    let run = tracing::Instrument::instrument(execute(state, claimed, kwargs), span);
+    if let Err(panic) = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(run)).await {
+        let message = crate::error::panic_message(panic.as_ref()).to_owned();
+        finish::abandon(state, &run_id, &thread_id, temporary, &message).await;
+    }
+}
+
+/// The steps of one run.
+async fn execute(state: &Arc<AppState>, claimed: ClaimedRun, kwargs: Result<RunKwargs, KwargsError>) {
+    let Some(mut exec) = claim(state, claimed, kwargs).await else {
+        return;
+    };
+    let early = Arc::new(AtomicBool::new(false));
+    let req = start(&exec, &early).await;
+    let watch = Watch::start(&exec.state, &exec.run.run_id, &exec.local);
+    let started = Instant::now();
+    let result = stream(&mut exec, req, &watch).await;
+    watch.stop();
+    exec.state.local_runs().remove(&exec.run.run_id);
+    if watch.lost() {
+        tracing::warn!(run_id = %exec.run.run_id, "lease lost; another worker owns the run now");
+        // Streams and waits on this process follow the run through the database now.
+        exec.state.broker.abandon(&exec.run.run_id);
+        return;
+    }
+    let ended = Ended {
+        result: result.unwrap_or(Err(graphloom_core::Error::Cancelled)),
+        action: exec.local.action(),
+        recorded_early: early,
+        started,
+    };
+    finish::finish(exec, ended).await;
+}
+
+/// Take up a claimed run: open its event log and sink, find its graph, register it as
+/// executing here, and announce it (`metadata`). A run whose request does not read or
+/// whose graph is not registered here ends at once with an error.
+async fn claim(
+    state: &Arc<AppState>,
+    claimed: ClaimedRun,
+    kwargs: Result<RunKwargs, KwargsError>,
+) -> Option<RunExecution> {
+    let run_id = claimed.run.run_id.clone();
+    let resumable = kwargs.as_ref().is_ok_and(|k| k.stream_resumable);
+    state.broker.open(&run_id);
+    state.broker.reset(&run_id, resumable);
+    let mut sink = EventSink::start(state, &run_id, resumable).await;
+    let refused = match kwargs {
+        Err(e) => Err(
+            json!({"error": "ValueError", "message": format!("the run's stored request does not read: {e}")}),
+        ),
+        Ok(kwargs) => match state.graphs.get(&kwargs.graph_id).cloned() {
+            Some(graph) => Ok((kwargs, graph)),
+            None => Err(json!({
+                "error": "GraphNotFound",
+                "message": format!("graph `{}` is not registered", kwargs.graph_id),
+            })),
+        },
+    };
+    let (kwargs, graph) = match refused {
+        Ok(found) => found,
+        Err(err) => {
+            finish::refuse(state, &run_id, &mut sink, err).await;
+            return None;
+        }
+    };
+    let local = Arc::new(LocalRun {
+        thread_id: claimed.run.thread_id.clone(),
+        token: CancelToken::new(),
+        action: Mutex::new(None),
+    });
+    state.local_runs().insert(run_id.clone(), Arc::clone(&local));
+    sink.push(
+        "metadata".into(),
+        json!({"run_id": run_id, "attempt": claimed.attempt}),
+    );
+    Some(RunExecution {
+        state: Arc::clone(state),
+        run: claimed.run,
+        attempt: claimed.attempt,
+        kwargs,
+        graph,
+        local,
+        sink,
+    })
+}
+
+/// The graph request of the run: its kwargs' request, the stream modes the run produces,
+/// its timeout, its cancel token, the node timer, the completion hook that records a
+/// completed run with its last checkpoint (`early`), and, with auth on, its owner's store.
+async fn start(exec: &RunExecution, early: &Arc<AtomicBool>) -> JsonRunRequest {
+    let (state, run, kw) = (&exec.state, &exec.run, &exec.kwargs);
+    let mut req = kw.graph_request(&run.run_id, &run.thread_id, started_before(exec).await);
+    req.modes = produced_modes(exec);
+    req.timeout = state.config.run_timeout;
+    req.cancel = Some(exec.local.token.clone());
+    req.on_task_end = Some(node_timer(state, &kw.graph_id));
+    // With auth on, what the graph keeps in its store is its owner's.
+    if !kw.owner.is_empty() {
+        req.store = exec.graph.store().map(|s| OwnerStore::for_owner(&s, &kw.owner));
+    }
+    // A run that completes records its outcome alongside its last checkpoint (one commit
+    // on SQLite instead of two in turn). Not for resumable runs, whose stored events go
+    // first, nor temporary ones, whose thread is deleted after.
+    if !kw.stream_resumable && !kw.temporary {
+        req.on_complete = Some(finish::completion_hook(state, run, Arc::clone(early)));
+    }
+    req
+}
+
+/// Whether a run taken over after a crash (attempt > 1) already checkpointed: it then
+/// continues from its checkpoint instead of applying its input again.
+async fn started_before(exec: &RunExecution) -> bool {
+    if exec.attempt <= 1 {
+        return false;
+    }
+    let mut filter = Map::new();
+    filter.insert("run_id".into(), Value::String(exec.run.run_id.clone()));
+    exec.graph
+        .history(&exec.run.thread_id, filter, None, Some(1))
+        .await
+        .is_ok_and(|h| !h.is_empty())
+}
+
+/// The core modes the run produces: those its wire modes need, and updates, which carry
+/// the models' token usage (nodes are timed by the task observer, not by `tasks` events,
+/// which would serialise each task's whole input).
+fn produced_modes(exec: &RunExecution) -> Vec<StreamMode> {
+    let mut modes = exec.kwargs.wire_modes().core_modes();
+    if !modes.contains(&StreamMode::Updates) {
+        modes.push(StreamMode::Updates);
+    }
+    modes
+}
+
+/// Times each node of graph `graph_id` into the node-duration metric.
+fn node_timer(state: &Arc<AppState>, graph_id: &str) -> TaskObserver {
+    let (state, graph) = (Arc::clone(state), graph_id.to_owned());
+    TaskObserver::new(move |t| {
+        state
+            .metrics
+            .node_seconds
+            .get_or_create(&NodeLabel {
+                graph: graph.clone(),
+                node: t.node.to_owned(),
+            })
+            .observe(t.elapsed.as_secs_f64());
+    })
+}
+
+/// Run the graph, turning its events into wire events for the sink, until its end; `None`
+/// when it ended without one, or the lease was lost before it.
+async fn stream(
+    exec: &mut RunExecution,
+    req: JsonRunRequest,
+    watch: &Watch,
+) -> Option<Result<JsonRunOutput, graphloom_core::Error>> {
+    let wire_modes = exec.kwargs.wire_modes();
+    let requested = wire_modes.core_modes();
+    let mut encoder = WireEncoder::new(
+        wire_modes,
+        json!({
+            "run_id": exec.run.run_id,
+            "thread_id": exec.run.thread_id,
+            "graph_id": exec.kwargs.graph_id,
+            "assistant_id": exec.run.assistant_id,
+        }),
+    );
+    let mut result = None;
+    let mut events = exec.graph.stream(req);
+    while let Some(ev) = events.next().await {
+        match &ev {
+            JsonRunEvent::Part { mode, ns, data } => {
+                if *mode == StreamMode::Updates && ns.is_empty() {
+                    count_usage(&exec.state, data);
+                }
+                if !requested.contains(mode) {
+                    continue;
+                }
+            }
+            JsonRunEvent::End(_) if watch.lost() => break,
+            JsonRunEvent::End(_) => {}
+        }
+        for (name, data) in encoder.encode(&ev) {
+            exec.sink.push(name, data);
+        }
+        if let JsonRunEvent::End(r) = ev {
+            result = Some(r);
+        }
+    }
+    result
+}
