@@ -193,6 +193,12 @@ impl Broker {
         }
     }
 
+    /// Whether a reader or a waiter of this process holds the run's log.
+    #[must_use]
+    pub fn is_held(&self, run_id: &str) -> bool {
+        self.entry(run_id).is_some_and(|e| e.held())
+    }
+
     /// Number of logs held (runs queued or executing here, read, or kept for replay).
     #[must_use]
     pub fn held(&self) -> usize {

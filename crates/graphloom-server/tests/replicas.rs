@@ -316,3 +316,38 @@ async fn a_resumable_run_streams_live_to_a_client_of_another_replica() {
         404
     );
 }
+
+/// `runs/wait` sent to a replica that only serves the API: it opens the run's log, another
+/// replica executes the run, and the wait still ends with the final values.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_wait_on_one_replica_ends_when_another_executes_the_run() {
+    let (url, _guard) = graphloom_postgres::testing::test_database().await;
+    let (a, _stop_a) = stepper_replica(&url, 1).await;
+    let (b, _stop_b) = stepper_replica(&url, 0).await;
+    let http = reqwest::Client::new();
+    for path in ["/runs/wait", "/threads/{t}/runs/wait"] {
+        let t: Value = http
+            .post(format!("{b}/threads"))
+            .json(&json!({}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let path = path.replace("{t}", t["thread_id"].as_str().unwrap());
+        let waited = tokio::time::timeout(
+            Duration::from_secs(30),
+            http.post(format!("{b}{path}"))
+                .json(&json!({"assistant_id": "stepper", "input": {}}))
+                .send(),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("{path} on the API-only replica never answered"))
+        .unwrap();
+        assert_eq!(waited.status().as_u16(), 200, "{path}");
+        let body: Value = waited.json().await.unwrap();
+        assert_eq!(body["n"], 3, "{path}: {body}");
+    }
+    drop(a);
+}

@@ -165,7 +165,7 @@ async fn record(
     } else if ended.rollback() {
         let _ = db.delete_run(&exec.kwargs.owner, thread_id, run_id).await;
         db.set_thread_outcome(thread_id, outcome).await.map(|()| true)
-    } else if exec.kwargs.temporary {
+    } else if exec.kwargs.temporary && !lingers(exec) {
         db.finish_run(run_id, worker, status).await
     } else {
         db.finish_run_with_outcome(run_id, worker, status, thread_id, outcome)
@@ -173,10 +173,24 @@ async fn record(
     }
 }
 
-/// After the record: drop a temporary thread, count the run, give its readers the end.
+/// Whether a temporary thread outlives its run for a while: when nobody in this process
+/// waits for or reads the run, a client of another process (a replica serving the API) may,
+/// and reads its outcome from the thread. The TTL sweeper deletes it a minute later.
+fn lingers(exec: &RunExecution) -> bool {
+    exec.kwargs.temporary && !exec.state.broker.is_held(exec.run_id())
+}
+
+/// After the record: drop a temporary thread (or let it expire, see [`lingers`]), count the
+/// run, give its readers the end.
 async fn close(exec: &RunExecution, ended: &Ended, status: RunStatus) {
     let state = &exec.state;
-    if exec.kwargs.temporary {
+    if lingers(exec) {
+        let ttl = json!({"strategy": "delete", "ttl": 1});
+        let _ = state
+            .db
+            .patch_thread(&exec.kwargs.owner, &exec.run.thread_id, None, Some(ttl))
+            .await;
+    } else if exec.kwargs.temporary {
         let _ = state.checkpointer.delete_thread(&exec.run.thread_id).await;
         let _ = state.db.delete_thread_any(&exec.run.thread_id).await;
     }
