@@ -2,7 +2,8 @@
 
 use crate::broker::Broker;
 use crate::db::file_lock::FileLock;
-use crate::db::{Db, PgDb, SqliteDb};
+pub use crate::db::Database;
+use crate::db::Db;
 use crate::hosted::{GraphDeps, GraphFactory, HostedGraph};
 use crate::metrics::Metrics;
 use crate::models::{now_rfc3339, Assistant, CancelAction};
@@ -14,15 +15,6 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 use tokio::sync::{watch, Notify};
-
-/// Where the server keeps everything (checkpoints, store, assistants, threads, the run queue).
-#[derive(Clone, Debug)]
-pub enum Database {
-    /// One SQLite file (the embedded default).
-    Sqlite(PathBuf),
-    /// A PostgreSQL URL; several server processes may share it.
-    Postgres(String),
-}
 
 /// Server settings.
 #[derive(Clone, Debug)]
@@ -225,49 +217,12 @@ impl ServerBuilder {
     /// If the database cannot be opened or a graph does not compile.
     pub async fn build(self) -> Result<Server, StartError> {
         self.config.validate()?;
-        let mut file_lock = None;
-        let (db, checkpointer, store): (Arc<dyn Db>, Arc<dyn DynCheckpointer>, Arc<dyn DynStore>) =
-            match &self.config.database {
-                Database::Sqlite(path) => {
-                    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                        std::fs::create_dir_all(dir).map_err(|e| StartError(e.to_string()))?;
-                    }
-                    // This process alone executes the file's runs from here on.
-                    file_lock = Some(FileLock::acquire(path).map_err(StartError)?);
-                    // One writer for the checkpoints, the store and the server's tables:
-                    // their commits for concurrent runs are grouped into shared transactions.
-                    let shared = graphloom_sqlite::SqliteDatabase::open(
-                        graphloom_sqlite::SqliteOptions::new(path.clone()),
-                    )
-                    .await
-                    .map_err(|e| StartError(e.to_string()))?;
-                    let saver = shared.saver();
-                    let store = shared.store().await.map_err(|e| StartError(e.to_string()))?;
-                    let db = SqliteDb::new(shared)
-                        .await
-                        .map_err(|e| StartError(e.to_string()))?;
-                    // With the lock held, runs still marked running were left by a process
-                    // that died: the workers take them over at once, not a lease later.
-                    let orphans = db.expire_leases().await.map_err(|e| StartError(e.to_string()))?;
-                    if orphans > 0 {
-                        tracing::info!(
-                            runs = orphans,
-                            "taking over runs left running by a stopped server"
-                        );
-                    }
-                    (Arc::new(db), Arc::new(saver), Arc::new(store))
-                }
-                Database::Postgres(url) => {
-                    let saver = graphloom_postgres::PostgresSaver::connect(url)
-                        .await
-                        .map_err(|e| StartError(e.to_string()))?;
-                    let store = graphloom_postgres::PostgresStore::connect(url)
-                        .await
-                        .map_err(|e| StartError(e.to_string()))?;
-                    let db = PgDb::connect(url).await.map_err(|e| StartError(e.to_string()))?;
-                    (Arc::new(db), Arc::new(saver), Arc::new(store))
-                }
-            };
+        let crate::db::Opened {
+            db,
+            checkpointer,
+            store,
+            file_lock,
+        } = crate::db::open(&self.config.database).await.map_err(StartError)?;
         let deps = GraphDeps {
             checkpointer: Arc::clone(&checkpointer),
             store: Arc::clone(&store),
