@@ -12,8 +12,10 @@
 //! checkpoint and store tables' ([`MIGRATIONS`], component `storage`) and the server's
 //! ([`SERVER_MIGRATIONS`], component `server`), versions unique across both. A database of
 //! an earlier release (`graphloom_migrations` without its `component` column, and the
-//! server's own `server_schema_version`) is brought into this one table on first open. A
-//! database migrated by a newer build (versions this build does not know) is used as is:
+//! server's own `server_schema_version`) is brought into this one table on first open; its
+//! `server_schema_version` is kept, and the server migrations it knew are still recorded
+//! there, so replicas of the earlier release restarting during a rolling upgrade find their
+//! tables migrated. A database migrated by a newer build (versions this build does not know) is used as is:
 //! replicas of a rolling upgrade keep working while the newest migrates first.
 //!
 //! Tables live in the connection's current schema (the first of its `search_path`); give the
@@ -242,7 +244,11 @@ pub async fn migrate(pool: &PgPool) -> Result<()> {
 /// # Errors
 /// As [`migrate`].
 pub async fn run(pool: &PgPool, migrations: &[Migration]) -> Result<()> {
-    let mut conn = PgMigrator { pool, tx: None };
+    let mut conn = PgMigrator {
+        pool,
+        tx: None,
+        legacy: false,
+    };
     runner::run(&mut conn, migrations).await.map(|_| ())
 }
 
@@ -250,6 +256,8 @@ pub async fn run(pool: &PgPool, migrations: &[Migration]) -> Result<()> {
 struct PgMigrator<'p> {
     pool: &'p PgPool,
     tx: Option<Transaction<'static, Postgres>>,
+    /// The database has an earlier release's `server_schema_version`.
+    legacy: bool,
 }
 
 impl PgMigrator<'_> {
@@ -333,10 +341,8 @@ impl Migrate for PgMigrator<'_> {
                     .during("migrate: earlier server versions")?;
                 }
             }
-            sqlx::query("DROP TABLE server_schema_version")
-                .execute(&mut **tx)
-                .await
-                .during("migrate: earlier server versions")?;
+            // Kept for the earlier release's replicas (see the module docs).
+            self.legacy = true;
         }
         Ok(())
     }
@@ -356,6 +362,7 @@ impl Migrate for PgMigrator<'_> {
     }
 
     async fn apply(&mut self, m: &Migration) -> Result<()> {
+        let legacy = self.legacy;
         let tx = self.tx()?;
         for statement in m.statements {
             sqlx::query(statement)
@@ -370,6 +377,19 @@ impl Migrate for PgMigrator<'_> {
             .execute(&mut **tx)
             .await
             .during("migrate: record version")?;
+        let legacy_version = LEGACY_SERVER_VERSIONS
+            .iter()
+            .find(|(_, new)| *new == m.version)
+            .map(|(old, _)| *old);
+        if let (true, Some(old)) = (legacy, legacy_version) {
+            sqlx::query(
+                "INSERT INTO server_schema_version (version) VALUES ($1) ON CONFLICT (version) DO NOTHING",
+            )
+            .bind(old)
+            .execute(&mut **tx)
+            .await
+            .during("migrate: earlier server versions")?;
+        }
         Ok(())
     }
 

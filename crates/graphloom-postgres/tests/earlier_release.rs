@@ -1,7 +1,8 @@
 //! A database written by the earlier release opens and migrates: its two tables of applied
 //! migrations (the saver's and store's `graphloom_migrations` of version and description,
 //! the server's own `server_schema_version`) become the one `graphloom_migrations`, and the
-//! rows already stored are read as before.
+//! rows already stored are read as before. `server_schema_version` stays, kept up to date,
+//! for the earlier release's replicas during a rolling upgrade.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use graphloom_core::store::{namespace, PutOptions};
@@ -92,9 +93,10 @@ async fn applied(pool: &PgPool) -> Vec<(i64, String)> {
         .unwrap()
 }
 
-async fn legacy_table_exists(pool: &PgPool) -> bool {
-    sqlx::query_scalar("SELECT to_regclass('server_schema_version') IS NOT NULL")
-        .fetch_one(pool)
+/// The versions in the earlier release's `server_schema_version`.
+async fn legacy_versions(pool: &PgPool) -> Vec<i32> {
+    sqlx::query_scalar("SELECT version FROM server_schema_version ORDER BY version")
+        .fetch_all(pool)
         .await
         .unwrap()
 }
@@ -143,7 +145,8 @@ async fn a_database_of_the_earlier_release_opens_with_one_table_of_migrations() 
         r.await.unwrap();
     }
     assert_eq!(applied(&pool).await, all_known());
-    assert!(!legacy_table_exists(&pool).await);
+    // Kept for replicas of the earlier release restarting during a rolling upgrade.
+    assert_eq!(legacy_versions(&pool).await, [1, 2]);
     let descriptions: Vec<String> =
         sqlx::query_scalar("SELECT description FROM graphloom_migrations ORDER BY version")
             .fetch_all(&pool)
@@ -196,6 +199,8 @@ async fn an_earlier_server_without_stored_run_events_gets_them() {
     assert!(!exists);
     let db = PgDb::connect(&url).await.unwrap();
     assert_eq!(applied(&pool).await, all_known());
+    // The earlier release's replicas see the migration of their version 2 applied.
+    assert_eq!(legacy_versions(&pool).await, [1, 2]);
     let record = RunEventRecord {
         id: 0,
         event: "values".into(),
