@@ -44,7 +44,7 @@ use std::time::Duration;
 ///
 /// - **Storage grows with what changed.** A checkpoint row holds everything but the channel
 ///   values; each `(thread, namespace, channel, version)` is stored once as a blob holding
-///   the [`ChannelValue`] `put` received (a full value or an append to an earlier version)
+///   the [`ChannelValue`](graphloom_core::checkpoint::ChannelValue) `put` received (a full value or an append to an earlier version)
 ///   and is never rewritten. Reads fetch the blobs of the needed channels in one query and
 ///   resolve append chains in memory.
 /// - **Durable.** `put` and `put_writes` return once their transaction is committed (and,
@@ -56,7 +56,7 @@ use std::time::Duration;
 ///   pool (a long history must not hold a runtime thread).
 /// - **Safe decoding.** Every stored value goes through the [`BlobCodec`] with associated
 ///   data naming its row; an undecodable, tampered or (with encryption on) plaintext row is
-///   reported as [`Error::CorruptCheckpoint`] naming the thread and checkpoint.
+///   reported as [`Error::CorruptCheckpoint`](graphloom_core::Error::CorruptCheckpoint) naming the thread and checkpoint.
 ///   Checkpoint *metadata* is stored as plaintext JSON (so list filters can use it), but
 ///   with encryption on it is authenticated as part of the sealed checkpoint row.
 /// - **Reads cost what changed.** Resolved channel values are kept in a bounded cache

@@ -37,7 +37,7 @@ use std::time::Duration;
 /// - Items live in `store_items`, keyed by the namespace joined with `.` (labels cannot
 ///   contain one) and the key. Values go through the [`BlobCodec`] (sealed with the
 ///   `encryption` feature and a key); namespaces, keys and timestamps are plaintext.
-/// - Filters are evaluated in Rust with core's [`Filter`], after SQL selects the namespace
+/// - Filters are evaluated in Rust with core's [`Filter`](graphloom_core::store::Filter), after SQL selects the namespace
 ///   prefix and live rows, so they mean exactly what they mean for every other store.
 /// - Expiry is wall-clock time (`expires_at`, Unix milliseconds). Expired items are never
 ///   returned; [`Store::sweep_expired`] deletes them. Refreshing reads update `expires_at`
