@@ -49,6 +49,7 @@ pub mod json_state;
 mod mermaid;
 pub mod message_stream;
 pub mod messages;
+pub mod migrate;
 pub(crate) mod pregel;
 pub mod reducers;
 pub mod runtime;

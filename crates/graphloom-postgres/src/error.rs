@@ -80,6 +80,39 @@ pub(crate) fn backend(kind: BackendErrorKind, message: impl Into<String>) -> Err
     Error::Backend(BackendError::new(kind, message))
 }
 
+/// A `sqlx` error as an error of the server's storage: PostgreSQL's data exceptions
+/// (SQLSTATE class `22`: a `\u0000` in text or JSON, a number out of range) are the
+/// request's to fix, anything else is the database's.
+#[cfg(feature = "server")]
+pub(crate) fn server_error(e: sqlx::Error) -> graphloom_server_db::DbError {
+    use graphloom_server_db::DbError;
+    let data_exception = match &e {
+        sqlx::Error::Database(db) => db
+            .try_downcast_ref::<sqlx::postgres::PgDatabaseError>()
+            .is_some_and(|pg| pg.code().starts_with("22")),
+        _ => false,
+    };
+    if data_exception {
+        DbError::Invalid(e.to_string())
+    } else {
+        DbError::Backend(e.to_string())
+    }
+}
+
+/// Extension to map `sqlx` results of the server's storage with [`server_error`].
+#[cfg(feature = "server")]
+pub(crate) trait ServerResultExt<T> {
+    /// Map the error with [`server_error`].
+    fn db(self) -> graphloom_server_db::DbResult<T>;
+}
+
+#[cfg(feature = "server")]
+impl<T> ServerResultExt<T> for Result<T, sqlx::Error> {
+    fn db(self) -> graphloom_server_db::DbResult<T> {
+        self.map_err(server_error)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,7 +9,7 @@
 //!   namespaces, filters, TTL, and vector search (brute-force cosine over `real[]`
 //!   embeddings; pgvector is not required). See [`store`].
 //! - Both create and upgrade their tables on first use, under an advisory lock, so several
-//!   processes may start on one fresh database at once ([`schema`]).
+//!   processes may start on one fresh database at once ([`migrate`](mod@migrate)).
 //! - Database failures come back typed ([`error`]): a connection that died is a
 //!   [`BackendErrorKind::Connection`](graphloom_core::BackendErrorKind::Connection) error,
 //!   and the pool opens a new connection for the next call.
@@ -17,6 +17,7 @@
 //! | feature | what it adds |
 //! |---|---|
 //! | `encryption` | AES-256-GCM sealing of stored checkpoint rows: [`PostgresSaver::with_codec`] with `BlobCodec::encrypted(&key)`; an encrypting saver refuses plaintext rows |
+//! | `server` | [`server::PgDb`]: the tables of graphloom's server (assistants, threads, the run queue, run events), its `Db` trait implemented on PostgreSQL |
 //! | `testing` | [`testing::test_database`]: a fresh database per test, on `GRAPHLOOM_PG_URL` or a private server started from the installed binaries |
 //!
 //! # Example
@@ -62,15 +63,17 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod error;
+pub mod migrate;
 pub mod saver;
-pub mod schema;
+#[cfg(feature = "server")]
+pub mod server;
 pub mod store;
 #[cfg(feature = "testing")]
 pub mod testing;
 
 pub use error::{classify, classify_sqlstate};
+pub use migrate::migrate;
 pub use saver::PostgresSaver;
-pub use schema::migrate;
 pub use store::PostgresStore;
 
 /// Re-exported so callers can build pools and pool options without naming `sqlx` themselves.

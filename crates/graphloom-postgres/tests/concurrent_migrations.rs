@@ -5,18 +5,18 @@
 use graphloom_core::checkpoint::{CheckpointConfig, Checkpointer};
 use graphloom_core::store::{namespace, PutOptions};
 use graphloom_core::Store;
-use graphloom_postgres::schema::MIGRATIONS;
+use graphloom_postgres::migrate::MIGRATIONS;
 use graphloom_postgres::testing::test_database;
 use graphloom_postgres::{PgPoolOptions, PostgresSaver, PostgresStore};
 use serde_json::json;
 
-async fn applied(url: &str) -> Vec<i32> {
+async fn applied(url: &str) -> Vec<i64> {
     let pool = PgPoolOptions::new()
         .max_connections(1)
         .connect(url)
         .await
         .unwrap();
-    sqlx::query_scalar("SELECT version FROM graphloom_migrations ORDER BY version")
+    sqlx::query_scalar("SELECT version::int8 FROM graphloom_migrations ORDER BY version")
         .fetch_all(&pool)
         .await
         .unwrap()
@@ -36,7 +36,7 @@ async fn pools_racing_to_migrate_a_fresh_database_all_succeed() {
     for r in racers {
         r.await.unwrap().unwrap();
     }
-    let want: Vec<i32> = MIGRATIONS.iter().map(|m| m.version).collect();
+    let want: Vec<i64> = MIGRATIONS.iter().map(|m| m.version).collect();
     assert_eq!(applied(&url).await, want);
 }
 
@@ -60,7 +60,7 @@ async fn first_use_migrates_even_when_saver_and_store_start_together() {
     assert!(a.unwrap().is_none());
     b.unwrap();
     assert!(c.unwrap().is_empty());
-    let want: Vec<i32> = MIGRATIONS.iter().map(|m| m.version).collect();
+    let want: Vec<i64> = MIGRATIONS.iter().map(|m| m.version).collect();
     assert_eq!(applied(&url).await, want);
     // Migrating an up-to-date database is a no-op.
     graphloom_postgres::migrate(saver.pool()).await.unwrap();

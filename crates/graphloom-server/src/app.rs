@@ -2,18 +2,15 @@
 //! system assistants; [`Server`] serves the routes and runs the workers.
 
 use crate::broker::Broker;
-use crate::config::{ConfigError, Database, ServerConfig};
-use crate::db::file_lock::FileLock;
-use crate::db::{Db, DbError, PgDb, SqliteDb};
+use crate::config::ServerConfig;
+use crate::db::{Db, DbError};
 use crate::hosted::{GraphDeps, GraphFactory, HostedGraph};
 use crate::metrics::Metrics;
 use crate::models::{now_rfc3339, Assistant};
 use crate::service::assistants::system_assistant_id;
+pub use crate::start_error::StartError;
 use crate::state::AppState;
-use graphloom_core::checkpoint::DynCheckpointer;
-use graphloom_core::store::DynStore;
 use std::collections::{BTreeMap, HashMap};
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use tokio::sync::{watch, Notify};
 
@@ -47,57 +44,12 @@ impl ServerBuilder {
     /// If the database cannot be opened or a graph does not compile.
     pub async fn build(self) -> Result<Server, StartError> {
         self.config.validate()?;
-        let mut file_lock = None;
-        let (db, checkpointer, store): (Arc<dyn Db>, Arc<dyn DynCheckpointer>, Arc<dyn DynStore>) =
-            match &self.config.database {
-                Database::Sqlite(path) => {
-                    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                        std::fs::create_dir_all(dir).map_err(|source| StartError::CreateDir {
-                            path: dir.to_owned(),
-                            source,
-                        })?;
-                    }
-                    // This process alone executes the file's runs from here on.
-                    file_lock = Some(FileLock::acquire(path).map_err(StartError::Locked)?);
-                    // One writer for the checkpoints, the store and the server's tables:
-                    // their commits for concurrent runs are grouped into shared transactions.
-                    let shared = graphloom_sqlite::SqliteDatabase::open(
-                        graphloom_sqlite::SqliteOptions::new(path.clone()),
-                    )
-                    .await
-                    .map_err(StartError::storage("SQLite database"))?;
-                    let saver = shared.saver();
-                    let store = shared.store().await.map_err(StartError::storage("store"))?;
-                    let db = SqliteDb::new(shared)
-                        .await
-                        .map_err(StartError::database("opening the server's tables"))?;
-                    // With the lock held, runs still marked running were left by a process
-                    // that died: the workers take them over at once, not a lease later.
-                    let orphans = db
-                        .expire_leases()
-                        .await
-                        .map_err(StartError::database("taking over orphaned runs"))?;
-                    if orphans > 0 {
-                        tracing::info!(
-                            runs = orphans,
-                            "taking over runs left running by a stopped server"
-                        );
-                    }
-                    (Arc::new(db), Arc::new(saver), Arc::new(store))
-                }
-                Database::Postgres(url) => {
-                    let saver = graphloom_postgres::PostgresSaver::connect(url)
-                        .await
-                        .map_err(StartError::storage("PostgreSQL checkpointer"))?;
-                    let store = graphloom_postgres::PostgresStore::connect(url)
-                        .await
-                        .map_err(StartError::storage("PostgreSQL store"))?;
-                    let db = PgDb::connect(url)
-                        .await
-                        .map_err(StartError::database("opening the server's tables"))?;
-                    (Arc::new(db), Arc::new(saver), Arc::new(store))
-                }
-            };
+        let crate::db::Opened {
+            db,
+            checkpointer,
+            store,
+            file_lock,
+        } = crate::db::open(&self.config.database).await?;
         let deps = GraphDeps {
             checkpointer: Arc::clone(&checkpointer),
             store: Arc::clone(&store),
@@ -180,65 +132,6 @@ async fn create_system_assistants(
         }
     }
     Ok(())
-}
-
-/// Start-up failure, with its cause as the error's source.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum StartError {
-    /// Settings that do not agree with each other.
-    #[error("server start: {0}")]
-    Config(#[from] ConfigError),
-    /// The SQLite file's directory could not be created.
-    #[error("server start: cannot create {}: {source}", path.display())]
-    CreateDir {
-        /// The directory.
-        path: PathBuf,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
-    /// Another server holds the SQLite file, or its lock file cannot be used (the message
-    /// names the file and what to do).
-    #[error("server start: {0}")]
-    Locked(String),
-    /// The checkpointer or the store could not be opened.
-    #[error("server start: opening the {what}: {source}")]
-    Storage {
-        /// What was being opened.
-        what: &'static str,
-        /// Why it failed.
-        #[source]
-        source: graphloom_core::Error,
-    },
-    /// The server's own tables could not be opened or written.
-    #[error("server start: {what}: {source}")]
-    Database {
-        /// What was being done.
-        what: &'static str,
-        /// Why it failed.
-        #[source]
-        source: DbError,
-    },
-    /// A graph's factory failed.
-    #[error("server start: graph `{graph_id}`: {source}")]
-    Graph {
-        /// The graph.
-        graph_id: String,
-        /// Why it did not compile.
-        #[source]
-        source: graphloom_core::Error,
-    },
-}
-
-impl StartError {
-    fn storage(what: &'static str) -> impl FnOnce(graphloom_core::Error) -> Self {
-        move |source| Self::Storage { what, source }
-    }
-
-    fn database(what: &'static str) -> impl FnOnce(DbError) -> Self {
-        move |source| Self::Database { what, source }
-    }
 }
 
 /// A built server: call [`Server::serve`] (or take the [`Server::router`] and run the

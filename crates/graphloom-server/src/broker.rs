@@ -9,16 +9,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
-/// One SSE event of a run: `id` counts from 0 within the run.
-#[derive(Clone, Debug, PartialEq)]
-pub struct RunEventRecord {
-    /// Position in the run's log.
-    pub id: u64,
-    /// Event name (`values`, `updates|ns`, `messages`, ...).
-    pub event: String,
-    /// Payload.
-    pub data: Value,
-}
+pub use graphloom_server_db::RunEventRecord;
 
 struct Log {
     /// Events from id `base` on (those before were dropped).

@@ -7,9 +7,9 @@ use std::time::Duration;
 /// Where the server keeps everything (checkpoints, store, assistants, threads, the run queue).
 #[derive(Clone, Debug)]
 pub enum Database {
-    /// One SQLite file (the embedded default).
+    /// One SQLite file (the embedded default; cargo feature `sqlite`).
     Sqlite(PathBuf),
-    /// A PostgreSQL URL; several server processes may share it.
+    /// A PostgreSQL URL; several server processes may share it (cargo feature `postgres`).
     Postgres(String),
 }
 

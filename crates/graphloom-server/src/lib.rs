@@ -28,6 +28,7 @@ pub mod models;
 mod owner_store;
 pub mod run;
 mod service;
+mod start_error;
 mod state;
 pub mod telemetry;
 pub mod wire;

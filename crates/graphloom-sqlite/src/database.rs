@@ -1,11 +1,11 @@
 //! One open SQLite file shared by a saver, a store and other tables of the application.
 
-use crate::cache::ValueCache;
-use crate::db::{db_err, Db};
+use crate::db::Db;
+use crate::error::rusqlite_error;
 use crate::options::SqliteOptions;
+use crate::saver::cache::ValueCache;
 use crate::{CommitStats, SqliteSaver, SqliteStore};
 use graphloom_core::Result;
-use sqlx::sqlite::SqlitePool;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
@@ -34,8 +34,6 @@ use std::sync::{Arc, Mutex};
 ///     Ok::<_, graphloom_core::Error>(())
 /// })
 /// .await?;
-/// let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM notes").fetch_one(db.reader()).await?;
-/// assert_eq!(n, 1);
 /// let body: String = db.read(|conn| {
 ///     conn.query_row("SELECT body FROM notes", [], |row| row.get(0))
 ///         .map_err(graphloom_sqlite::rusqlite_error)
@@ -52,7 +50,8 @@ pub struct SqliteDatabase {
 
 impl SqliteDatabase {
     /// Open (creating if needed) the file, switch it to WAL, run the saver's and the store's
-    /// pending migrations and start the writer thread.
+    /// pending migrations and start the writer thread. Opening waits for other processes'
+    /// locks on tokio's blocking pool, not on the caller's thread.
     ///
     /// # Errors
     /// A backend error if the file cannot be opened or migrated.
@@ -77,10 +76,10 @@ impl SqliteDatabase {
     /// # Errors
     /// A backend error if the store's latest timestamp cannot be read.
     pub async fn store(&self) -> Result<SqliteStore> {
-        let last: Option<String> = sqlx::query_scalar("SELECT MAX(updated_at) FROM store_items")
-            .fetch_one(self.db.reader())
-            .await
-            .map_err(db_err)?;
+        let last: Option<String> = self.db.read(|conn| {
+            conn.query_row("SELECT MAX(updated_at) FROM store_items", [], |r| r.get(0))
+                .map_err(rusqlite_error)
+        })?;
         Ok(SqliteStore::from_parts(
             Arc::clone(&self.db),
             Arc::new(Mutex::new(last)),
@@ -143,12 +142,6 @@ impl SqliteDatabase {
         self.db.read(op)
     }
 
-    /// The pool of read connections (`query_only`) for async queries with sqlx.
-    #[must_use]
-    pub fn reader(&self) -> &SqlitePool {
-        self.db.reader()
-    }
-
     /// How many transactions the writer committed, for how many operations.
     #[must_use]
     pub fn commit_stats(&self) -> CommitStats {
@@ -162,9 +155,10 @@ impl SqliteDatabase {
     }
 }
 
-/// A `rusqlite` error as a graphloom backend error, classified like the saver's own
-/// (busy, constraint, corrupt, ...), for operations passed to [`SqliteDatabase::write`].
-#[must_use]
-pub fn rusqlite_error(e: rusqlite::Error) -> graphloom_core::Error {
-    crate::db::rs_err(e)
+#[cfg(feature = "server")]
+impl SqliteDatabase {
+    /// The shared database handle, for the server's tables of this crate.
+    pub(crate) fn db(&self) -> &Arc<Db> {
+        &self.db
+    }
 }

@@ -10,8 +10,11 @@
 //! [`SqliteSaver::open`] / [`SqliteStore::open`] or a builder. To share one file between a
 //! saver, a store and tables of your own with one writer (so their commits are grouped
 //! into the same transactions), open a [`SqliteDatabase`] and take them from it. Missing tables are created by
-//! versioned migrations on first use (the `graphloom_migrations` table holds the version;
-//! several processes may open a fresh file at once).
+//! versioned migrations on first use (the `graphloom_migrations` table records every applied
+//! migration, the server's tables' too; several processes may open a fresh file at once).
+//!
+//! One driver: every connection is a `rusqlite` one (the writer's, the read connections,
+//! the one that opens and migrates the file).
 //!
 //! **Durability.** With the default [`Synchronous::Full`], `put` and `put_writes` return only
 //! after their transaction is committed and fsynced. [`Synchronous::Normal`] trades the last
@@ -36,6 +39,7 @@
 //! | feature | what it adds |
 //! |---|---|
 //! | `encryption` | AES-256-GCM sealing of stored values (`BlobCodec::encrypted`, from `graphloom-core/encryption`) |
+//! | `server` | [`server::SqliteDb`]: the tables of graphloom's server (assistants, threads, the run queue, run events) in the same file, written through the same writer, its `Db` trait implemented on SQLite |
 //!
 //! ```
 //! use graphloom_core::{Command, RunConfig, RunStatus, State, StateGraph, END, START};
@@ -76,16 +80,22 @@
 //! ```
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
-mod cache;
+mod aad;
 mod database;
 mod db;
-mod migrate;
+pub mod error;
+pub mod migrate;
 mod options;
+mod pool;
+mod row;
 mod saver;
+#[cfg(feature = "server")]
+pub mod server;
 mod store;
+mod writer;
 
-pub use database::{rusqlite_error, SqliteDatabase};
-pub use db::CommitStats;
+pub use database::SqliteDatabase;
+pub use error::rusqlite_error;
 pub use migrate::SCHEMA_VERSION;
 pub use options::{
     SqliteOptions, Synchronous, DEFAULT_BUSY_TIMEOUT, DEFAULT_READ_CONNECTIONS, DEFAULT_VALUE_CACHE_BYTES,
@@ -94,3 +104,4 @@ pub use options::{
 pub use rusqlite;
 pub use saver::{SqliteSaver, SqliteSaverBuilder, StorageStats};
 pub use store::{SqliteStore, SqliteStoreBuilder};
+pub use writer::CommitStats;

@@ -1,27 +1,34 @@
-//! Versioned schema migrations, run automatically when a database is opened.
+//! Versioned schema migrations, run automatically when a database is opened, on
+//! graphloom-core's migration runner ([`graphloom_core::migrate`]) with SQLite's steps.
 //!
-//! The `graphloom_migrations` table records each applied version. Every migration runs in
-//! its own `BEGIN IMMEDIATE` transaction that re-reads the current version first, so several
-//! processes opening the same fresh file at once each apply a migration at most once and all
-//! succeed.
+//! Every applied migration of the file is a row of `graphloom_migrations`: the checkpoint
+//! and store tables' ([`MIGRATIONS`], component `storage`) and the server's
+//! ([`SERVER_MIGRATIONS`], component `server`, feature `server`), versions unique across
+//! both. A run is one `BEGIN IMMEDIATE` transaction that reads the applied versions after
+//! taking the write lock, so several processes opening the same fresh file at once each
+//! apply a migration at most once and all succeed. A file of an earlier release (a
+//! `graphloom_migrations` of its own shape, and the server's own `server_schema_version`)
+//! is brought into this one table on first open. A file with a migration this build does not
+//! know (a newer build's) is refused.
 
-use crate::db::{db_err, other};
+use crate::error::SqlResultExt;
+pub use graphloom_core::migrate::Migration;
+use graphloom_core::migrate::{self as runner, AppliedMigration, Migrate, NewerSchema};
 use graphloom_core::Result;
-use sqlx::sqlite::SqliteConnection;
-use sqlx::Connection;
+use rusqlite::{params, Connection};
 
-/// One schema change.
-struct Migration {
-    version: i64,
-    name: &'static str,
-    sql: &'static str,
-}
+/// The component of the checkpoint and store tables' migrations.
+pub const STORAGE: &str = "storage";
+/// The component of the server's tables' migrations.
+pub const SERVER: &str = "server";
 
-const MIGRATIONS: &[Migration] = &[
+/// The migrations of the checkpoint and store tables (component `storage`), oldest first.
+pub const MIGRATIONS: &[Migration] = &[
     Migration {
         version: 1,
-        name: "checkpoints",
-        sql: r"
+        component: STORAGE,
+        description: "checkpoints",
+        statements: &[r"
 CREATE TABLE checkpoints (
     thread_id TEXT NOT NULL,
     checkpoint_ns TEXT NOT NULL,
@@ -55,12 +62,13 @@ CREATE TABLE checkpoint_writes (
     value BLOB NOT NULL,
     UNIQUE (thread_id, checkpoint_ns, checkpoint_id, task_id, idx)
 );
-",
+"],
     },
     Migration {
         version: 2,
-        name: "store",
-        sql: r"
+        component: STORAGE,
+        description: "store",
+        statements: &[r"
 CREATE TABLE store_items (
     prefix TEXT NOT NULL,
     key TEXT NOT NULL,
@@ -81,90 +89,244 @@ CREATE TABLE store_vectors (
     embedding BLOB NOT NULL,
     PRIMARY KEY (prefix, key, field)
 );
-",
+"],
     },
 ];
 
-/// The schema version this build creates and understands.
+/// The migrations of the server's tables (component `server`: assistants, threads, the run
+/// queue, stored run events), oldest first. Applied when the server's tables are opened
+/// (feature `server`); recorded like the others, so a build without the feature leaves them
+/// be.
+pub const SERVER_MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 3,
+        component: SERVER,
+        description: "server: assistants, threads and the run queue",
+        statements: &[
+            "CREATE TABLE server_assistants (
+            assistant_id TEXT NOT NULL PRIMARY KEY,
+            owner        TEXT NOT NULL,
+            graph_id     TEXT NOT NULL,
+            config       TEXT NOT NULL,
+            context      TEXT NOT NULL,
+            metadata     TEXT NOT NULL,
+            version      INTEGER NOT NULL,
+            name         TEXT NOT NULL,
+            description  TEXT,
+            created_at   INTEGER NOT NULL,
+            updated_at   INTEGER NOT NULL
+        )",
+            "CREATE INDEX server_assistants_owner_idx ON server_assistants (owner, created_at)",
+            "CREATE TABLE server_assistant_versions (
+            assistant_id TEXT NOT NULL,
+            version      INTEGER NOT NULL,
+            owner        TEXT NOT NULL,
+            graph_id     TEXT NOT NULL,
+            config       TEXT NOT NULL,
+            context      TEXT NOT NULL,
+            metadata     TEXT NOT NULL,
+            name         TEXT NOT NULL,
+            description  TEXT,
+            created_at   INTEGER NOT NULL,
+            PRIMARY KEY (assistant_id, version)
+        )",
+            "CREATE TABLE server_threads (
+            thread_id        TEXT NOT NULL PRIMARY KEY,
+            owner            TEXT NOT NULL,
+            created_at       INTEGER NOT NULL,
+            updated_at       INTEGER NOT NULL,
+            state_updated_at INTEGER NOT NULL,
+            metadata         TEXT NOT NULL,
+            config           TEXT NOT NULL,
+            status           TEXT NOT NULL,
+            state_values     TEXT NOT NULL,
+            interrupts       TEXT NOT NULL,
+            error            TEXT,
+            ttl              TEXT,
+            ttl_us           INTEGER,
+            expires_at       INTEGER
+        )",
+            "CREATE INDEX server_threads_owner_idx ON server_threads (owner, created_at)",
+            "CREATE INDEX server_threads_expires_idx ON server_threads (expires_at)
+            WHERE expires_at IS NOT NULL",
+            "CREATE TABLE server_runs (
+            run_id             TEXT NOT NULL PRIMARY KEY,
+            thread_id          TEXT NOT NULL,
+            owner              TEXT NOT NULL,
+            assistant_id       TEXT NOT NULL,
+            created_at         INTEGER NOT NULL,
+            updated_at         INTEGER NOT NULL,
+            status             TEXT NOT NULL,
+            metadata           TEXT NOT NULL,
+            kwargs             TEXT NOT NULL,
+            multitask_strategy TEXT NOT NULL,
+            due_at             INTEGER NOT NULL,
+            worker             TEXT,
+            lease_expires_at   INTEGER,
+            attempt            INTEGER NOT NULL DEFAULT 0,
+            cancel_action      TEXT
+        )",
+            "CREATE INDEX server_runs_queue_idx ON server_runs (status, created_at, run_id)",
+            "CREATE INDEX server_runs_thread_idx ON server_runs (thread_id, status)",
+        ],
+    },
+    Migration {
+        version: 4,
+        component: SERVER,
+        description: "server: stored events of resumable runs",
+        statements: &["CREATE TABLE server_run_events (
+            run_id TEXT NOT NULL,
+            seq    INTEGER NOT NULL,
+            event  TEXT NOT NULL,
+            data   TEXT NOT NULL,
+            PRIMARY KEY (run_id, seq)
+        )"],
+    },
+];
+
+/// The newest version of the checkpoint and store tables this build creates and understands.
 pub const SCHEMA_VERSION: i64 = 2;
 
-const CREATE_TABLE: &str = "CREATE TABLE IF NOT EXISTS graphloom_migrations (
-    version INTEGER PRIMARY KEY,
-    name TEXT NOT NULL,
-    applied_at TEXT NOT NULL
-)";
+/// The server's tables' versions before they shared `graphloom_migrations` (its own
+/// `server_schema_version`), and what each is now.
+const LEGACY_SERVER_VERSIONS: &[(i64, i64)] = &[(1, 3), (2, 4)];
 
-/// The applied schema version (0 for a fresh file).
-async fn current_version(conn: &mut SqliteConnection) -> Result<i64> {
-    let exists: i64 = sqlx::query_scalar(
-        "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'graphloom_migrations'",
-    )
-    .fetch_one(&mut *conn)
-    .await
-    .map_err(db_err)?;
-    if exists == 0 {
-        return Ok(0);
-    }
-    sqlx::query_scalar("SELECT COALESCE(MAX(version), 0) FROM graphloom_migrations")
-        .fetch_one(&mut *conn)
-        .await
-        .map_err(db_err)
+/// Apply every migration of `migrations` the file lacks, on `conn` (blocking: call it on a
+/// thread that may wait for other processes' locks).
+pub(crate) fn run(conn: Connection, migrations: &[Migration]) -> Result<()> {
+    let mut m = SqliteMigrator { conn };
+    // Every step is a blocking call on the connection: the runner's futures are ready at
+    // once, so driving them here costs nothing.
+    futures::executor::block_on(runner::run(&mut m, migrations)).map(|_| ())
 }
 
-fn too_new(found: i64) -> graphloom_core::Error {
-    other(format!(
-        "the database has schema version {found}, newer than the {SCHEMA_VERSION} this build of graphloom-sqlite knows; upgrade graphloom-sqlite"
-    ))
+/// SQLite's steps of a migration run: one `BEGIN IMMEDIATE` transaction on a connection of
+/// its own. An error drops the connection, which rolls the transaction back.
+struct SqliteMigrator {
+    conn: Connection,
 }
 
-/// Apply every migration the file lacks.
-pub(crate) async fn run(conn: &mut SqliteConnection) -> Result<()> {
-    let found = current_version(conn).await?;
-    if found > SCHEMA_VERSION {
-        return Err(too_new(found));
+impl SqliteMigrator {
+    fn columns(&self, table: &str) -> Result<Vec<String>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT name FROM pragma_table_info(?1)")
+            .sql()?;
+        let names = stmt
+            .query_map([table], |r| r.get(0))
+            .sql()?
+            .collect::<rusqlite::Result<Vec<String>>>()
+            .sql()?;
+        Ok(names)
     }
-    if found == SCHEMA_VERSION {
-        return Ok(());
+}
+
+impl Migrate for SqliteMigrator {
+    const NEWER_SCHEMA: NewerSchema = NewerSchema::Refuse;
+
+    async fn lock(&mut self) -> Result<()> {
+        self.conn.execute_batch("BEGIN IMMEDIATE").sql()
     }
-    for m in MIGRATIONS {
-        let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(db_err)?;
-        sqlx::query(CREATE_TABLE)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-        // Re-read inside the write lock: another process may have migrated meanwhile.
-        let at: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(version), 0) FROM graphloom_migrations")
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(db_err)?;
-        if at > SCHEMA_VERSION {
-            return Err(too_new(at));
+
+    async fn ensure_migrations_table(&mut self) -> Result<()> {
+        self.conn
+            .execute_batch(
+                "CREATE TABLE IF NOT EXISTS graphloom_migrations (
+                    version     INTEGER PRIMARY KEY,
+                    component   TEXT NOT NULL DEFAULT 'storage',
+                    description TEXT NOT NULL,
+                    applied_at  TEXT NOT NULL
+                )",
+            )
+            .sql()?;
+        // An earlier release's table: `name` for the description, no component (its rows
+        // are the storage tables').
+        let columns = self.columns("graphloom_migrations")?;
+        if columns.iter().any(|c| c == "name") {
+            self.conn
+                .execute_batch("ALTER TABLE graphloom_migrations RENAME COLUMN name TO description")
+                .sql()?;
         }
-        if at >= m.version {
-            tx.commit().await.map_err(db_err)?;
-            continue;
+        if !columns.iter().any(|c| c == "component") {
+            self.conn
+                .execute_batch(
+                    "ALTER TABLE graphloom_migrations ADD COLUMN component TEXT NOT NULL DEFAULT 'storage'",
+                )
+                .sql()?;
         }
-        if at != m.version - 1 {
-            return Err(other(format!(
-                "schema version {at} cannot be migrated to {} directly",
-                m.version
-            )));
+        // An earlier release's server kept its versions in a table of its own.
+        if !self.columns("server_schema_version")?.is_empty() {
+            let old: Vec<i64> = self
+                .conn
+                .prepare("SELECT version FROM server_schema_version")
+                .sql()?
+                .query_map([], |r| r.get(0))
+                .sql()?
+                .collect::<rusqlite::Result<_>>()
+                .sql()?;
+            for (was, now) in LEGACY_SERVER_VERSIONS {
+                let Some(m) = SERVER_MIGRATIONS.iter().find(|m| m.version == *now) else {
+                    continue;
+                };
+                if old.contains(was) {
+                    self.conn
+                        .execute(
+                            "INSERT OR IGNORE INTO graphloom_migrations (version, component, description, applied_at) \
+                             VALUES (?1, ?2, ?3, ?4)",
+                            params![m.version, m.component, m.description, graphloom_core::checkpoint::now_rfc3339()],
+                        )
+                        .sql()?;
+                }
+            }
+            self.conn
+                .execute_batch("DROP TABLE server_schema_version")
+                .sql()?;
         }
-        sqlx::query(m.sql)
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| other(format!("migration {} ({}) failed: {e}", m.version, m.name)))?;
-        sqlx::query("INSERT INTO graphloom_migrations (version, name, applied_at) VALUES (?, ?, ?)")
-            .bind(m.version)
-            .bind(m.name)
-            .bind(graphloom_core::checkpoint::now_rfc3339())
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-        tx.commit().await.map_err(db_err)?;
-        tracing::debug!(version = m.version, name = m.name, "applied sqlite migration");
+        Ok(())
     }
-    Ok(())
+
+    async fn list_applied_migrations(&mut self) -> Result<Vec<AppliedMigration>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT version, component FROM graphloom_migrations")
+            .sql()?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(AppliedMigration {
+                    version: r.get(0)?,
+                    component: r.get(1)?,
+                })
+            })
+            .sql()?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .sql()?;
+        Ok(rows)
+    }
+
+    async fn apply(&mut self, m: &Migration) -> Result<()> {
+        for statement in m.statements {
+            self.conn.execute_batch(statement).map_err(|e| {
+                crate::error::other(format!("migration {} ({}) failed: {e}", m.version, m.description))
+            })?;
+        }
+        self.conn
+            .execute(
+                "INSERT INTO graphloom_migrations (version, component, description, applied_at) \
+                 VALUES (?1, ?2, ?3, ?4)",
+                params![
+                    m.version,
+                    m.component,
+                    m.description,
+                    graphloom_core::checkpoint::now_rfc3339()
+                ],
+            )
+            .sql()?;
+        Ok(())
+    }
+
+    async fn unlock(&mut self) -> Result<()> {
+        self.conn.execute_batch("COMMIT").sql()
+    }
 }
 
 #[cfg(test)]
@@ -177,5 +339,19 @@ mod tests {
             assert_eq!(m.version, i as i64 + 1);
         }
         assert_eq!(MIGRATIONS.last().map(|m| m.version), Some(SCHEMA_VERSION));
+    }
+
+    #[test]
+    fn versions_are_unique_across_components() {
+        let all: Vec<&Migration> = MIGRATIONS.iter().chain(SERVER_MIGRATIONS).collect();
+        assert!(
+            all.windows(2).all(|w| w[0].version < w[1].version),
+            "versions increase"
+        );
+        assert!(MIGRATIONS.iter().all(|m| m.component == STORAGE));
+        assert!(SERVER_MIGRATIONS.iter().all(|m| m.component == SERVER));
+        for (_, now) in LEGACY_SERVER_VERSIONS {
+            assert!(SERVER_MIGRATIONS.iter().any(|m| m.version == *now));
+        }
     }
 }

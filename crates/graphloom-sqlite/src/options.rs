@@ -1,7 +1,6 @@
 //! Connection settings shared by the saver and the store.
 
 use graphloom_core::checkpoint::BlobCodec;
-use sqlx::sqlite::SqliteSynchronous;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -23,15 +22,6 @@ pub enum Synchronous {
     /// consistent, but the last commits before a power loss (not a process crash) may be
     /// lost. Faster on slow disks.
     Normal,
-}
-
-impl From<Synchronous> for SqliteSynchronous {
-    fn from(s: Synchronous) -> Self {
-        match s {
-            Synchronous::Full => SqliteSynchronous::Full,
-            Synchronous::Normal => SqliteSynchronous::Normal,
-        }
-    }
 }
 
 /// Where and how to open a database file. Built by [`crate::SqliteSaver::builder`] and

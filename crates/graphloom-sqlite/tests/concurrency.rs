@@ -20,14 +20,12 @@ fn meta(step: i64) -> CheckpointMetadata {
 }
 
 async fn schema_versions(path: &std::path::Path) -> Vec<i64> {
-    use sqlx::Connection;
-    let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite://{}", path.display()))
-        .await
+    let conn = graphloom_sqlite::rusqlite::Connection::open(path).unwrap();
+    let mut stmt = conn
+        .prepare("SELECT version FROM graphloom_migrations ORDER BY version")
         .unwrap();
-    sqlx::query_scalar("SELECT version FROM graphloom_migrations ORDER BY version")
-        .fetch_all(&mut conn)
-        .await
-        .unwrap()
+    let versions = stmt.query_map([], |r| r.get(0)).unwrap();
+    versions.collect::<Result<_, _>>().unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -219,14 +217,12 @@ async fn a_saver_and_a_store_writing_one_file_at_once_do_not_lock_each_other_out
 
 #[tokio::test]
 async fn put_and_put_writes_are_committed_before_they_return() {
-    use sqlx::Connection;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("durable.db");
     let saver = SqliteSaver::open(&path).await.unwrap();
     // Another connection, as another process would read the file.
-    let mut other = sqlx::SqliteConnection::connect(&format!("sqlite://{}", path.display()))
-        .await
-        .unwrap();
+    let other = graphloom_sqlite::rusqlite::Connection::open(&path).unwrap();
+    let count = |sql: &str| -> i64 { other.query_row(sql, [], |r| r.get(0)).unwrap() };
     let mut parent = CheckpointConfig::thread("d");
     for i in 1..=20u64 {
         let mut cp = Checkpoint::empty();
@@ -241,24 +237,15 @@ async fn put_and_put_writes_are_committed_before_they_return() {
             )
             .await
             .unwrap();
-        let seen: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM checkpoints WHERE thread_id = 'd'")
-            .fetch_one(&mut other)
-            .await
-            .unwrap();
+        let seen: i64 = count("SELECT COUNT(*) FROM checkpoints WHERE thread_id = 'd'");
         assert_eq!(seen, i as i64);
         saver
             .put_writes(&parent, vec![("x".into(), json!("w"))], "task", "")
             .await
             .unwrap();
-        let seen: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM checkpoint_writes WHERE thread_id = 'd'")
-            .fetch_one(&mut other)
-            .await
-            .unwrap();
+        let seen: i64 = count("SELECT COUNT(*) FROM checkpoint_writes WHERE thread_id = 'd'");
         assert_eq!(seen, i as i64);
     }
-    let mode: String = sqlx::query_scalar("PRAGMA journal_mode")
-        .fetch_one(&mut other)
-        .await
-        .unwrap();
+    let mode: String = other.query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
     assert_eq!(mode, "wal");
 }

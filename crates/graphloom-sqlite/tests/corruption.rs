@@ -8,7 +8,6 @@ use graphloom_core::store::{namespace, PutOptions, SearchQuery, Store};
 use graphloom_core::{BackendErrorKind, Error};
 use graphloom_sqlite::{SqliteSaver, SqliteStore};
 use serde_json::{json, Map};
-use sqlx::Connection;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -22,16 +21,10 @@ fn meta(step: i64) -> CheckpointMetadata {
     }
 }
 
-async fn raw(path: &Path) -> sqlx::SqliteConnection {
-    sqlx::SqliteConnection::connect(&format!("sqlite://{}", path.display()))
-        .await
-        .unwrap()
-}
-
 async fn exec(path: &Path, sql: &str) -> u64 {
-    let mut conn = raw(path).await;
-    let n = sqlx::query(sql).execute(&mut conn).await.unwrap().rows_affected();
-    conn.close().await.unwrap();
+    let conn = graphloom_sqlite::rusqlite::Connection::open(path).unwrap();
+    let n = conn.execute(sql, []).unwrap() as u64;
+    conn.close().unwrap();
     n
 }
 
@@ -276,7 +269,8 @@ async fn a_database_from_a_newer_version_is_refused() {
     drop(SqliteSaver::open(&path).await.unwrap());
     exec(
         &path,
-        "INSERT INTO graphloom_migrations (version, name, applied_at) VALUES (999, 'future', 'now')",
+        "INSERT INTO graphloom_migrations (version, component, description, applied_at) \
+         VALUES (999, 'storage', 'future', 'now')",
     )
     .await;
     let err = SqliteSaver::open(&path).await.unwrap_err();

@@ -19,10 +19,14 @@ async fn open(dir: &tempfile::TempDir) -> SqliteDatabase {
 }
 
 async fn app_rows(db: &SqliteDatabase) -> Vec<String> {
-    sqlx::query_scalar("SELECT name FROM app_rows ORDER BY name")
-        .fetch_all(db.reader())
-        .await
-        .unwrap()
+    db.read(|conn| -> graphloom_core::Result<Vec<String>> {
+        let mut stmt = conn
+            .prepare("SELECT name FROM app_rows ORDER BY name")
+            .map_err(rusqlite_error)?;
+        let names = stmt.query_map([], |r| r.get(0)).map_err(rusqlite_error)?;
+        names.collect::<Result<_, _>>().map_err(rusqlite_error)
+    })
+    .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

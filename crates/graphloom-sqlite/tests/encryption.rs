@@ -12,7 +12,6 @@ use graphloom_sqlite::{SqliteSaver, SqliteStore};
 use graphloom_test_kit::checkpointer_conformance;
 use graphloom_test_kit::store::store_conformance;
 use serde_json::{json, Map};
-use sqlx::Connection;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -70,11 +69,9 @@ fn file_bytes(path: &Path) -> Vec<u8> {
 }
 
 async fn exec(path: &Path, sql: &str) {
-    let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite://{}", path.display()))
-        .await
-        .unwrap();
-    sqlx::query(sql).execute(&mut conn).await.unwrap();
-    conn.close().await.unwrap();
+    let conn = graphloom_sqlite::rusqlite::Connection::open(path).unwrap();
+    conn.execute(sql, []).unwrap();
+    conn.close().unwrap();
 }
 
 #[tokio::test]

@@ -16,11 +16,9 @@ async fn a_file_that_is_not_a_database_reaches_the_driver_error() {
     };
     assert_eq!(b.kind(), BackendErrorKind::Corrupt, "{err}");
     let driver = b
-        .find_source::<sqlx::Error>()
-        .expect("the chain reaches sqlx's error");
-    let code = driver.as_database_error().and_then(|d| d.code()).unwrap();
-    // SQLITE_NOTADB
-    assert_eq!(code, "26");
+        .find_source::<rusqlite::Error>()
+        .expect("the chain reaches rusqlite's error");
+    assert_eq!(driver.sqlite_error_code(), Some(ErrorCode::NotADatabase));
 }
 
 #[tokio::test]

@@ -2,7 +2,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 use graphloom_core::*;
 use graphloom_sqlite::SqliteSaver;
-use sqlx::Connection;
 
 #[derive(State, Clone, Default, Debug)]
 struct Chat {
@@ -55,14 +54,9 @@ async fn thousand_turn_thread_stores_at_most_five_times_the_message_bytes() {
     );
 
     // The file itself, after folding the WAL back in.
-    let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite://{}", path.display()))
-        .await
-        .unwrap();
-    sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
-        .execute(&mut conn)
-        .await
-        .unwrap();
-    conn.close().await.unwrap();
+    let conn = graphloom_sqlite::rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)").unwrap();
+    conn.close().unwrap();
     let file = std::fs::metadata(&path).unwrap().len() as f64;
     println!(
         "database file after a WAL checkpoint: {file} bytes ({:.2}x the raw message bytes)",

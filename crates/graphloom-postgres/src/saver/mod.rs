@@ -41,7 +41,7 @@ mod read;
 mod write;
 
 use crate::error::SqlxResultExt;
-use crate::schema::Migrated;
+use crate::migrate::Migrated;
 use graphloom_core::checkpoint::{
     BlobCodec, Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointTuple, Checkpointer, ListQuery,
     TaskWrites, Version,
@@ -116,7 +116,7 @@ impl PostgresSaver {
     /// Create or upgrade the tables now instead of on first use.
     ///
     /// # Errors
-    /// A typed backend error if the migration fails (see [`crate::schema`]).
+    /// A typed backend error if the migration fails (see [`crate::migrate`](mod@crate::migrate)).
     pub async fn migrate(&self) -> Result<()> {
         self.migrated.ensure(&self.pool).await
     }

@@ -33,7 +33,7 @@
 mod search;
 
 use crate::error::{backend, SqlxResultExt};
-use crate::schema::Migrated;
+use crate::migrate::Migrated;
 use graphloom_core::store::{
     texts_at_path, validate_namespace, validate_value, IndexConfig, IndexFields, Item, ListNamespaces,
     PutOptions, SearchItem, SearchQuery, Store, TtlConfig, WILDCARD,

@@ -1,334 +1,121 @@
-//! The server's own tables (assistants, threads, runs = the durable queue), on SQLite or
-//! PostgreSQL: the same database as the checkpoints.
+//! The server's own tables (assistants, threads, runs = the durable queue, run events), on
+//! SQLite or PostgreSQL: the same database as the checkpoints.
 //!
 //! Every row carries an `owner` (the authenticated principal; `""` with auth off). Every
 //! read and write of a resource is scoped to one owner: another owner's row is "not found".
+//!
+//! The storage trait [`Db`] and its types live in `graphloom-server-db`, below the
+//! backends; each backend crate implements it with its own tables, behind its `server`
+//! feature: [`SqliteDb`] (feature `sqlite`) and [`PgDb`] (feature `postgres`). [`open`]
+//! opens what a [`Database`] names: the server's tables, the checkpointer and the store.
 
+#[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
 pub(crate) mod file_lock;
-mod kit;
-mod postgres;
-mod sqlite;
 
-pub use postgres::PgDb;
-pub use sqlite::SqliteDb;
+#[cfg(feature = "postgres")]
+pub use graphloom_postgres::server::PgDb;
+pub use graphloom_server_db::{
+    AssistantPatch, AssistantQuery, Db, DbError, DbResult, Lease, NewRun, SortOrder, ThreadOutcome,
+    ThreadQuery,
+};
+#[cfg(feature = "sqlite")]
+pub use graphloom_sqlite::server::SqliteDb;
 
-use crate::models::{Assistant, CancelAction, ClaimedRun, Run, RunStatus, Thread, ThreadStatus};
-use async_trait::async_trait;
-use serde_json::{Map, Value};
-use std::time::Duration;
+pub use crate::config::Database;
+use crate::start_error::StartError;
+use file_lock::FileLock;
+use graphloom_core::checkpoint::DynCheckpointer;
+use graphloom_core::store::DynStore;
+use std::sync::Arc;
 
-/// A storage error.
-#[derive(Debug, thiserror::Error)]
-pub enum DbError {
-    /// A row with that id exists already.
-    #[error("{0} already exists")]
-    Conflict(String),
-    /// The thread has an active run and the strategy is `reject`.
-    #[error("thread {0} is busy")]
-    Busy(String),
-    /// The database refused a value of the request (PostgreSQL's data exceptions, SQLSTATE
-    /// class `22`: a `\u0000` in text or JSON, a number out of range): the client's to fix.
-    #[error("invalid input: {0}")]
-    Invalid(String),
-    /// The database failed.
-    #[error("database: {0}")]
-    Backend(String),
+/// An open database: the server's tables, the checkpointer and the store on it, and (on
+/// SQLite) the file's lock, held while the server runs.
+pub(crate) struct Opened {
+    pub(crate) db: Arc<dyn Db>,
+    pub(crate) checkpointer: Arc<dyn DynCheckpointer>,
+    pub(crate) store: Arc<dyn DynStore>,
+    pub(crate) file_lock: Option<FileLock>,
 }
 
-impl From<sqlx::Error> for DbError {
-    fn from(e: sqlx::Error) -> Self {
-        let data_exception = match &e {
-            sqlx::Error::Database(db) => db
-                .try_downcast_ref::<sqlx::postgres::PgDatabaseError>()
-                .is_some_and(|pg| pg.code().starts_with("22")),
-            _ => false,
-        };
-        if data_exception {
-            DbError::Invalid(e.to_string())
-        } else {
-            DbError::Backend(e.to_string())
-        }
+/// Open `database` (running migrations): the server's tables, its checkpointer and store.
+///
+/// # Errors
+/// The database cannot be opened or migrated, another server holds the SQLite file, or
+/// this build lacks the backend.
+pub(crate) async fn open(database: &Database) -> Result<Opened, StartError> {
+    match database {
+        Database::Sqlite(path) => open_sqlite(path).await,
+        Database::Postgres(url) => open_postgres(url).await,
     }
 }
 
-impl From<graphloom_core::Error> for DbError {
-    fn from(e: graphloom_core::Error) -> Self {
-        match &e {
-            graphloom_core::Error::Backend(b)
-                if b.kind() == graphloom_core::BackendErrorKind::InvalidInput =>
-            {
-                DbError::Invalid(b.message.clone())
-            }
-            _ => DbError::Backend(e.to_string()),
-        }
+#[cfg(feature = "sqlite")]
+async fn open_sqlite(path: &std::path::Path) -> Result<Opened, StartError> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|source| StartError::CreateDir {
+            path: dir.to_owned(),
+            source,
+        })?;
     }
-}
-
-impl From<graphloom_sqlite::rusqlite::Error> for DbError {
-    fn from(e: graphloom_sqlite::rusqlite::Error) -> Self {
-        DbError::Backend(e.to_string())
+    // This process alone executes the file's runs from here on.
+    let file_lock = FileLock::acquire(path).map_err(StartError::Locked)?;
+    // One writer for the checkpoints, the store and the server's tables: their commits for
+    // concurrent runs are grouped into shared transactions.
+    let shared = graphloom_sqlite::SqliteDatabase::open(graphloom_sqlite::SqliteOptions::new(path))
+        .await
+        .map_err(StartError::storage("SQLite database"))?;
+    let saver = shared.saver();
+    let store = shared.store().await.map_err(StartError::storage("store"))?;
+    let db = SqliteDb::new(shared)
+        .await
+        .map_err(StartError::database("opening the server's tables"))?;
+    // With the lock held, runs still marked running were left by a process that died: the
+    // workers take them over at once, not a lease later.
+    let orphans = db
+        .expire_leases()
+        .await
+        .map_err(StartError::database("taking over orphaned runs"))?;
+    if orphans > 0 {
+        tracing::info!(
+            runs = orphans,
+            "taking over runs left running by a stopped server"
+        );
     }
+    Ok(Opened {
+        db: Arc::new(db),
+        checkpointer: Arc::new(saver),
+        store: Arc::new(store),
+        file_lock: Some(file_lock),
+    })
 }
 
-/// Result of storage calls.
-pub type DbResult<T> = Result<T, DbError>;
-
-/// Sort order.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum SortOrder {
-    /// Ascending.
-    Asc,
-    /// Descending (the default).
-    #[default]
-    Desc,
+#[cfg(not(feature = "sqlite"))]
+#[allow(clippy::unused_async)]
+async fn open_sqlite(_path: &std::path::Path) -> Result<Opened, StartError> {
+    Err(StartError::Unsupported("SQLite", "sqlite"))
 }
 
-/// Filters of an assistant search.
-#[derive(Clone, Debug, Default)]
-pub struct AssistantQuery {
-    /// Metadata containment: every key must equal.
-    pub metadata: Map<String, Value>,
-    /// Only this graph.
-    pub graph_id: Option<String>,
-    /// Name contains (case-insensitive).
-    pub name: Option<String>,
-    /// Page size.
-    pub limit: i64,
-    /// Page start.
-    pub offset: i64,
-    /// One of `assistant_id`, `graph_id`, `name`, `created_at`, `updated_at` (default `created_at`).
-    pub sort_by: Option<String>,
-    /// Order.
-    pub sort_order: SortOrder,
+#[cfg(feature = "postgres")]
+async fn open_postgres(url: &str) -> Result<Opened, StartError> {
+    let saver = graphloom_postgres::PostgresSaver::connect(url)
+        .await
+        .map_err(StartError::storage("PostgreSQL checkpointer"))?;
+    let store = graphloom_postgres::PostgresStore::connect(url)
+        .await
+        .map_err(StartError::storage("PostgreSQL store"))?;
+    let db = PgDb::connect(url)
+        .await
+        .map_err(StartError::database("opening the server's tables"))?;
+    Ok(Opened {
+        db: Arc::new(db),
+        checkpointer: Arc::new(saver),
+        store: Arc::new(store),
+        file_lock: None,
+    })
 }
 
-/// Fields a PATCH of an assistant may change; each change makes a new version.
-#[derive(Clone, Debug, Default)]
-pub struct AssistantPatch {
-    /// New graph.
-    pub graph_id: Option<String>,
-    /// New config (replaces).
-    pub config: Option<Value>,
-    /// New context (replaces).
-    pub context: Option<Value>,
-    /// New metadata (merged into the old).
-    pub metadata: Option<Map<String, Value>>,
-    /// New name.
-    pub name: Option<String>,
-    /// New description.
-    pub description: Option<String>,
-}
-
-/// Filters of a thread search.
-#[derive(Clone, Debug, Default)]
-pub struct ThreadQuery {
-    /// Only these ids.
-    pub ids: Option<Vec<String>>,
-    /// Metadata containment.
-    pub metadata: Map<String, Value>,
-    /// Values containment (top-level keys of the state must equal).
-    pub values: Map<String, Value>,
-    /// Status.
-    pub status: Option<ThreadStatus>,
-    /// Page size.
-    pub limit: i64,
-    /// Page start.
-    pub offset: i64,
-    /// One of `thread_id`, `status`, `created_at`, `updated_at` (default `created_at`).
-    pub sort_by: Option<String>,
-    /// Order.
-    pub sort_order: SortOrder,
-}
-
-/// What a run's end writes to its thread.
-#[derive(Clone, Debug)]
-pub struct ThreadOutcome {
-    /// New status.
-    pub status: ThreadStatus,
-    /// Latest values.
-    pub values: Option<Value>,
-    /// Pending interrupts by task id (`{}` when none).
-    pub interrupts: Value,
-    /// Error of the run, if it failed.
-    pub error: Option<Value>,
-}
-
-/// How a new run enters the queue.
-#[derive(Clone, Debug)]
-pub struct NewRun {
-    /// The run row (status `pending`).
-    pub run: Run,
-    /// Owner.
-    pub owner: String,
-    /// Not claimable before this many seconds from now (`after_seconds`).
-    pub delay: Option<Duration>,
-    /// Whether to refuse (Busy) when the thread has a pending or running run.
-    pub reject_if_busy: bool,
-    /// Whether to ask the thread's active runs to stop, with this action, before this run
-    /// (strategies `interrupt` and `rollback`); pending runs of the thread are cancelled.
-    pub cancel_active: Option<CancelAction>,
-    /// Merged into the thread's metadata in the same transaction (the run's `graph_id`
-    /// and `assistant_id`).
-    pub thread_metadata: Option<Map<String, Value>>,
-    /// Claim the run at once for this worker, with this lease, when nothing else is
-    /// queued or running on its thread and it is due now: [`Db::create_run`] then returns
-    /// it `running` (attempt 1) and the thread `busy`, and the caller executes it. Else it
-    /// is queued as usual.
-    pub claim: Option<(String, Duration)>,
-}
-
-/// What a worker learns from a heartbeat.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Lease {
-    /// Still ours; go on.
-    Held,
-    /// Still ours, but a cancel was requested.
-    Cancel(CancelAction),
-    /// Lost (expired and taken over, or the run was deleted): stop without writing.
-    Lost,
-}
-
-/// The server's storage. Implemented for SQLite ([`SqliteDb`]) and PostgreSQL ([`PgDb`]).
-#[async_trait]
-pub trait Db: Send + Sync + 'static {
-    // ---- assistants ----
-    /// Insert an assistant (version 1). `Conflict` when the id exists (for this or any owner).
-    async fn create_assistant(&self, owner: &str, a: &Assistant) -> DbResult<Assistant>;
-    /// An assistant of this owner.
-    async fn get_assistant(&self, owner: &str, id: &str) -> DbResult<Option<Assistant>>;
-    /// Apply a patch: a new version that becomes the current one.
-    async fn patch_assistant(
-        &self,
-        owner: &str,
-        id: &str,
-        patch: AssistantPatch,
-    ) -> DbResult<Option<Assistant>>;
-    /// Delete an assistant and its versions; false when not found.
-    async fn delete_assistant(&self, owner: &str, id: &str) -> DbResult<bool>;
-    /// Search; returns the page and the total count of matches.
-    async fn search_assistants(&self, owner: &str, q: &AssistantQuery) -> DbResult<(Vec<Assistant>, i64)>;
-    /// All versions, newest first.
-    async fn assistant_versions(
-        &self,
-        owner: &str,
-        id: &str,
-        metadata: &Map<String, Value>,
-        limit: i64,
-        offset: i64,
-    ) -> DbResult<Vec<Assistant>>;
-    /// Make an older version the current one.
-    async fn set_assistant_version(&self, owner: &str, id: &str, version: i64)
-        -> DbResult<Option<Assistant>>;
-
-    // ---- threads ----
-    /// Insert a thread. `Conflict` when the id exists.
-    async fn create_thread(&self, owner: &str, t: &Thread) -> DbResult<Thread>;
-    /// A thread of this owner.
-    async fn get_thread(&self, owner: &str, id: &str) -> DbResult<Option<Thread>>;
-    /// Merge metadata into a thread and/or set its ttl.
-    async fn patch_thread(
-        &self,
-        owner: &str,
-        id: &str,
-        metadata: Option<&Map<String, Value>>,
-        ttl: Option<Value>,
-    ) -> DbResult<Option<Thread>>;
-    /// Record the outcome of a run (or a state update) on a thread.
-    async fn set_thread_outcome(&self, id: &str, outcome: &ThreadOutcome) -> DbResult<()>;
-    /// Set a thread's status only.
-    async fn set_thread_status(&self, id: &str, status: ThreadStatus) -> DbResult<()>;
-    /// Delete a thread and its runs; false when not found.
-    async fn delete_thread(&self, owner: &str, id: &str) -> DbResult<bool>;
-    /// Search; returns the page and the total count.
-    async fn search_threads(&self, owner: &str, q: &ThreadQuery) -> DbResult<(Vec<Thread>, i64)>;
-    /// Ids of threads whose ttl has passed (for the sweeper).
-    async fn expired_threads(&self, limit: i64) -> DbResult<Vec<String>>;
-    /// Delete a thread and its runs whatever its owner (the TTL sweeper and temporary
-    /// threads of stateless runs); false when not found.
-    async fn delete_thread_any(&self, id: &str) -> DbResult<bool>;
-
-    // ---- runs (the queue) ----
-    /// Enqueue a run, applying the multitask strategy atomically. The thread must exist.
-    async fn create_run(&self, new: &NewRun) -> DbResult<Run>;
-    /// A run of this owner (`thread_id` None: any thread).
-    async fn get_run(&self, owner: &str, thread_id: Option<&str>, run_id: &str) -> DbResult<Option<Run>>;
-    /// Runs of a thread, newest first.
-    async fn list_runs(
-        &self,
-        owner: &str,
-        thread_id: &str,
-        status: Option<RunStatus>,
-        limit: i64,
-        offset: i64,
-    ) -> DbResult<Vec<Run>>;
-    /// Delete a run; false when not found.
-    async fn delete_run(&self, owner: &str, thread_id: &str, run_id: &str) -> DbResult<bool>;
-    /// Claim the oldest claimable run for `worker`: pending and due, or running with an
-    /// expired lease (a dead worker's; its attempt goes up). Never a run whose thread has
-    /// another running run with a live lease. The claim holds a lease of `lease` length.
-    async fn claim_run(&self, worker: &str, lease: Duration) -> DbResult<Option<ClaimedRun>>;
-    /// Extend the lease; tells whether it is still held and whether a cancel was asked for.
-    async fn heartbeat(&self, run_id: &str, worker: &str, lease: Duration) -> DbResult<Lease>;
-    /// End a run held by `worker` with a final status. False when the lease was lost
-    /// (another worker owns it now): nothing is written.
-    async fn finish_run(&self, run_id: &str, worker: &str, status: RunStatus) -> DbResult<bool>;
-    /// [`finish_run`](Db::finish_run) and [`set_thread_outcome`](Db::set_thread_outcome) in
-    /// one transaction: nothing is written when the lease was lost.
-    async fn finish_run_with_outcome(
-        &self,
-        run_id: &str,
-        worker: &str,
-        status: RunStatus,
-        thread_id: &str,
-        outcome: &ThreadOutcome,
-    ) -> DbResult<bool>;
-    /// [`finish_run_with_outcome`](Db::finish_run_with_outcome) for a run that completed,
-    /// written only if checkpoint `checkpoint_id` of the thread's root namespace is saved,
-    /// checked in the same transaction. Called while that checkpoint's put may still be in
-    /// flight, its write queued first: where the database shares one writer with the
-    /// checkpointer (SQLite), both land in one commit and the run's end costs no commit of
-    /// its own. False when nothing was written (the checkpoint is not saved, the lease was
-    /// lost, or the database cannot tell, as by default): the caller then records the
-    /// outcome as usual.
-    async fn finish_run_at_checkpoint(
-        &self,
-        _run_id: &str,
-        _worker: &str,
-        _thread_id: &str,
-        _outcome: &ThreadOutcome,
-        _checkpoint_id: &str,
-    ) -> DbResult<bool> {
-        Ok(false)
-    }
-    /// Ask a run to stop. A pending run ends `interrupted` at once (or is deleted for
-    /// rollback); a running one gets the request, which its worker sees on its next heartbeat.
-    /// Returns the run as it is after the request; None when not found.
-    async fn cancel_run(
-        &self,
-        owner: &str,
-        thread_id: Option<&str>,
-        run_id: &str,
-        action: CancelAction,
-    ) -> DbResult<Option<Run>>;
-    /// Number of pending runs (for `/metrics`).
-    async fn queue_depth(&self) -> DbResult<i64>;
-    /// Count of runs by status (for `/metrics`).
-    async fn runs_by_status(&self) -> DbResult<Vec<(RunStatus, i64)>>;
-
-    /// Keep events of a resumable run, so a client of another process (a replica, or this
-    /// server after a restart) can replay them; an event already stored is kept.
-    async fn append_run_events(
-        &self,
-        run_id: &str,
-        events: Vec<crate::broker::RunEventRecord>,
-    ) -> DbResult<()>;
-    /// A run's stored events from position `from` on, at most `limit`, in order.
-    async fn run_events(
-        &self,
-        run_id: &str,
-        from: u64,
-        limit: i64,
-    ) -> DbResult<Vec<crate::broker::RunEventRecord>>;
-    /// Forget a run's stored events (a new attempt of the run starts its log again).
-    async fn delete_run_events(&self, run_id: &str) -> DbResult<()>;
+#[cfg(not(feature = "postgres"))]
+#[allow(clippy::unused_async)]
+async fn open_postgres(_url: &str) -> Result<Opened, StartError> {
+    Err(StartError::Unsupported("PostgreSQL", "postgres"))
 }

@@ -1,18 +1,18 @@
-//! What the SQLite and PostgreSQL backends share: the clock, ttl arithmetic, JSON
-//! containment (PostgreSQL's `@>` semantics, evaluated in Rust where SQL cannot), sort
-//! columns, paging and the text forms of enums. Unit tests of these pieces are at the end;
-//! the conformance suite that drives both backends through the [`Db`](super::Db) trait is
-//! the integration test `tests/db.rs`.
+//! What the SQLite and PostgreSQL implementations of [`Db`](crate::Db) share: the clock,
+//! ttl arithmetic, JSON containment (PostgreSQL's `@>` semantics, evaluated in Rust where
+//! SQL cannot), sort columns, paging and the text forms of enums. Unit tests of these
+//! pieces are at the end; the conformance suite that drives both backends through the
+//! [`Db`](crate::Db) trait is graphloom-server's integration test `tests/db.rs`.
 
-use super::{AssistantPatch, DbError, DbResult};
 use crate::models::{
     rfc3339_from_micros, Assistant, CancelAction, MultitaskStrategy, RunStatus, ThreadStatus,
 };
+use crate::{AssistantPatch, DbError, DbResult, RunEventRecord, SortOrder};
 use serde_json::{Map, Value};
 use std::time::Duration;
 
 /// Microseconds since the Unix epoch, now.
-pub(super) fn now_micros() -> i64 {
+pub fn now_micros() -> i64 {
     let d = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
@@ -20,13 +20,13 @@ pub(super) fn now_micros() -> i64 {
 }
 
 /// `now` plus `d`, in microseconds, saturating.
-pub(super) fn after(now: i64, d: Duration) -> i64 {
+pub fn after(now: i64, d: Duration) -> i64 {
     now.saturating_add(i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
 }
 
 /// The lifetime a thread ttl asks for, in microseconds: `{"strategy": "delete", "ttl":
 /// minutes}` (strategy optional). None for no ttl, another strategy, or a malformed value.
-pub(super) fn ttl_micros(ttl: Option<&Value>) -> Option<i64> {
+pub fn ttl_micros(ttl: Option<&Value>) -> Option<i64> {
     let obj = ttl?.as_object()?;
     match obj.get("strategy") {
         None | Some(Value::Null) => {}
@@ -46,7 +46,7 @@ pub(super) fn ttl_micros(ttl: Option<&Value>) -> Option<i64> {
 }
 
 /// A ttl value as stored: JSON `null` means none.
-pub(super) fn ttl_value(ttl: Option<&Value>) -> Option<&Value> {
+pub fn ttl_value(ttl: Option<&Value>) -> Option<&Value> {
     ttl.filter(|v| !v.is_null())
 }
 
@@ -54,7 +54,7 @@ pub(super) fn ttl_value(ttl: Option<&Value>) -> Option<&Value> {
 /// objects contain objects whose every key is contained, arrays contain arrays whose every
 /// element is contained in some element, scalars equal (numbers by value). (PostgreSQL's
 /// extra rule that a top-level array contains a bare scalar is not needed: filters are objects.)
-pub(super) fn json_contains(haystack: &Value, needle: &Value) -> bool {
+pub fn json_contains(haystack: &Value, needle: &Value) -> bool {
     match (haystack, needle) {
         (Value::Object(h), Value::Object(n)) => map_contains(h, n),
         (Value::Array(h), Value::Array(n)) => n.iter().all(|x| h.iter().any(|y| json_contains(y, x))),
@@ -74,14 +74,14 @@ fn json_equal_scalar(a: &Value, b: &Value) -> bool {
 }
 
 /// Whether every key of `needle` is in `haystack` with a value containing the needle's.
-pub(super) fn map_contains(haystack: &Map<String, Value>, needle: &Map<String, Value>) -> bool {
+pub fn map_contains(haystack: &Map<String, Value>, needle: &Map<String, Value>) -> bool {
     needle
         .iter()
         .all(|(k, v)| haystack.get(k).is_some_and(|h| json_contains(h, v)))
 }
 
 /// Shallow merge: keys of `from` overwrite those of `into`.
-pub(super) fn merge(into: &mut Map<String, Value>, from: &Map<String, Value>) {
+pub fn merge(into: &mut Map<String, Value>, from: &Map<String, Value>) {
     for (k, v) in from {
         into.insert(k.clone(), v.clone());
     }
@@ -89,7 +89,7 @@ pub(super) fn merge(into: &mut Map<String, Value>, from: &Map<String, Value>) {
 
 /// `a` after `patch`, as its next version: one past the highest stored version (`latest`)
 /// or its own, whichever is higher; metadata merged, other fields replaced.
-pub(super) fn patched(a: &mut Assistant, patch: AssistantPatch, latest: Option<i64>, now: i64) {
+pub fn patched(a: &mut Assistant, patch: AssistantPatch, latest: Option<i64>, now: i64) {
     a.version = latest.unwrap_or(a.version).max(a.version) + 1;
     if let Some(g) = patch.graph_id {
         a.graph_id = g;
@@ -113,8 +113,8 @@ pub(super) fn patched(a: &mut Assistant, patch: AssistantPatch, latest: Option<i
 }
 
 /// A stored run event.
-pub(super) fn event_record(seq: i64, event: String, data: &str) -> DbResult<crate::broker::RunEventRecord> {
-    Ok(crate::broker::RunEventRecord {
+pub fn event_record(seq: i64, event: String, data: &str) -> DbResult<RunEventRecord> {
+    Ok(RunEventRecord {
         id: u64::try_from(seq).map_err(|_| DbError::Backend(format!("bad event sequence {seq}")))?,
         event,
         data: serde_json::from_str(data)
@@ -123,7 +123,7 @@ pub(super) fn event_record(seq: i64, event: String, data: &str) -> DbResult<crat
 }
 
 /// Sort column of an assistant search (`created_at` unless another known one is named).
-pub(super) fn assistant_sort_column(sort_by: Option<&str>) -> &'static str {
+pub fn assistant_sort_column(sort_by: Option<&str>) -> &'static str {
     match sort_by {
         Some("assistant_id") => "assistant_id",
         Some("graph_id") => "graph_id",
@@ -134,7 +134,7 @@ pub(super) fn assistant_sort_column(sort_by: Option<&str>) -> &'static str {
 }
 
 /// Sort column of a thread search (`created_at` unless another known one is named).
-pub(super) fn thread_sort_column(sort_by: Option<&str>) -> &'static str {
+pub fn thread_sort_column(sort_by: Option<&str>) -> &'static str {
     match sort_by {
         Some("thread_id") => "thread_id",
         Some("status") => "status",
@@ -144,20 +144,20 @@ pub(super) fn thread_sort_column(sort_by: Option<&str>) -> &'static str {
 }
 
 /// SQL keyword of an order.
-pub(super) fn order_keyword(order: super::SortOrder) -> &'static str {
+pub fn order_keyword(order: SortOrder) -> &'static str {
     match order {
-        super::SortOrder::Asc => "ASC",
-        super::SortOrder::Desc => "DESC",
+        SortOrder::Asc => "ASC",
+        SortOrder::Desc => "DESC",
     }
 }
 
 /// Limit and offset of a page: a limit of 0 or less means "no limit"; offsets start at 0.
-pub(super) fn page(limit: i64, offset: i64) -> (Option<i64>, i64) {
+pub fn page(limit: i64, offset: i64) -> (Option<i64>, i64) {
     ((limit > 0).then_some(limit), offset.max(0))
 }
 
 /// Cut a page out of rows already filtered and sorted.
-pub(super) fn slice_page<T>(rows: Vec<T>, limit: i64, offset: i64) -> Vec<T> {
+pub fn slice_page<T>(rows: Vec<T>, limit: i64, offset: i64) -> Vec<T> {
     let (limit, offset) = page(limit, offset);
     let skip = usize::try_from(offset).unwrap_or(usize::MAX);
     let take = limit.map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
@@ -165,18 +165,18 @@ pub(super) fn slice_page<T>(rows: Vec<T>, limit: i64, offset: i64) -> Vec<T> {
 }
 
 /// A stored run status.
-pub(super) fn run_status(s: &str) -> DbResult<RunStatus> {
+pub fn run_status(s: &str) -> DbResult<RunStatus> {
     RunStatus::parse(s).ok_or_else(|| DbError::Backend(format!("unknown run status `{s}` in the database")))
 }
 
 /// A stored thread status.
-pub(super) fn thread_status(s: &str) -> DbResult<ThreadStatus> {
+pub fn thread_status(s: &str) -> DbResult<ThreadStatus> {
     ThreadStatus::parse(s)
         .ok_or_else(|| DbError::Backend(format!("unknown thread status `{s}` in the database")))
 }
 
 /// A stored multitask strategy.
-pub(super) fn strategy(s: &str) -> DbResult<MultitaskStrategy> {
+pub fn strategy(s: &str) -> DbResult<MultitaskStrategy> {
     Ok(match s {
         "reject" => MultitaskStrategy::Reject,
         "interrupt" => MultitaskStrategy::Interrupt,
@@ -191,7 +191,7 @@ pub(super) fn strategy(s: &str) -> DbResult<MultitaskStrategy> {
 }
 
 /// A stored cancel request.
-pub(super) fn cancel_action(s: Option<&str>) -> DbResult<Option<CancelAction>> {
+pub fn cancel_action(s: Option<&str>) -> DbResult<Option<CancelAction>> {
     match s {
         None => Ok(None),
         Some(s) => CancelAction::parse(s)
@@ -200,8 +200,43 @@ pub(super) fn cancel_action(s: Option<&str>) -> DbResult<Option<CancelAction>> {
     }
 }
 
+/// A value stored as its text form in the server's tables (statuses, strategies, cancel
+/// requests), so that a backend can decode such a column into its type in one place.
+pub trait StoredText: Sized {
+    /// The value of a stored text; an error naming what was found when it is none.
+    ///
+    /// # Errors
+    /// `DbError::Backend` for a text that names no value.
+    fn from_stored(s: &str) -> DbResult<Self>;
+}
+
+impl StoredText for RunStatus {
+    fn from_stored(s: &str) -> DbResult<Self> {
+        run_status(s)
+    }
+}
+
+impl StoredText for ThreadStatus {
+    fn from_stored(s: &str) -> DbResult<Self> {
+        thread_status(s)
+    }
+}
+
+impl StoredText for MultitaskStrategy {
+    fn from_stored(s: &str) -> DbResult<Self> {
+        strategy(s)
+    }
+}
+
+impl StoredText for CancelAction {
+    fn from_stored(s: &str) -> DbResult<Self> {
+        CancelAction::parse(s)
+            .ok_or_else(|| DbError::Backend(format!("unknown cancel action `{s}` in the database")))
+    }
+}
+
 /// A JSON object, or an error naming the column.
-pub(super) fn as_object(v: Value, column: &str) -> DbResult<Map<String, Value>> {
+pub fn as_object(v: Value, column: &str) -> DbResult<Map<String, Value>> {
     match v {
         Value::Object(m) => Ok(m),
         Value::Null => Ok(Map::new()),

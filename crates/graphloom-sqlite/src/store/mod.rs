@@ -1,20 +1,31 @@
 //! [`SqliteStore`]: the SQLite [`Store`].
+//!
+//! # Tables
+//!
+//! | table | key | holds |
+//! |---|---|---|
+//! | `store_items` | prefix, key | the value, encoded with the [`BlobCodec`]; `created_at`, `updated_at`; the item's `ttl_ms` and `expires_at` |
+//! | `store_vectors` | prefix, key, field | the embeddings of one indexed field, as little-endian `f32`s |
+//!
+//! `search.rs` holds the searches (filters, vector ranking) and `list_namespaces`.
 
-use crate::db::{aad, corrupt, db_err, now_ms, other, rs_err, CommitStats, Db};
+mod search;
+
+use search::vectors_to_blob;
+
+use crate::aad::aad;
+use crate::db::Db;
+use crate::error::{corrupt, other, SqlResultExt};
 use crate::options::{SqliteOptions, Synchronous};
-use futures::TryStreamExt;
+use crate::row::{bytes_of, query_one, FromRow};
+use crate::writer::CommitStats;
 use graphloom_core::checkpoint::BlobCodec;
 use graphloom_core::store::{
-    cosine, has_prefix, texts_at_path, timestamp_after, validate_namespace, validate_value, Filter,
-    IndexConfig, IndexFields, Item, ListNamespaces, PutOptions, SearchItem, SearchQuery, Store, TtlConfig,
-    WILDCARD,
+    texts_at_path, timestamp_after, validate_namespace, validate_value, IndexConfig, IndexFields, Item,
+    ListNamespaces, PutOptions, SearchItem, SearchQuery, Store, TtlConfig,
 };
-use graphloom_core::Result;
+use graphloom_core::{Error, Result};
 use serde_json::Value;
-use sqlx::sqlite::SqliteRow;
-use sqlx::{QueryBuilder, Row, Sqlite};
-use std::cmp::Ordering;
-use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -26,7 +37,7 @@ use std::time::Duration;
 /// - Items live in `store_items`, keyed by the namespace joined with `.` (labels cannot
 ///   contain one) and the key. Values go through the [`BlobCodec`] (sealed with the
 ///   `encryption` feature and a key); namespaces, keys and timestamps are plaintext.
-/// - Filters are evaluated in Rust with core's [`Filter`], after SQL selects the namespace
+/// - Filters are evaluated in Rust with core's [`Filter`](graphloom_core::store::Filter), after SQL selects the namespace
 ///   prefix and live rows, so they mean exactly what they mean for every other store.
 /// - Expiry is wall-clock time (`expires_at`, Unix milliseconds). Expired items are never
 ///   returned; [`Store::sweep_expired`] deletes them. Refreshing reads update `expires_at`
@@ -127,44 +138,84 @@ fn item_aad(prefix: &str, key: &str) -> Vec<u8> {
     aad(&["store", prefix, key])
 }
 
-/// Restrict a query to namespaces starting with `labels` (whole labels): the namespace
-/// itself or anything under `labels.`; `'/'` is the byte after `'.'`.
-fn push_prefix_range(qb: &mut QueryBuilder<'_, Sqlite>, column: &str, labels: &[String]) {
-    if labels.is_empty() {
-        return;
+/// Milliseconds since the Unix epoch.
+fn now_ms() -> i64 {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    i64::try_from(now.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// An item row as read, its value still encoded.
+struct RawItem {
+    prefix: String,
+    key: String,
+    enc: String,
+    bytes: Vec<u8>,
+    created_at: String,
+    updated_at: String,
+    ttl_ms: Option<i64>,
+}
+
+impl FromRow for RawItem {
+    const COLUMNS: &'static str = "prefix, key, enc, value, created_at, updated_at, ttl_ms";
+    type Error = Error;
+
+    /// The key columns first: a column after them that does not decode is a corrupt item
+    /// naming its namespace and key.
+    fn from_row(row: &rusqlite::Row<'_>) -> Result<Self> {
+        let prefix: String = row.get(0).sql()?;
+        let key: String = row.get(1).sql()?;
+        let bad = |e: rusqlite::Error| bad_item(&prefix, &key, e.to_string());
+        Ok(RawItem {
+            enc: row.get(2).map_err(bad)?,
+            bytes: bytes_of(row, 3).map_err(bad)?,
+            created_at: row.get(4).map_err(bad)?,
+            updated_at: row.get(5).map_err(bad)?,
+            ttl_ms: row.get(6).map_err(bad)?,
+            prefix,
+            key,
+        })
     }
-    let p = prefix_of(labels);
-    qb.push(format!(" AND ({column} = "))
-        .push_bind(p.clone())
-        .push(format!(" OR ({column} >= "))
-        .push_bind(format!("{p}."))
-        .push(format!(" AND {column} < "))
-        .push_bind(format!("{p}/"))
-        .push("))");
 }
 
-/// Encode vectors as little-endian `f32`s.
-fn vectors_to_blob(vectors: &[Vec<f32>]) -> Vec<u8> {
-    vectors
-        .iter()
-        .flat_map(|v| v.iter().flat_map(|x| x.to_le_bytes()))
-        .collect()
+/// A stored item that does not decode, named by its namespace and key.
+fn bad_item(prefix: &str, key: &str, message: String) -> Error {
+    corrupt(format!(
+        "store item {:?} / {key:?}: {message}",
+        namespace_of(prefix)
+    ))
 }
 
-fn blob_to_vectors(bytes: &[u8], dims: usize) -> Option<Vec<Vec<f32>>> {
-    if dims == 0 || bytes.len() % (dims * 4) != 0 {
-        return None;
+impl RawItem {
+    /// Decode the value.
+    fn decode(self, codec: &BlobCodec) -> Result<ItemRow> {
+        let value: Value = codec
+            .decode(&self.enc, &self.bytes, &item_aad(&self.prefix, &self.key))
+            .map_err(|e| bad_item(&self.prefix, &self.key, e.to_string()))?;
+        if !value.is_object() {
+            return Err(bad_item(
+                &self.prefix,
+                &self.key,
+                "the stored value is not a JSON object".into(),
+            ));
+        }
+        Ok(ItemRow {
+            item: Item {
+                namespace: namespace_of(&self.prefix),
+                key: self.key.clone(),
+                value,
+                created_at: self.created_at,
+                updated_at: self.updated_at,
+            },
+            prefix: self.prefix,
+            key: self.key,
+            ttl_ms: self.ttl_ms,
+        })
     }
-    let floats: Vec<f32> = bytes
-        .chunks_exact(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect();
-    Some(floats.chunks(dims).map(<[f32]>::to_vec).collect())
 }
 
-/// An item row as read: `prefix, key, enc, value, created_at, updated_at, ttl_ms`.
-const ITEM_COLUMNS: &str = "prefix, key, enc, value, created_at, updated_at, ttl_ms";
-
+/// An item as read, with what refreshing its TTL needs.
 struct ItemRow {
     prefix: String,
     key: String,
@@ -306,37 +357,6 @@ impl SqliteStore {
         Ok(rows)
     }
 
-    fn read_item(&self, row: &SqliteRow) -> Result<ItemRow> {
-        let prefix: String = row.try_get(0).map_err(db_err)?;
-        let key: String = row.try_get(1).map_err(db_err)?;
-        let namespace = namespace_of(&prefix);
-        let bad = |e: String| corrupt(format!("store item {namespace:?} / {key:?}: {e}"));
-        let enc: String = row.try_get(2).map_err(|e| bad(e.to_string()))?;
-        let bytes: Vec<u8> = row.try_get(3).map_err(|e| bad(e.to_string()))?;
-        let created_at: String = row.try_get(4).map_err(|e| bad(e.to_string()))?;
-        let updated_at: String = row.try_get(5).map_err(|e| bad(e.to_string()))?;
-        let ttl_ms: Option<i64> = row.try_get(6).map_err(|e| bad(e.to_string()))?;
-        let value: Value = self
-            .codec()
-            .decode(&enc, &bytes, &item_aad(&prefix, &key))
-            .map_err(|e| bad(e.to_string()))?;
-        if !value.is_object() {
-            return Err(bad("the stored value is not a JSON object".into()));
-        }
-        Ok(ItemRow {
-            item: Item {
-                namespace,
-                key: key.clone(),
-                value,
-                created_at,
-                updated_at,
-            },
-            prefix,
-            key,
-            ttl_ms,
-        })
-    }
-
     /// Restart the TTL of these `(prefix, key)` items (those that have one and are live).
     async fn refresh(&self, items: Vec<(String, String)>) -> Result<()> {
         if items.is_empty() {
@@ -350,10 +370,9 @@ impl SqliteStore {
                         "UPDATE store_items SET expires_at = ? + ttl_ms
                          WHERE prefix = ? AND key = ? AND ttl_ms IS NOT NULL AND expires_at > ?",
                     )
-                    .map_err(rs_err)?;
+                    .sql()?;
                 for (prefix, key) in &items {
-                    stmt.execute(rusqlite::params![now, prefix, key, now])
-                        .map_err(rs_err)?;
+                    stmt.execute(rusqlite::params![now, prefix, key, now]).sql()?;
                 }
                 Ok(())
             })
@@ -372,7 +391,7 @@ fn existing(
         .prepare_cached(
             "SELECT created_at, updated_at, expires_at FROM store_items WHERE prefix = ? AND key = ?",
         )
-        .map_err(rs_err)?;
+        .sql()?;
     stmt.query_row(rusqlite::params![prefix, key], |row| {
         Ok((row.get(0)?, row.get(1)?, row.get(2)?))
     })
@@ -383,20 +402,22 @@ fn existing(
 impl Store for SqliteStore {
     async fn get(&self, namespace: &[String], key: &str) -> Result<Option<Item>> {
         let prefix = prefix_of(namespace);
-        let row = sqlx::query(&format!(
-            "SELECT {ITEM_COLUMNS} FROM store_items
-             WHERE prefix = ? AND key = ? AND (expires_at IS NULL OR expires_at > ?)"
-        ))
-        .bind(&prefix)
-        .bind(key)
-        .bind(now_ms())
-        .fetch_optional(self.db.reader())
-        .await
-        .map_err(db_err)?;
+        // A point read by key: on this thread, no hand-off.
+        let row = self.db.read(|conn| {
+            query_one::<RawItem>(
+                conn,
+                &format!(
+                    "SELECT {} FROM store_items
+                     WHERE prefix = ?1 AND key = ?2 AND (expires_at IS NULL OR expires_at > ?3)",
+                    RawItem::COLUMNS
+                ),
+                rusqlite::params![prefix, key, now_ms()],
+            )
+        })?;
         let Some(row) = row else {
             return Ok(None);
         };
-        let found = self.read_item(&row)?;
+        let found = row.decode(self.codec())?;
         // Labels with '.' are never stored; such a lookup must not alias another namespace.
         if found.item.namespace != namespace {
             return Ok(None);
@@ -457,19 +478,19 @@ impl Store for SqliteStore {
                         &prefix, &key, enc, &bytes, created_at, ts, ttl_ms, expires_at
                     ])
                 })
-                .map_err(rs_err)?;
+                .sql()?;
                 conn.prepare_cached("DELETE FROM store_vectors WHERE prefix = ? AND key = ?")
                     .and_then(|mut stmt| stmt.execute(rusqlite::params![&prefix, &key]))
-                    .map_err(rs_err)?;
+                    .sql()?;
                 let mut insert = conn
                     .prepare_cached(
                         "INSERT INTO store_vectors (prefix, key, field, embedding) VALUES (?, ?, ?, ?)",
                     )
-                    .map_err(rs_err)?;
+                    .sql()?;
                 for (field, blob) in &vectors {
                     insert
                         .execute(rusqlite::params![&prefix, &key, field, blob])
-                        .map_err(rs_err)?;
+                        .sql()?;
                 }
                 Ok(())
             })
@@ -487,7 +508,7 @@ impl Store for SqliteStore {
                 ] {
                     conn.prepare_cached(sql)
                         .and_then(|mut stmt| stmt.execute(rusqlite::params![&prefix, &key]))
-                        .map_err(rs_err)?;
+                        .sql()?;
                 }
                 Ok(())
             })
@@ -495,147 +516,11 @@ impl Store for SqliteStore {
     }
 
     async fn search(&self, namespace_prefix: &[String], query: SearchQuery) -> Result<Vec<SearchItem>> {
-        let filter = Filter::parse(&query.filter)?;
-        let query_vector = match (&query.query, &self.index) {
-            (Some(text), Some(index)) => self.embed(index, vec![text.clone()]).await?.pop(),
-            _ => None,
-        };
-        let refresh = query.refresh_ttl.unwrap_or(self.ttl.refresh_on_read);
-        let now = now_ms();
-        let wanted = query.offset.saturating_add(query.limit);
-
-        let mut qb = QueryBuilder::<Sqlite>::new(format!(
-            "SELECT {ITEM_COLUMNS} FROM store_items WHERE (expires_at IS NULL OR expires_at > "
-        ));
-        qb.push_bind(now).push(")");
-        push_prefix_range(&mut qb, "prefix", namespace_prefix);
-        qb.push(" ORDER BY updated_at DESC, prefix, key");
-
-        let mut tx = self.db.reader().begin().await.map_err(db_err)?;
-        let mut hits: Vec<(ItemRow, Option<f64>)> = Vec::new();
-        match (&query_vector, &self.index) {
-            (Some(q), Some(index)) => {
-                // Every embedding under the prefix, then the items that have one.
-                let mut vq = QueryBuilder::<Sqlite>::new(
-                    "SELECT prefix, key, field, embedding FROM store_vectors WHERE 1 = 1",
-                );
-                push_prefix_range(&mut vq, "prefix", namespace_prefix);
-                let rows = vq
-                    .build()
-                    .persistent(false)
-                    .fetch_all(&mut *tx)
-                    .await
-                    .map_err(db_err)?;
-                let mut best: HashMap<(String, String), f64> = HashMap::new();
-                for row in rows {
-                    let prefix: String = row.try_get(0).map_err(db_err)?;
-                    let key: String = row.try_get(1).map_err(db_err)?;
-                    let field: String = row.try_get(2).map_err(db_err)?;
-                    let bytes: Vec<u8> = row.try_get(3).map_err(db_err)?;
-                    let vectors = blob_to_vectors(&bytes, index.dims).ok_or_else(|| {
-                        corrupt(format!(
-                            "store embedding {:?} / {key:?} field {field:?}: {} bytes are not whole vectors of {} dimensions",
-                            namespace_of(&prefix),
-                            bytes.len(),
-                            index.dims
-                        ))
-                    })?;
-                    if let Some(score) = vectors.iter().map(|v| cosine(q, v)).max_by(f64::total_cmp) {
-                        let slot = best.entry((prefix, key)).or_insert(score);
-                        if score > *slot {
-                            *slot = score;
-                        }
-                    }
-                }
-                if !best.is_empty() {
-                    let mut rows = qb.build().persistent(false).fetch(&mut *tx);
-                    while let Some(row) = rows.try_next().await.map_err(db_err)? {
-                        let prefix: String = row.try_get(0).map_err(db_err)?;
-                        let key: String = row.try_get(1).map_err(db_err)?;
-                        let Some(score) = best.get(&(prefix, key)).copied() else {
-                            continue;
-                        };
-                        let found = self.read_item(&row)?;
-                        if has_prefix(&found.item.namespace, namespace_prefix)
-                            && filter.matches(&found.item.value)
-                        {
-                            hits.push((found, Some(score)));
-                        }
-                    }
-                }
-                hits.sort_by(|(a, sa), (b, sb)| {
-                    let by_score = match (sa, sb) {
-                        (Some(x), Some(y)) => y.total_cmp(x),
-                        _ => Ordering::Equal,
-                    };
-                    by_score
-                        .then_with(|| b.item.updated_at.cmp(&a.item.updated_at))
-                        .then_with(|| a.item.namespace.cmp(&b.item.namespace))
-                        .then_with(|| a.item.key.cmp(&b.item.key))
-                });
-            }
-            _ => {
-                if wanted > 0 {
-                    let mut rows = qb.build().persistent(false).fetch(&mut *tx);
-                    while let Some(row) = rows.try_next().await.map_err(db_err)? {
-                        let found = self.read_item(&row)?;
-                        if has_prefix(&found.item.namespace, namespace_prefix)
-                            && filter.matches(&found.item.value)
-                        {
-                            hits.push((found, None));
-                            if hits.len() >= wanted {
-                                break;
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        let _ = tx.rollback().await;
-
-        let page: Vec<(ItemRow, Option<f64>)> =
-            hits.into_iter().skip(query.offset).take(query.limit).collect();
-        if refresh {
-            let stale: Vec<(String, String)> = page
-                .iter()
-                .filter(|(r, _)| r.ttl_ms.is_some())
-                .map(|(r, _)| (r.prefix.clone(), r.key.clone()))
-                .collect();
-            self.refresh(stale).await?;
-        }
-        Ok(page
-            .into_iter()
-            .map(|(r, score)| SearchItem { item: r.item, score })
-            .collect())
+        self.search_items(namespace_prefix, query).await
     }
 
     async fn list_namespaces(&self, opts: ListNamespaces) -> Result<Vec<Vec<String>>> {
-        opts.validate()?;
-        // The prefix's labels before its first wildcard narrow the scan.
-        let fixed: Vec<String> = opts
-            .prefix
-            .iter()
-            .flatten()
-            .take_while(|l| l.as_str() != WILDCARD && !l.contains('.'))
-            .cloned()
-            .collect();
-        let mut qb = QueryBuilder::<Sqlite>::new(
-            "SELECT DISTINCT prefix FROM store_items WHERE (expires_at IS NULL OR expires_at > ",
-        );
-        qb.push_bind(now_ms()).push(")");
-        push_prefix_range(&mut qb, "prefix", &fixed);
-        let rows = qb
-            .build()
-            .persistent(false)
-            .fetch_all(self.db.reader())
-            .await
-            .map_err(db_err)?;
-        let mut namespaces = Vec::with_capacity(rows.len());
-        for row in rows {
-            let prefix: String = row.try_get(0).map_err(db_err)?;
-            namespaces.push(namespace_of(&prefix));
-        }
-        Ok(opts.apply(namespaces))
+        self.namespaces(opts).await
     }
 
     async fn sweep_expired(&self) -> Result<usize> {
@@ -649,11 +534,11 @@ impl Store for SqliteStore {
                           AND i.expires_at <= ?)",
                 )
                 .and_then(|mut stmt| stmt.execute([now]))
-                .map_err(rs_err)?;
+                .sql()?;
                 let done = conn
                     .prepare_cached("DELETE FROM store_items WHERE expires_at <= ?")
                     .and_then(|mut stmt| stmt.execute([now]))
-                    .map_err(rs_err)?;
+                    .sql()?;
                 Ok(done)
             })
             .await
@@ -663,17 +548,6 @@ impl Store for SqliteStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn vectors_round_trip_as_little_endian_f32() {
-        let v = vec![vec![1.0f32, -2.5], vec![0.0, 3.25]];
-        let blob = vectors_to_blob(&v);
-        assert_eq!(blob.len(), 16);
-        assert_eq!(&blob[..4], &1.0f32.to_le_bytes());
-        assert_eq!(blob_to_vectors(&blob, 2), Some(v));
-        assert_eq!(blob_to_vectors(&blob[..6], 2), None);
-        assert_eq!(blob_to_vectors(&blob, 0), None);
-    }
 
     #[test]
     fn namespaces_join_and_split() {

@@ -1,0 +1,287 @@
+//! The resources of the API, in the JSON shapes the `langgraph-sdk` clients expect.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// Time as RFC 3339 text with microseconds and a `+00:00` offset, like the reference server.
+#[must_use]
+pub fn now_rfc3339() -> String {
+    let now = std::time::SystemTime::now();
+    let d = now.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    rfc3339_from_micros(d.as_micros() as i64)
+}
+
+/// RFC 3339 text of a time given in microseconds since the Unix epoch.
+#[must_use]
+pub fn rfc3339_from_micros(us: i64) -> String {
+    let secs = us.div_euclid(1_000_000);
+    let micros = us.rem_euclid(1_000_000);
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{micros:06}+00:00",
+        rem / 3600,
+        (rem % 3600) / 60,
+        rem % 60
+    )
+}
+
+// Howard Hinnant's days-to-civil algorithm.
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+/// An assistant: a graph plus configuration.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
+pub struct Assistant {
+    /// Id (a UUID; system assistants use UUID v5 of the graph id).
+    pub assistant_id: String,
+    /// The registered graph it runs.
+    pub graph_id: String,
+    /// Run configuration defaults (`configurable`, `recursion_limit`, ...).
+    #[serde(default)]
+    pub config: Value,
+    /// Context defaults.
+    #[serde(default)]
+    pub context: Value,
+    /// Creation time.
+    pub created_at: String,
+    /// Last change.
+    pub updated_at: String,
+    /// Free metadata.
+    #[serde(default)]
+    pub metadata: Map<String, Value>,
+    /// Version, from 1.
+    pub version: i64,
+    /// Display name.
+    pub name: String,
+    /// Description.
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
+/// Thread status, derived from its runs and last checkpoint.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Default, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ThreadStatus {
+    /// No run active, last run ended normally.
+    #[default]
+    Idle,
+    /// A run is active.
+    Busy,
+    /// Paused at an interrupt.
+    Interrupted,
+    /// The last run failed.
+    Error,
+}
+
+impl ThreadStatus {
+    /// The wire name.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ThreadStatus::Idle => "idle",
+            ThreadStatus::Busy => "busy",
+            ThreadStatus::Interrupted => "interrupted",
+            ThreadStatus::Error => "error",
+        }
+    }
+    /// From the wire name.
+    #[must_use]
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "idle" => ThreadStatus::Idle,
+            "busy" => ThreadStatus::Busy,
+            "interrupted" => ThreadStatus::Interrupted,
+            "error" => ThreadStatus::Error,
+            _ => return None,
+        })
+    }
+}
+
+/// A thread: one conversation / one durable state.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
+pub struct Thread {
+    /// Id.
+    pub thread_id: String,
+    /// Creation time.
+    pub created_at: String,
+    /// Last change of the row.
+    pub updated_at: String,
+    /// Last change of the state.
+    pub state_updated_at: String,
+    /// Free metadata (`graph_id` and `assistant_id` are added by runs).
+    #[serde(default)]
+    pub metadata: Map<String, Value>,
+    /// Configuration of the last run.
+    #[serde(default)]
+    pub config: Value,
+    /// Status.
+    pub status: ThreadStatus,
+    /// Latest state values (a copy, refreshed when a run ends).
+    #[serde(default)]
+    pub values: Value,
+    /// Pending interrupts by task id.
+    #[serde(default)]
+    pub interrupts: Value,
+    /// The last run's error.
+    #[serde(default)]
+    pub error: Option<Value>,
+    /// Time to live, when set: `{"strategy": "delete", "ttl": minutes}`.
+    #[serde(default)]
+    pub ttl: Option<Value>,
+}
+
+/// Run status.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    /// Queued.
+    Pending,
+    /// Executing (held by a worker's lease).
+    Running,
+    /// Failed.
+    Error,
+    /// Finished.
+    Success,
+    /// Ran past its timeout.
+    Timeout,
+    /// Paused at an interrupt, or cancelled.
+    Interrupted,
+}
+
+impl RunStatus {
+    /// The wire name.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Pending => "pending",
+            RunStatus::Running => "running",
+            RunStatus::Error => "error",
+            RunStatus::Success => "success",
+            RunStatus::Timeout => "timeout",
+            RunStatus::Interrupted => "interrupted",
+        }
+    }
+    /// From the wire name.
+    #[must_use]
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "pending" => RunStatus::Pending,
+            "running" => RunStatus::Running,
+            "error" => RunStatus::Error,
+            "success" => RunStatus::Success,
+            "timeout" => RunStatus::Timeout,
+            "interrupted" => RunStatus::Interrupted,
+            _ => return None,
+        })
+    }
+    /// Whether the run has ended.
+    #[must_use]
+    pub fn is_final(self) -> bool {
+        !matches!(self, RunStatus::Pending | RunStatus::Running)
+    }
+}
+
+/// What to do with a new run when its thread already has an active one.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Default, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum MultitaskStrategy {
+    /// Refuse the new run with 409.
+    Reject,
+    /// Stop the active run (keeping its progress), then run the new one.
+    Interrupt,
+    /// Stop the active run and delete it and its checkpoints' progress, then run the new one.
+    Rollback,
+    /// Queue the new run behind the active one.
+    #[default]
+    Enqueue,
+}
+
+impl MultitaskStrategy {
+    /// The wire name.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MultitaskStrategy::Reject => "reject",
+            MultitaskStrategy::Interrupt => "interrupt",
+            MultitaskStrategy::Rollback => "rollback",
+            MultitaskStrategy::Enqueue => "enqueue",
+        }
+    }
+}
+
+/// How a cancel stops a running run.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum CancelAction {
+    /// Stop; keep the checkpoints; the run ends `interrupted`.
+    #[default]
+    Interrupt,
+    /// Stop and delete the run (its thread returns to where it was).
+    Rollback,
+}
+
+impl CancelAction {
+    /// The wire name.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CancelAction::Interrupt => "interrupt",
+            CancelAction::Rollback => "rollback",
+        }
+    }
+    /// From the wire name.
+    #[must_use]
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "interrupt" => Some(CancelAction::Interrupt),
+            "rollback" => Some(CancelAction::Rollback),
+            _ => None,
+        }
+    }
+}
+
+/// A run.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
+pub struct Run {
+    /// Id (UUID v7, so ids sort by creation).
+    pub run_id: String,
+    /// Its thread (stateless runs get a temporary one).
+    pub thread_id: String,
+    /// The assistant it runs.
+    pub assistant_id: String,
+    /// Creation time.
+    pub created_at: String,
+    /// Last change.
+    pub updated_at: String,
+    /// Status.
+    pub status: RunStatus,
+    /// Free metadata.
+    #[serde(default)]
+    pub metadata: Map<String, Value>,
+    /// The request that created it (input, command, config, stream modes, ...).
+    #[serde(default)]
+    pub kwargs: Value,
+    /// The strategy it was created with.
+    pub multitask_strategy: MultitaskStrategy,
+}
+
+/// A queued or running run as the queue sees it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClaimedRun {
+    /// The run.
+    pub run: Run,
+    /// Attempt number, from 1; a run taken over after a crash or lost lease has 2 or more.
+    pub attempt: i64,
+}
