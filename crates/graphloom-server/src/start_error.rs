@@ -1,7 +1,7 @@
 //! Why a server did not start: [`StartError`], with its cause as the error's source.
 
 use crate::config::ConfigError;
-use crate::db::DbError;
+use graphloom_server_db::DbError;
 use std::path::PathBuf;
 
 /// Start-up failure, with its cause as the error's source.
