@@ -10,7 +10,8 @@ use sqlx::{Connection, PgConnection};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-/// From a separate connection, end every other session of the database.
+/// From a separate connection, end every other client session of the database (not an
+/// autovacuum worker that happens to be on it: counting one made the count flaky).
 /// Terminate every other connection to the test database and wait (up to 10 s each) until
 /// they are gone: `pg_terminate_backend` only signals, and under load a backend could
 /// otherwise still answer the next query.
@@ -18,7 +19,8 @@ async fn kill_other_backends(url: &str) -> i64 {
     let mut conn = PgConnection::connect(url).await.unwrap();
     let killed: i64 = sqlx::query_scalar(
         "SELECT count(*) FROM (SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity
-         WHERE datname = current_database() AND pid <> pg_backend_pid()) t",
+         WHERE datname = current_database() AND pid <> pg_backend_pid()
+           AND backend_type = 'client backend') t",
     )
     .fetch_one(&mut conn)
     .await
