@@ -282,3 +282,46 @@ async fn resuming_an_interrupt_of_an_older_checkpoint_forks_from_it() {
     let done = g.resume(Command::resume("dos"), cfg).await.unwrap();
     assert_eq!(done.values.answers.to_vec(), vec!["\"uno\"", "\"dos\""]);
 }
+
+/// The `updates` of a stream, as JSON, in order.
+async fn updates_of(
+    g: &CompiledGraph<Form>,
+    input: RunInput<Form>,
+    cfg: RunConfig,
+) -> Vec<serde_json::Value> {
+    use futures::StreamExt;
+    g.stream(input, cfg, StreamOptions::modes([StreamMode::Updates]))
+        .filter_map(|e| async move {
+            match e {
+                RunEvent::Part(p) => Some(p.data_json().unwrap()),
+                RunEvent::End(_) => None,
+            }
+        })
+        .collect()
+        .await
+}
+
+#[tokio::test]
+async fn a_static_interrupt_ends_the_updates_stream_with_an_empty_interrupt() {
+    let g = chain(InMemorySaver::new())
+        .interrupt_before(NodeSet::of(["b"]))
+        .interrupt_after(NodeSet::of(["b"]))
+        .compile()
+        .unwrap();
+    let cfg = RunConfig::thread("static-stream");
+    // Before `b`: `a` ran, then the pause.
+    let parts = updates_of(&g, RunInput::Update(FormUpdate::new()), cfg.clone()).await;
+    assert_eq!(
+        parts,
+        vec![json!({"a": {"answers": ["a"]}}), json!({"__interrupt__": []})]
+    );
+    // After `b`: `b` ran, then the pause.
+    let parts = updates_of(&g, RunInput::Continue, cfg.clone()).await;
+    assert_eq!(
+        parts,
+        vec![json!({"b": {"answers": ["b"]}}), json!({"__interrupt__": []})]
+    );
+    // To the end: no interrupt.
+    let parts = updates_of(&g, RunInput::Continue, cfg).await;
+    assert_eq!(parts, vec![json!({"c": {"answers": ["c"]}})]);
+}

@@ -520,7 +520,7 @@ impl<S: State> Loop<S> {
                     return self.fail(Error::RecursionLimit { limit }).await;
                 }
                 if !skip_before && tasks.iter().any(|t| self.interrupt_before.contains(&t.node)) {
-                    return self.finish(LoopEnd::Interrupted(Vec::new())).await;
+                    return self.static_interrupt().await;
                 }
                 executed += 1;
             }
@@ -593,10 +593,18 @@ impl<S: State> Loop<S> {
             {
                 let next = plan(&self.g, &self.ls, &self.ns_str);
                 if !next.is_empty() {
-                    return self.finish(LoopEnd::Interrupted(Vec::new())).await;
+                    return self.static_interrupt().await;
                 }
             }
         }
+    }
+
+    /// Pause at a static interrupt (`interrupt_before`/`interrupt_after`): as LangGraph
+    /// does, the `updates` stream says so with an empty `{"__interrupt__": []}`, so a client
+    /// watching the stream sees the pause as it sees a dynamic one.
+    async fn static_interrupt(self) -> Result<LoopResult<S>> {
+        self.emit(StreamMode::Updates, || StreamData::Interrupts(Vec::new()));
+        self.finish(LoopEnd::Interrupted(Vec::new())).await
     }
 
     /// Merge the step's writes, fire edges, and move to the next checkpoint id.
