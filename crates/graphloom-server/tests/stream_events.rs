@@ -51,3 +51,27 @@ async fn every_stream_of_a_quick_run_has_its_events() {
     assert_eq!(events[0].1["messages"][1]["content"], "echo: m0", "{body}");
     s.stop().await;
 }
+
+#[tokio::test]
+async fn a_static_interrupt_is_an_empty_interrupt_in_the_updates_stream() {
+    let s = TestServer::sqlite(|_| {}).await;
+    let t = s.thread().await;
+    let body = s
+        .http
+        .post(s.u(&format!("/threads/{t}/runs/stream")))
+        .json(
+            &json!({"assistant_id": "echo", "input": human("hi"), "stream_mode": ["updates"],
+            "interrupt_before": ["reply"]}),
+        )
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let events = parse_sse(&body);
+    let updates: Vec<_> = events.iter().filter(|e| e.0 == "updates").map(|e| &e.1).collect();
+    assert_eq!(updates, [&json!({"__interrupt__": []})], "{body}");
+    assert_eq!(s.get(&format!("/threads/{t}")).await.1["status"], "interrupted");
+    s.stop().await;
+}
