@@ -7,7 +7,29 @@
 //!
 //! ```no_run
 //! use graphloom_cli::{Entry, Graphs};
-//! # fn my_factory() -> graphloom_server::GraphFactory { unimplemented!() }
+//! use graphloom_core::*;
+//! use std::sync::Arc;
+//!
+//! #[derive(State, Clone, Default, Debug)]
+//! struct Chat {
+//!     #[reducer(add_messages)]
+//!     messages: Seq<Message>,
+//! }
+//!
+//! /// One node that answers; compiled against the server's checkpointer.
+//! fn my_factory() -> graphloom_server::GraphFactory {
+//!     graphloom_server::factory(|deps| {
+//!         StateGraph::<Chat>::new()
+//!             .add_node("reply", |_s, _rt| async {
+//!                 Ok(ChatUpdate::new().messages(vec![Message::ai("hello")]))
+//!             })
+//!             .add_edge(START, "reply")
+//!             .add_edge("reply", END)
+//!             .checkpointer_dyn(Arc::clone(&deps.checkpointer))
+//!             .compile()
+//!     })
+//! }
+//!
 //! fn main() -> std::process::ExitCode {
 //!     graphloom_cli::main(Graphs::new(vec![Entry {
 //!         id: "my_agent",

@@ -569,7 +569,8 @@ impl RetryPolicy {
         } else {
             capped
         };
-        Duration::from_secs_f64(with_jitter.min(self.max_interval.as_secs_f64().max(capped)))
+        Duration::try_from_secs_f64(with_jitter.min(self.max_interval.as_secs_f64().max(capped)))
+            .unwrap_or(self.max_interval)
     }
 }
 

@@ -87,7 +87,7 @@ impl RetryConfig {
         } else {
             capped
         };
-        Duration::from_secs_f64(secs)
+        Duration::try_from_secs_f64(secs).unwrap_or(self.max_backoff)
     }
 }
 
@@ -95,13 +95,14 @@ impl RetryConfig {
 /// (integer or decimal) or as an HTTP date.
 #[must_use]
 pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    if let Some(ms) = headers
+    // A value that is not a duration (negative, NaN, too large to represent) is ignored.
+    if let Some(wait) = headers
         .get("retry-after-ms")
         .and_then(|v| v.to_str().ok())
         .and_then(|s| s.trim().parse::<f64>().ok())
-        .filter(|ms| ms.is_finite() && *ms >= 0.0)
+        .and_then(|ms| Duration::try_from_secs_f64(ms / 1000.0).ok())
     {
-        return Some(Duration::from_secs_f64(ms / 1000.0));
+        return Some(wait);
     }
     let raw = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
     parse_retry_after(raw, SystemTime::now())
@@ -112,7 +113,8 @@ pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
 pub fn parse_retry_after(raw: &str, now: SystemTime) -> Option<Duration> {
     let raw = raw.trim();
     if let Ok(secs) = raw.parse::<f64>() {
-        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
+        // Not a duration (negative, NaN, or too large to represent): ignored.
+        return Duration::try_from_secs_f64(secs).ok();
     }
     let at = httpdate::parse_http_date(raw).ok()?;
     Some(at.duration_since(now).unwrap_or(Duration::ZERO))
@@ -121,6 +123,17 @@ pub fn parse_retry_after(raw: &str, now: SystemTime) -> Option<Duration> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn retry_after_values_too_large_to_wait_are_ignored() {
+        let now = SystemTime::now();
+        assert_eq!(parse_retry_after("1e300", now), None);
+        assert_eq!(parse_retry_after("-1", now), None);
+        let mut h = HeaderMap::new();
+        h.insert("retry-after-ms", "1e300".parse().unwrap());
+        h.insert(reqwest::header::RETRY_AFTER, "2".parse().unwrap());
+        assert_eq!(retry_after(&h), Some(Duration::from_secs(2)));
+    }
 
     #[test]
     fn retry_after_seconds_and_dates() {
