@@ -82,7 +82,8 @@ async fn several_modes_at_once_in_order() {
     .await;
     let modes: Vec<&str> = parts.iter().map(|p| p.mode.as_str()).collect();
     // Two chunks (without an id), then the returned message `m1` whole: as in LangGraph,
-    // a returned message not streamed under its id is emitted when the node ends.
+    // a returned message not streamed under its id is emitted when the node ends. The
+    // node's update comes as it ends, before its task result (LangGraph's order).
     assert_eq!(
         modes,
         vec![
@@ -92,8 +93,8 @@ async fn several_modes_at_once_in_order() {
             "messages",
             "messages",
             "messages",
-            "tasks",
             "updates",
+            "tasks",
             "checkpoints"
         ]
     );

@@ -237,6 +237,14 @@ pub(crate) async fn run_loop<S: State>(
             skip_before = true;
         }
     }
+    if skip_before && lp.ls.start.is_none() {
+        // A run that carries on from the checkpoint (continue, or resume without new
+        // input) first streams the values it starts from, as LangGraph does.
+        let st = Arc::clone(&lp.ls.state);
+        lp.emit(StreamMode::Values, || {
+            StreamData::Values(Arc::new(StateValue(st)))
+        });
+    }
     lp.main(skip_before).await
 }
 
@@ -553,8 +561,6 @@ impl<S: State> Loop<S> {
             }
             if !interrupts.is_empty() {
                 self.keep_finished(&tasks, &outcomes).await?;
-                let ints = interrupts.clone();
-                self.emit(StreamMode::Updates, || StreamData::Interrupts(ints));
                 return self.finish(LoopEnd::Interrupted(interrupts)).await;
             }
             if let Err(e) = self.apply(&tasks, outcomes) {
@@ -610,7 +616,6 @@ impl<S: State> Loop<S> {
     /// Merge the step's writes, fire edges, and move to the next checkpoint id.
     fn apply(&mut self, tasks: &[Task], outcomes: Vec<Outcome<S>>) -> Result<()> {
         let step = self.ls.step + 1;
-        let wants_updates = self.run.wants(StreamMode::Updates, self.ns.len());
         // Record what each task has seen, before any edge bumps a trigger again.
         for t in tasks {
             match &t.kind {
@@ -625,23 +630,9 @@ impl<S: State> Loop<S> {
         }
         let mut updates = Vec::new();
         let mut gotos: Vec<(usize, Vec<Route>)> = Vec::new();
+        // Each task's update was streamed as the task ended (`Loop::emit_result`).
         for (i, (t, o)) in tasks.iter().zip(outcomes).enumerate() {
             if let Outcome::Done { update, goto, .. } = o {
-                if wants_updates {
-                    let data = match &update {
-                        Some(u) => StreamData::Update {
-                            node: t.node.clone(),
-                            update: Arc::new(UpdateValue(Arc::clone(&self.g), u.clone())),
-                        },
-                        None => StreamData::Update {
-                            node: t.node.clone(),
-                            update: Arc::new(Value::Null),
-                        },
-                    };
-                    if !matches!(t.kind, TaskKind::Start) {
-                        self.run.emit(&self.ns, StreamMode::Updates, data);
-                    }
-                }
                 if let Some(u) = update {
                     updates.push(TaskUpdate {
                         node: t.node.as_str(),

@@ -1,7 +1,7 @@
 //! Running a step's tasks: each task's writes saved as it finishes, and the finished
 //! writes of a step that stops kept for a resume.
 
-use super::Loop;
+use super::{Loop, UpdateValue};
 
 use super::task::{
     decode_writes, encode_writes, saved_resumes, task_input, Outcome, Task, TaskKind, TaskRun,
@@ -11,7 +11,8 @@ use crate::config::TaskEnd;
 use crate::error::{Error, Result};
 use crate::graph::node::NodeInput;
 use crate::state::State;
-use serde_json::json;
+use crate::stream::{StreamData, StreamMode, StreamValue};
+use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -60,11 +61,13 @@ impl<S: State> Loop<S> {
                 continue;
             }
             if let Some(prev) = decode_writes(&*self.ls.state, &t.id, &self.ls.pending_writes) {
-                outcomes[i] = Some(prev.map_err(|message| Error::CorruptCheckpoint {
+                let prev = prev.map_err(|message| Error::CorruptCheckpoint {
                     thread_id: self.cfg.thread_id.clone(),
                     checkpoint_id: self.ls.checkpoint_id.clone(),
                     message,
-                })?);
+                })?;
+                self.emit_result(t, &prev, true);
+                outcomes[i] = Some(prev);
                 continue;
             }
             let input = match task_input(&self.g, &self.ls, t) {
@@ -102,6 +105,7 @@ impl<S: State> Loop<S> {
             };
             let out = self.bounded(run.execute()).await?;
             self.task_ended(&tasks[i], &out, started[i]);
+            self.emit_result(&tasks[i], &out, false);
             self.record(&cfg, &tasks[i], &out, true).await?;
             outcomes[i] = Some(out);
         } else if !to_run.is_empty() {
@@ -129,6 +133,7 @@ impl<S: State> Loop<S> {
                 })?;
                 let last = set.is_empty();
                 self.task_ended(&tasks[i], &out, started[i]);
+                self.emit_result(&tasks[i], &out, false);
                 self.record(&cfg, &tasks[i], &out, last).await?;
                 outcomes[i] = Some(out);
             }
@@ -137,6 +142,37 @@ impl<S: State> Loop<S> {
             .into_iter()
             .map(|o| o.unwrap_or(Outcome::Failed(Error::Cancelled)))
             .collect())
+    }
+
+    /// Stream a task's result in `updates` mode as soon as the task ends, as LangGraph
+    /// does: a fast branch is seen before its slow siblings finish, and its update is
+    /// seen even when a sibling fails. A write replayed from the checkpoint (the task
+    /// finished before the run stopped) is marked `"__metadata__": {"cached": true}`.
+    /// An interrupted task streams its interrupts as `{"__interrupt__": [...]}`.
+    fn emit_result(&self, task: &Task, out: &Outcome<S>, cached: bool) {
+        if !self.run.wants(StreamMode::Updates, self.ns.len()) {
+            return;
+        }
+        let data = match out {
+            Outcome::Done { parent: Some(_), .. } | Outcome::Failed(_) => return,
+            Outcome::Done { update, .. } => {
+                let value: Arc<dyn StreamValue> = match update {
+                    Some(u) => Arc::new(UpdateValue(Arc::clone(&self.g), u.clone())),
+                    None => Arc::new(Value::Null),
+                };
+                if cached {
+                    let Ok(v) = value.to_json() else { return };
+                    StreamData::Json(json!({ task.node.as_str(): v, "__metadata__": {"cached": true} }))
+                } else {
+                    StreamData::Update {
+                        node: task.node.clone(),
+                        update: value,
+                    }
+                }
+            }
+            Outcome::Interrupted(ints, _) => StreamData::Interrupts(ints.clone()),
+        };
+        self.run.emit(&self.ns, StreamMode::Updates, data);
     }
 
     /// Tell the run's task observer (root graph only) that `task` ended.
