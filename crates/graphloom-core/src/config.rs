@@ -333,6 +333,37 @@ pub enum RunInput<S: State> {
     Continue,
 }
 
+/// `None` continues from the checkpoint, `Some(update)` is new input (LangGraph's
+/// `invoke(None)` / `invoke(values)`).
+impl<S: State> From<Option<S::Update>> for RunInput<S> {
+    fn from(u: Option<S::Update>) -> Self {
+        u.map_or(RunInput::Continue, RunInput::Update)
+    }
+}
+
+/// A checkpoint's config as a run config: the same thread, from that checkpoint (what
+/// [`CompiledGraph::update_state`](crate::CompiledGraph::update_state) returns can be run
+/// as LangGraph's forks are).
+impl From<crate::checkpoint::CheckpointConfig> for RunConfig {
+    fn from(c: crate::checkpoint::CheckpointConfig) -> Self {
+        let mut rc = RunConfig::thread(c.thread_id);
+        rc.checkpoint_id = c.checkpoint_id;
+        rc
+    }
+}
+
+impl From<&crate::checkpoint::CheckpointConfig> for RunConfig {
+    fn from(c: &crate::checkpoint::CheckpointConfig) -> Self {
+        c.clone().into()
+    }
+}
+
+impl From<&RunConfig> for RunConfig {
+    fn from(c: &RunConfig) -> Self {
+        c.clone()
+    }
+}
+
 impl<S: State> From<Command<S>> for RunInput<S> {
     fn from(c: Command<S>) -> Self {
         RunInput::Command(c)

@@ -65,8 +65,8 @@ pub use config::{
 };
 pub use error::{BackendError, BackendErrorKind, Error, ErrorSource, Result};
 pub use graph::{
-    CompiledGraph, HistoryQuery, PendingTask, RunEvent, RunOutput, RunStatus, RunStream, StateGraph,
-    StateSnapshot, SubgraphInfo,
+    CompiledGraph, EdgeSources, HistoryQuery, PendingTask, RunEvent, RunOutput, RunStatus, RunStream,
+    StateGraph, StateSnapshot, SubgraphInfo,
 };
 pub use graphloom_derive::State;
 pub use json_state::{JsonReduceFn, JsonReduceSharedFn, JsonReducer, JsonState, JsonUpdate, JsonWrite};
@@ -81,6 +81,39 @@ pub use types::{
     CachePolicy, Command, Durability, Interrupt, NodeError, NodeErrorKind, NodeOutput, NodeSet, Packet,
     Resume, RetryPolicy, Route, Routes, Send, END, START,
 };
+
+/// What a module that builds graphs needs, in one import, without the clash of
+/// `use graphloom_core::*`: the packet type [`Send`](crate::Send) shares its name with
+/// `std::marker::Send`, so a glob import of the crate breaks every `impl Fn(..) + Send`
+/// bound in that module (E0404). The prelude leaves the type out and offers [`send`]
+/// (LangGraph's `Send("node", arg)`) to build packets.
+///
+/// ```
+/// use graphloom_core::prelude::*;
+///
+/// // `Send` here is still `std::marker::Send`.
+/// fn boxed(f: impl Fn() -> u32 + Send + Sync + 'static) -> Box<dyn Fn() -> u32 + Send + Sync> {
+///     Box::new(f)
+/// }
+/// let routes: Routes = vec![send("worker", 1), send("worker", 2)].into();
+/// assert_eq!(boxed(|| 2)(), 2);
+/// # let _ = routes;
+/// ```
+pub mod prelude {
+    pub use crate::checkpoint::InMemorySaver;
+    pub use crate::{
+        Add, AddMessages, Append, CachePolicy, Command, CompiledGraph, Durability, Error, HistoryQuery,
+        Interrupt, JsonReducer, JsonState, JsonUpdate, LastValue, MergeMap, Message, NodeError, NodeOutput,
+        NodeSet, Result, RetryPolicy, Route, Routes, RunConfig, RunEvent, RunInput, RunOutput, RunStatus,
+        Runtime, State, StateGraph, StreamMode, StreamOptions, ToolCall, END, START,
+    };
+
+    /// A packet for `node` (LangGraph's `Send(node, arg)`), as a [`Route`] a router or a
+    /// `Command::goto` returns.
+    pub fn send<T: serde::Serialize + Send + Sync + 'static>(node: impl Into<String>, packet: T) -> Route {
+        Route::Send(crate::Send::new(node, packet))
+    }
+}
 
 #[doc(hidden)]
 pub mod __private {

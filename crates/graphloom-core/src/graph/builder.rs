@@ -304,10 +304,18 @@ impl<S: State> StateGraph<S> {
         self.with_spec(node, |s| s.destinations = to)
     }
 
-    /// `to` runs after `from`.
-    pub fn add_edge(mut self, from: impl Into<String>, to: impl Into<String>) -> Self {
-        self.edges.push((from.into(), to.into()));
-        self
+    /// `to` runs after `from`. With several sources (`add_edge(["a", "b"], "c")`, as in
+    /// LangGraph) `to` runs once every one of them has run: the same as [`Self::add_join`].
+    pub fn add_edge(mut self, from: impl EdgeSources, to: impl Into<String>) -> Self {
+        let mut from = from.into_sources();
+        if from.len() == 1 {
+            if let Some(from) = from.pop() {
+                self.edges.push((from, to.into()));
+            }
+            self
+        } else {
+            self.add_join(from, to)
+        }
     }
     /// `to` runs once every node of `from` has run (a join).
     pub fn add_join<I: IntoIterator<Item = T>, T: Into<String>>(
@@ -368,7 +376,7 @@ impl<S: State> StateGraph<S> {
     }
     /// Shorthand for `add_edge(node, END)`.
     pub fn set_finish_point(self, node: impl Into<String>) -> Self {
-        self.add_edge(node, END)
+        self.add_edge(node.into(), END)
     }
     /// Chain nodes: `a -> b -> c`.
     pub fn add_sequence<I: IntoIterator<Item = T>, T: Into<String>>(mut self, nodes: I) -> Self {
@@ -575,5 +583,42 @@ impl<S: State> StateGraph<S> {
             self.interrupt_after,
             self.edges,
         )
+    }
+}
+
+/// The source(s) of [`StateGraph::add_edge`]: one node name, or several (a join).
+pub trait EdgeSources {
+    /// The source names.
+    fn into_sources(self) -> Vec<String>;
+}
+
+impl EdgeSources for &str {
+    fn into_sources(self) -> Vec<String> {
+        vec![self.to_owned()]
+    }
+}
+impl EdgeSources for String {
+    fn into_sources(self) -> Vec<String> {
+        vec![self]
+    }
+}
+impl EdgeSources for &String {
+    fn into_sources(self) -> Vec<String> {
+        vec![self.clone()]
+    }
+}
+impl<T: Into<String>, const N: usize> EdgeSources for [T; N] {
+    fn into_sources(self) -> Vec<String> {
+        self.into_iter().map(Into::into).collect()
+    }
+}
+impl<T: Into<String>> EdgeSources for Vec<T> {
+    fn into_sources(self) -> Vec<String> {
+        self.into_iter().map(Into::into).collect()
+    }
+}
+impl<T: Into<String> + Clone> EdgeSources for &[T] {
+    fn into_sources(self) -> Vec<String> {
+        self.iter().cloned().map(Into::into).collect()
     }
 }

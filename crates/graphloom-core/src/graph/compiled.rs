@@ -162,25 +162,73 @@ impl<S: State> CompiledGraph<S> {
         })
     }
 
-    /// Run with new input (a partial update) until the graph ends or pauses.
-    pub async fn invoke(&self, input: S::Update, config: RunConfig) -> Result<RunOutput<S>> {
-        self.invoke_input(RunInput::Update(input), config).await
+    /// Run with new input (a partial update) until the graph ends or pauses. As in
+    /// LangGraph, `None` continues from the checkpoint ([`RunInput::Continue`]: after an
+    /// error, a static interrupt or a limit), and the config may be the one
+    /// [`Self::update_state`] returns (to run a fork).
+    ///
+    /// ```
+    /// # use graphloom_core::{checkpoint::InMemorySaver, RunConfig, State, StateGraph, NodeSet, END, START};
+    /// # #[derive(State, Clone, Default, Debug)]
+    /// # struct S { n: i64 }
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> graphloom_core::Result<()> {
+    /// let g = StateGraph::<S>::new()
+    ///     .add_node("inc", |s, _rt| async move { Ok(SUpdate::new().n(s.n + 1)) })
+    ///     .add_edge(START, "inc")
+    ///     .add_edge("inc", END)
+    ///     .interrupt_before(NodeSet::of(["inc"]))
+    ///     .checkpointer(InMemorySaver::new())
+    ///     .compile()?;
+    /// let cfg = RunConfig::thread("t");
+    /// g.invoke(SUpdate::new().n(1), cfg.clone()).await?; // pauses before `inc`
+    /// let fork = g.update_state(&cfg, Some(SUpdate::new().n(10)), None).await?;
+    /// let out = g.invoke(None, fork).await?; // continue the edited checkpoint
+    /// assert_eq!(out.values.n, 11);
+    /// # Ok(()) }
+    /// ```
+    pub async fn invoke(
+        &self,
+        input: impl Into<Option<S::Update>>,
+        config: impl Into<RunConfig>,
+    ) -> Result<RunOutput<S>> {
+        let input = match input.into() {
+            Some(u) => RunInput::Update(u),
+            None => RunInput::Continue,
+        };
+        self.invoke_input(input, config).await
     }
 
     /// Run from any input: new values, JSON, a `Command` (resume), or `Continue`.
-    pub async fn invoke_input(&self, input: RunInput<S>, config: RunConfig) -> Result<RunOutput<S>> {
+    pub async fn invoke_input(
+        &self,
+        input: impl Into<RunInput<S>>,
+        config: impl Into<RunConfig>,
+    ) -> Result<RunOutput<S>> {
+        let config = config.into();
         let run = self.shared(&config, None);
-        execute(Arc::clone(&self.inner), input, config, run).await
+        execute(Arc::clone(&self.inner), input.into(), config, run).await
     }
 
     /// Resume pending interrupts (or continue after an error when `cmd` has no resume).
-    pub async fn resume(&self, cmd: crate::types::Command<S>, config: RunConfig) -> Result<RunOutput<S>> {
+    pub async fn resume(
+        &self,
+        cmd: crate::types::Command<S>,
+        config: impl Into<RunConfig>,
+    ) -> Result<RunOutput<S>> {
         self.invoke_input(RunInput::Command(cmd), config).await
     }
 
     /// Run and stream events in the modes asked for. The stream ends with exactly one
     /// [`RunEvent::End`]; a run that panics ends with [`Error::Node`] naming the panic.
-    pub fn stream(&self, input: RunInput<S>, config: RunConfig, opts: StreamOptions) -> RunStream<S> {
+    pub fn stream(
+        &self,
+        input: impl Into<RunInput<S>>,
+        config: impl Into<RunConfig>,
+        opts: StreamOptions,
+    ) -> RunStream<S> {
+        let input = input.into();
+        let config = config.into();
         let (tx, rx) = mpsc::unbounded_channel();
         let (done_tx, done_rx) = oneshot::channel();
         let run = self.shared(&config, Some(StreamSink::new(tx, &opts.modes, opts.subgraphs)));

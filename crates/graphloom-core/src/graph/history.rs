@@ -162,12 +162,14 @@ impl<S: State> CompiledGraph<S> {
         }
     }
 
-    /// The thread's checkpoints, newest first.
+    /// The thread's checkpoints, newest first: all of them with `None` (LangGraph's
+    /// `get_state_history(config)`), or those a [`HistoryQuery`] selects.
     pub async fn get_state_history(
         &self,
         config: &RunConfig,
-        query: HistoryQuery,
+        query: impl Into<Option<HistoryQuery>>,
     ) -> Result<Vec<StateSnapshot<S>>> {
+        let query = query.into().unwrap_or_default();
         let cfg = Self::thread_cfg(config)?;
         let before_none = query.before.is_none() && cfg.checkpoint_id.is_none();
         let list = self

@@ -105,7 +105,7 @@ async fn the_model_plans_the_investigation_and_the_state_is_persisted() {
     let history = s
         .service
         .graph()
-        .get_state_history(&RunConfig::thread("inv-happy"), Default::default())
+        .get_state_history(&RunConfig::thread("inv-happy"), None)
         .await
         .unwrap();
     assert!(history.len() >= 13, "{} checkpoints", history.len());

@@ -26,7 +26,7 @@ async fn investigations_are_checkpointed_in_postgres_and_readable_by_another_ser
     assert_eq!(stored, out);
     let history = other
         .graph()
-        .get_state_history(&graphloom_core::RunConfig::thread("inv-pg"), Default::default())
+        .get_state_history(&graphloom_core::RunConfig::thread("inv-pg"), None)
         .await
         .unwrap();
     // The input (two checkpoints: before and after it is applied), then per tool a
