@@ -9,75 +9,15 @@ mod common;
 use common::TestServer;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 
 const SDK: &str = "langgraph-sdk==0.4.14";
 /// Validates `/openapi.json` against the OpenAPI 3.1 specification.
 const VALIDATOR: &str = "openapi-spec-validator==0.9.0";
 
-fn venv_dir() -> PathBuf {
-    let home = std::env::var_os("HOME").expect("HOME is not set");
-    PathBuf::from(home).join(".cache/graphloom/sdk-venv")
-}
-
-fn sdk_importable(python: &Path) -> bool {
-    Command::new(python)
-        .args([
-            "-c",
-            "import importlib.metadata as m, langgraph_sdk, openapi_spec_validator; \
-             assert m.version('langgraph-sdk') == '0.4.14'; \
-             assert m.version('openapi-spec-validator') == '0.9.0'",
-        ])
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
 /// The venv's python, with the SDK installed in it.
 fn ensure_venv() -> PathBuf {
-    let dir = venv_dir();
-    let python = dir.join("bin/python");
-    if python.exists() && sdk_importable(&python) {
-        return python;
-    }
-    if !python.exists() {
-        std::fs::create_dir_all(dir.parent().unwrap()).unwrap();
-        let out = Command::new("python3")
-            .args(["-m", "venv"])
-            .arg(&dir)
-            .output()
-            .expect("python3 must be installed to run the SDK compatibility test");
-        assert!(
-            out.status.success(),
-            "python3 -m venv {} failed:\n{}",
-            dir.display(),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    let out = Command::new(&python)
-        .args([
-            "-m",
-            "pip",
-            "install",
-            "--disable-pip-version-check",
-            "-q",
-            SDK,
-            VALIDATOR,
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "pip install {SDK} into {} failed (the SDK compatibility test needs it):\n{}\n{}",
-        dir.display(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        sdk_importable(&python),
-        "{SDK} installed but `import langgraph_sdk` still fails"
-    );
-    python
+    graphloom_test_kit::python::venv("sdk-venv", &[SDK, VALIDATOR])
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -12,6 +12,8 @@
 //! | [`store_conformance`] | put, get, delete, validation, search with filters, namespaces, TTL |
 //! | [`store_vector_conformance`] | vector search with [`HashEmbedder`](graphloom_core::store::HashEmbedder) |
 //!
+//! [`python::venv`] gives tests that use a real Python tool as the judge a pinned virtualenv.
+//!
 //! ```
 //! use graphloom_core::{checkpoint::InMemorySaver, InMemoryStore};
 //!
@@ -27,6 +29,7 @@
 //! dev-dependency only. A failed check panics with a message naming it.
 
 pub mod checkpointer;
+pub mod python;
 pub mod store;
 
 pub use checkpointer::checkpointer_conformance;

@@ -1,0 +1,315 @@
+"""LangGraph's side of the differential test (tests/differential.rs runs this file).
+
+Each scenario builds a small graph with LangGraph, drives it through a list of calls, and
+records for every call: the `updates` of each superstep (split at the `values` events, so a
+superstep's updates form one group), the error kind if the call failed, and the thread's
+state afterwards (values, next nodes, pending interrupt values, history length). The Rust
+side builds the same graphs with graphloom and records the same trace; the test compares.
+
+Prints one JSON object: {scenario name: [call trace, ...]}.
+"""
+
+import json
+import operator
+import sys
+from typing import Annotated, Optional, TypedDict
+
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.errors import GraphRecursionError, InvalidUpdateError
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import Command, Interrupt, Send, interrupt
+
+
+def plain(v):
+    """JSON-ready value; an Interrupt becomes {"value": ...} (ids are not compared)."""
+    if isinstance(v, Interrupt):
+        return {"value": plain(v.value)}
+    if isinstance(v, dict):
+        return {k: plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [plain(x) for x in v]
+    return v
+
+
+def canon(v):
+    return json.dumps(plain(v), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def error_kind(e):
+    if isinstance(e, GraphRecursionError):
+        return "recursion_limit"
+    if isinstance(e, InvalidUpdateError):
+        return "invalid_update"
+    return "node"
+
+
+def thread(tid, **extra):
+    cfg = {"configurable": {"thread_id": tid}}
+    cfg.update(extra)
+    return cfg
+
+
+def call(graph, inp, cfg, tid, counts=None):
+    steps, cur, err = [], [], None
+    try:
+        for mode, chunk in graph.stream(inp, cfg, stream_mode=["updates", "values"]):
+            if mode == "updates":
+                cur.append(canon(chunk))
+            else:
+                steps.append(sorted(cur))
+                cur = []
+    except Exception as e:  # the error kind is part of the trace
+        err = error_kind(e)
+    if cur:
+        steps.append(sorted(cur))
+    out = {"steps": steps, "error": err}
+    try:
+        st = graph.get_state(thread(tid))
+        out["values"] = plain(st.values)
+        out["next"] = sorted(st.next)
+        out["interrupts"] = sorted(canon(i.value) for i in st.interrupts)
+    except Exception as e:  # reading the state can fail too (a stored conflict)
+        out["state_error"] = error_kind(e)
+    out["history"] = len(list(graph.get_state_history(thread(tid))))
+    if counts is not None:
+        out["counts"] = dict(sorted(counts.items()))
+    return out
+
+
+class Log(TypedDict, total=False):
+    log: Annotated[list, operator.add]
+    n: int
+    x: str
+
+
+def log_node(name):
+    return lambda s: {"log": [name]}
+
+
+def join():
+    g = StateGraph(Log)
+    for n in ["a", "b", "b2", "c"]:
+        g.add_node(n, log_node(n))
+    g.add_edge(START, "a")
+    g.add_edge(START, "b")
+    g.add_edge("b", "b2")
+    g.add_edge(["a", "b2"], "c")
+    g.add_edge("c", END)
+    graph = g.compile(checkpointer=InMemorySaver())
+    return [call(graph, {"log": ["in"]}, thread("t"), "t")]
+
+
+def loop():
+    g = StateGraph(Log)
+    g.add_node("inc", lambda s: {"n": s["n"] + 1, "log": [f"inc{s['n']}"]})
+    g.add_edge(START, "inc")
+    g.add_conditional_edges("inc", lambda s: "inc" if s["n"] < 3 else END)
+    graph = g.compile(checkpointer=InMemorySaver())
+    return [call(graph, {"n": 0}, thread("t"), "t")]
+
+
+class Fan(TypedDict, total=False):
+    items: list
+    results: Annotated[list, operator.add]
+    item: int
+
+
+def send():
+    g = StateGraph(Fan)
+    g.add_node("plan", lambda s: {"results": []})
+    g.add_node("worker", lambda s: {"results": [s["item"] * 10]})
+    g.add_node("done", lambda s: {"results": [sum(s["results"])]})
+    g.add_edge(START, "plan")
+    g.add_conditional_edges("plan", lambda s: [Send("worker", {"item": i}) for i in s["items"]])
+    g.add_edge("worker", "done")
+    g.add_edge("done", END)
+    graph = g.compile(checkpointer=InMemorySaver())
+    return [call(graph, {"items": [1, 2, 3]}, thread("t"), "t")]
+
+
+def conflict():
+    g = StateGraph(Log)
+    g.add_node("a", lambda s: {"x": "from a"})
+    g.add_node("b", lambda s: {"x": "from b"})
+    g.add_edge(START, "a")
+    g.add_edge(START, "b")
+    graph = g.compile(checkpointer=InMemorySaver())
+    return [call(graph, {"log": ["in"]}, thread("t"), "t")]
+
+
+def command():
+    g = StateGraph(Log)
+    g.add_node("a", lambda s: Command(update={"log": ["a"]}, goto="c"))
+    g.add_node("b", log_node("b"))
+    g.add_node("c", log_node("c"))
+    g.add_edge(START, "a")
+    g.add_edge("b", END)
+    g.add_edge("c", END)
+    graph = g.compile(checkpointer=InMemorySaver())
+    return [call(graph, {"log": ["in"]}, thread("t"), "t")]
+
+
+def chain(interrupt_before=None, interrupt_after=None):
+    g = StateGraph(Log)
+    for n in ["a", "b", "c"]:
+        g.add_node(n, log_node(n))
+    g.add_edge(START, "a")
+    g.add_edge("a", "b")
+    g.add_edge("b", "c")
+    g.add_edge("c", END)
+    return g.compile(
+        checkpointer=InMemorySaver(),
+        interrupt_before=interrupt_before,
+        interrupt_after=interrupt_after,
+    )
+
+
+def static_interrupt():
+    graph = chain(interrupt_before=["b"], interrupt_after=["b"])
+    return [
+        call(graph, {"log": ["in"]}, thread("t"), "t"),
+        call(graph, None, thread("t"), "t"),
+        call(graph, None, thread("t"), "t"),
+    ]
+
+
+class Ask(TypedDict, total=False):
+    log: Annotated[list, operator.add]
+    answer: str
+
+
+def dynamic_interrupt():
+    def ask(s):
+        answer = interrupt({"question": "approve?"})
+        return {"answer": answer, "log": ["asked"]}
+
+    g = StateGraph(Ask)
+    g.add_node("ask", ask)
+    g.add_node("after", log_node("after"))
+    g.add_edge(START, "ask")
+    g.add_edge("ask", "after")
+    g.add_edge("after", END)
+    graph = g.compile(checkpointer=InMemorySaver())
+    return [
+        call(graph, {"log": ["in"]}, thread("t"), "t"),
+        call(graph, Command(resume="yes"), thread("t"), "t"),
+    ]
+
+
+def parallel_interrupts():
+    def asker(name):
+        def node(s):
+            answer = interrupt(f"{name}?")
+            return {"log": [f"{name}={answer}"]}
+
+        return node
+
+    g = StateGraph(Ask)
+    g.add_node("p", asker("p"))
+    g.add_node("q", asker("q"))
+    g.add_edge(START, "p")
+    g.add_edge(START, "q")
+    graph = g.compile(checkpointer=InMemorySaver())
+    first = call(graph, {"log": ["in"]}, thread("t"), "t")
+    ids = {str(i.value): i.id for i in graph.get_state(thread("t")).interrupts}
+    resume = {ids["p?"]: "yes", ids["q?"]: "no"}
+    return [first, call(graph, Command(resume=resume), thread("t"), "t")]
+
+
+def pending_writes():
+    counts = {"a": 0, "b": 0}
+
+    def a(s):
+        counts["a"] += 1
+        return {"log": ["a"]}
+
+    def b(s):
+        counts["b"] += 1
+        if counts["b"] == 1:
+            raise ValueError("b fails once")
+        return {"log": ["b"]}
+
+    g = StateGraph(Log)
+    g.add_node("a", a)
+    g.add_node("b", b)
+    g.add_node("c", log_node("c"))
+    g.add_edge(START, "a")
+    g.add_edge(START, "b")
+    g.add_edge(["a", "b"], "c")
+    g.add_edge("c", END)
+    graph = g.compile(checkpointer=InMemorySaver())
+    return [
+        call(graph, {"log": ["in"]}, thread("t"), "t", counts),
+        call(graph, None, thread("t"), "t", counts),
+    ]
+
+
+class Topic(TypedDict, total=False):
+    topic: str
+    summary: str
+    log: Annotated[list, operator.add]
+
+
+def subgraph():
+    c = StateGraph(Topic)
+    c.add_node("draft", lambda s: {"summary": f"draft of {s['topic']}"})
+    c.add_node("polish", lambda s: {"summary": s["summary"] + ", polished"})
+    c.add_edge(START, "draft")
+    c.add_edge("draft", "polish")
+    c.add_edge("polish", END)
+    child = c.compile()
+    g = StateGraph(Topic)
+    g.add_node("pre", lambda s: {"topic": s["topic"].upper()})
+    g.add_node("child", child)
+    g.add_node("post", lambda s: {"summary": s["summary"] + "!"})
+    g.add_edge(START, "pre")
+    g.add_edge("pre", "child")
+    g.add_edge("child", "post")
+    g.add_edge("post", END)
+    graph = g.compile(checkpointer=InMemorySaver())
+    return [call(graph, {"topic": "tides"}, thread("t"), "t")]
+
+
+def recursion_limit():
+    g = StateGraph(Log)
+    g.add_node("spin", lambda s: {"n": s.get("n", 0) + 1})
+    g.add_edge(START, "spin")
+    g.add_edge("spin", "spin")
+    graph = g.compile(checkpointer=InMemorySaver())
+    return [call(graph, {"n": 0}, thread("t", recursion_limit=4), "t")]
+
+
+def update_as_node():
+    graph = chain(interrupt_before=["b"])
+    first = call(graph, {"log": ["in"]}, thread("t"), "t")
+    graph.update_state(thread("t"), {"log": ["edited"], "x": "by hand"}, as_node="a")
+    return [first, call(graph, None, thread("t"), "t")]
+
+
+def fork():
+    graph = chain()
+    first = call(graph, {"log": ["in"]}, thread("t"), "t")
+    before_b = next(s for s in graph.get_state_history(thread("t")) if s.next == ("b",))
+    forked = graph.update_state(before_b.config, {"log": ["forked"]})
+    return [first, call(graph, None, forked, "t")]
+
+
+SCENARIOS = {
+    "join": join,
+    "loop": loop,
+    "send": send,
+    "conflict": conflict,
+    "command": command,
+    "static_interrupt": static_interrupt,
+    "dynamic_interrupt": dynamic_interrupt,
+    "parallel_interrupts": parallel_interrupts,
+    "pending_writes": pending_writes,
+    "subgraph": subgraph,
+    "recursion_limit": recursion_limit,
+    "update_as_node": update_as_node,
+    "fork": fork,
+}
+
+if __name__ == "__main__":
+    names = sys.argv[1:] or list(SCENARIOS)
+    json.dump({n: SCENARIOS[n]() for n in names}, sys.stdout, indent=1, sort_keys=True)
