@@ -103,6 +103,12 @@ pub(crate) fn plan<S: State>(g: &GraphInner<S>, ls: &LoopState<S>, ns: &str) -> 
         }
     };
     match &ls.candidates {
+        // A deferred node still waiting was triggered in an earlier step: consider it too.
+        Some(c) if !g.deferred.is_empty() => {
+            let mut all = c.clone();
+            all.extend(g.deferred.iter().cloned());
+            all.iter().for_each(|n| consider(n, &mut tasks));
+        }
         Some(c) => c.iter().for_each(|n| consider(n, &mut tasks)),
         None => g.node_names.iter().for_each(|n| consider(n, &mut tasks)),
     }
@@ -113,7 +119,20 @@ pub(crate) fn plan<S: State>(g: &GraphInner<S>, ls: &LoopState<S>, ns: &str) -> 
             kind: TaskKind::Push(i, s.packet.clone()),
         });
     }
+    if !g.deferred.is_empty() {
+        hold_deferred(g, &mut tasks);
+    }
     tasks
+}
+
+/// Deferred nodes wait while any other task is pending: their pull tasks leave the step
+/// (their triggers stay unseen, so they are planned again) unless nothing else is left.
+fn hold_deferred<S: State>(g: &GraphInner<S>, tasks: &mut Vec<Task>) {
+    let is_deferred =
+        |t: &Task| matches!(t.kind, TaskKind::Pull(_)) && g.deferred.binary_search(&t.node).is_ok();
+    if tasks.iter().any(|t| !is_deferred(t)) {
+        tasks.retain(|t| !is_deferred(t));
+    }
 }
 
 /// What a finished task produced.
