@@ -56,7 +56,10 @@ async fn a_deferred_join_runs_once_after_branches_of_uneven_length() {
     // Without `defer` the join runs each time a branch reaches it (LangGraph does the same).
     let calls = Arc::new(AtomicUsize::new(0));
     let eager = uneven(false, &calls).compile().unwrap();
-    let out = eager.invoke(WorkUpdate::new(), RunConfig::default()).await.unwrap();
+    let out = eager
+        .invoke(WorkUpdate::new(), RunConfig::default())
+        .await
+        .unwrap();
     assert_eq!(calls.load(Ordering::SeqCst), 2);
     assert_eq!(
         out.values.log.to_vec(),
@@ -180,7 +183,10 @@ async fn the_deferral_survives_interrupts_and_a_checkpoint_round_trip() {
     assert_eq!(out.status, RunStatus::Interrupted);
     assert_eq!(out.interrupts[0].value, json!("value?"));
     assert_eq!(calls.load(Ordering::SeqCst), 0);
-    assert_eq!(second.get_state(&cfg).await.unwrap().next, vec!["ask".to_string()]);
+    assert_eq!(
+        second.get_state(&cfg).await.unwrap().next,
+        vec!["ask".to_string()]
+    );
 
     let third = interrupted(saver, &calls);
     let done = third.resume(Command::resume(7), cfg.clone()).await.unwrap();
