@@ -91,6 +91,15 @@ pub trait State: Clone + Send + Sync + 'static {
         changes: &mut Vec<Changed>,
     ) -> Result<(), StateError>;
 
+    /// The name of field `idx`'s reducer: `last`, `append`, `add`, `merge`, `add_messages`
+    /// or `custom` (what `#[reducer(..)]` or [`crate::JsonReducer::name`] says). Code that
+    /// combines JSON updates before they reach the merge (the tool node, joining the
+    /// `Command`s of parallel tool calls) reads it. The default knows none.
+    fn field_reducer(&self, idx: usize) -> Option<&'static str> {
+        let _ = idx;
+        None
+    }
+
     /// Names of the fields an update writes.
     fn update_fields(&self, update: &Self::Update) -> Vec<String>;
 

@@ -50,6 +50,19 @@ pub(crate) fn generate(spec: &StateSpec) -> TokenStream {
         })
         .collect();
 
+    let reducer_names: Vec<&str> = spec
+        .fields
+        .iter()
+        .map(|f| match &f.reducer {
+            ReducerKind::Builtin("LastValue") => "last",
+            ReducerKind::Builtin("Append") => "append",
+            ReducerKind::Builtin("Add") => "add",
+            ReducerKind::Builtin("MergeMap") => "merge",
+            ReducerKind::Builtin("AddMessages") => "add_messages",
+            ReducerKind::Builtin(_) | ReducerKind::Custom(_) => "custom",
+        })
+        .collect();
+
     let merge = merge_body(spec);
     let tail_arms = tail_arms(spec);
     let schema = crate::schema::schema_body(spec);
@@ -84,6 +97,11 @@ pub(crate) fn generate(spec: &StateSpec) -> TokenStream {
                 __gl_changes: &mut ::std::vec::Vec<#krate::Changed>,
             ) -> ::std::result::Result<(), #krate::StateError> {
                 #merge
+            }
+
+            fn field_reducer(&self, __gl_idx: usize) -> ::std::option::Option<&'static str> {
+                const REDUCERS: [&str; #count] = [#(#reducer_names),*];
+                REDUCERS.get(__gl_idx).copied()
             }
 
             fn update_fields(&self, __gl_update: &Self::Update) -> ::std::vec::Vec<::std::string::String> {

@@ -282,6 +282,9 @@ impl State for JsonState {
         Ok(())
     }
 
+    fn field_reducer(&self, idx: usize) -> Option<&'static str> {
+        self.spec.fields.get(idx).map(|(_, r)| r.name())
+    }
     fn update_fields(&self, update: &Self::Update) -> Vec<String> {
         update.keys().cloned().collect()
     }
