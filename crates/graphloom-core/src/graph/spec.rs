@@ -9,7 +9,7 @@ use crate::store::DynStore;
 use crate::types::{NodeOutput, NodeSet};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use tokio::time::Instant;
 
 /// A join edge: `target` runs once all `sources` have run.
 pub(crate) struct Join {

@@ -13,7 +13,6 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
 /// How a task was triggered.
 #[derive(Clone)]
@@ -351,7 +350,9 @@ impl<S: State> TaskRun<S> {
             match result {
                 Ok(mut out) => {
                     if let (Some(key), Some(cp)) = (&self.cache_key, &spec.cache) {
-                        let expires = cp.ttl.map(|t| Instant::now() + t);
+                        // Tokio's clock: a paused test clock moves it. A TTL too long to
+                        // represent never expires.
+                        let expires = cp.ttl.and_then(|t| tokio::time::Instant::now().checked_add(t));
                         self.graph.cache_put(&self.task.node, key, out.clone(), expires);
                     }
                     if messages_mode && self.run.wants(StreamMode::Messages, self.ns.len()) {
