@@ -666,7 +666,14 @@ pub enum Durability {
     /// Saved in the background, in order, while the next step runs; the run waits for them
     /// before it returns.
     Async,
-    /// Saved once, when the run ends (also on error or interrupt).
+    /// Saved once, when the run ends (LangGraph's `durability="exit"`): no checkpoint is
+    /// written while the run goes, not even its input. When it ends, one checkpoint of the
+    /// last completed step is put: at completion the final state; at an interrupt, an
+    /// error, a cancel, a timeout or the step limit, the checkpoint the unfinished step was
+    /// planned from, with the writes of the tasks of that step that finished (so they do
+    /// not run again on resume) and its interrupts or error. Fastest for short runs; a
+    /// process killed mid-run leaves the thread as it was before the run, and that run's
+    /// work is lost. Pinned by `graphloom-core/tests/durability_exit.rs`.
     Exit,
 }
 
