@@ -195,3 +195,12 @@ async fn the_deferral_survives_interrupts_and_a_checkpoint_round_trip() {
     assert_eq!(done.values.log.to_vec(), vec!["a", "b", "ask 7", "join saw 3"]);
     assert!(third.get_state(&cfg).await.unwrap().next.is_empty());
 }
+
+#[test]
+fn deferring_a_node_leaves_the_drawing_as_it_was() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let plain = uneven(false, &calls).compile().unwrap().draw_mermaid();
+    let deferred = uneven(true, &calls).compile().unwrap().draw_mermaid();
+    assert_eq!(plain, deferred);
+    assert!(deferred.contains("join"));
+}
