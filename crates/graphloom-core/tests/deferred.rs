@@ -204,3 +204,36 @@ fn deferring_a_node_leaves_the_drawing_as_it_was() {
     assert_eq!(plain, deferred);
     assert!(deferred.contains("join"));
 }
+
+#[tokio::test]
+async fn a_deferred_node_also_waits_for_send_packets_when_no_edge_is_pending() {
+    // LangGraph 1.2 runs the deferred node beside the pending `Send` tasks here (it saw
+    // `["a", "a"]`, before any map wrote); graphloom waits for them, so a reduce sees
+    // every mapper's output.
+    let calls = Arc::new(AtomicUsize::new(0));
+    let g = StateGraph::<Work>::new()
+        .add_node("a", |_s, _rt| async { Ok(log("a")) })
+        .add_node("b", |_s, _rt| async { Ok(log("a")) })
+        .add_packet_node("map", |n: u32, _rt| async move { Ok(log(format!("map {n}"))) })
+        .add_node("reduce", counted(&calls))
+        .add_edge(START, "a")
+        .add_edge(START, "b")
+        .add_edge("b", "reduce")
+        .add_conditional_edges("a", |s: &Work| {
+            s.items.iter().map(|&n| Send::new("map", n)).collect::<Routes>()
+        })
+        .add_edge("map", END)
+        .add_edge("reduce", END)
+        .defer("reduce")
+        .compile()
+        .unwrap();
+    let out = g
+        .invoke(WorkUpdate::new().items(vec![1, 2]), RunConfig::default())
+        .await
+        .unwrap();
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        out.values.log.to_vec(),
+        vec!["a", "a", "map 1", "map 2", "join saw 4"]
+    );
+}
