@@ -40,6 +40,17 @@ pub enum StateError {
         /// What was wrong.
         message: String,
     },
+    /// Two tasks of one superstep overwrote the same field (LangGraph's `Overwrite`): only
+    /// one value can replace a field per step.
+    #[error(
+        "field `{field}` can receive only one Overwrite per step but received several, from nodes {nodes:?}"
+    )]
+    OverwriteConflict {
+        /// The field overwritten twice.
+        field: String,
+        /// The nodes that overwrote it, in merge order.
+        nodes: Vec<String>,
+    },
     /// An update named a field the state does not have.
     #[error("unknown field `{0}`")]
     UnknownField(String),
@@ -79,6 +90,15 @@ pub trait State: Clone + Send + Sync + 'static {
         updates: Vec<TaskUpdate<'_, Self::Update>>,
         changes: &mut Vec<Changed>,
     ) -> Result<(), StateError>;
+
+    /// The name of field `idx`'s reducer: `last`, `append`, `add`, `merge`, `add_messages`
+    /// or `custom` (what `#[reducer(..)]` or [`crate::JsonReducer::name`] says). Code that
+    /// combines JSON updates before they reach the merge (the tool node, joining the
+    /// `Command`s of parallel tool calls) reads it. The default knows none.
+    fn field_reducer(&self, idx: usize) -> Option<&'static str> {
+        let _ = idx;
+        None
+    }
 
     /// Names of the fields an update writes.
     fn update_fields(&self, update: &Self::Update) -> Vec<String>;
@@ -235,4 +255,46 @@ pub fn encode_field<T: serde::Serialize + ?Sized>(field: &str, value: &T) -> Res
         field: field.to_owned(),
         message: e.to_string(),
     })
+}
+
+/// The value a JSON write overwrites its field with, when it is in LangGraph's serialised
+/// `Overwrite` form: `{"__overwrite__": value}`, or `{"type": "__overwrite__", "value":
+/// value}` (what a dataclass `Overwrite` becomes in JSON).
+#[must_use]
+pub fn overwrite_of(value: &Value) -> Option<&Value> {
+    let Value::Object(m) = value else { return None };
+    if m.len() == 1 {
+        if let Some(v) = m.get(crate::json_state::OVERWRITE_KEY) {
+            return Some(v);
+        }
+    }
+    if m.get("type").and_then(Value::as_str) == Some(crate::json_state::OVERWRITE_KEY) {
+        return m.get("value");
+    }
+    None
+}
+
+/// Helper for derived code: split a field's JSON write into an overwrite (`Ok`) or a
+/// write through the reducer (`Err`).
+pub fn split_overwrite(value: Value) -> Result<Value, Value> {
+    if overwrite_of(&value).is_none() {
+        return Err(value);
+    }
+    match value {
+        Value::Object(mut m) => match m.remove(crate::json_state::OVERWRITE_KEY) {
+            Some(v) => Ok(v),
+            None => Ok(m.remove("value").unwrap_or(Value::Null)),
+        },
+        other => Err(other),
+    }
+}
+
+/// Helper for derived code: an overwrite as JSON (`{"__overwrite__": value}`).
+pub fn overwrite_to_json<T: serde::Serialize + ?Sized>(field: &str, value: &T) -> Result<Value, StateError> {
+    let mut m = serde_json::Map::with_capacity(1);
+    m.insert(
+        crate::json_state::OVERWRITE_KEY.to_owned(),
+        encode_field(field, value)?,
+    );
+    Ok(Value::Object(m))
 }

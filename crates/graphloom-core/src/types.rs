@@ -574,7 +574,42 @@ impl RetryPolicy {
     }
 }
 
-/// Cache a node's output by a key computed from its input, for `ttl`.
+/// Cache a node's output by a key computed from its input, for `ttl` (LangGraph's
+/// `CachePolicy(key_func, ttl)`), set with [`StateGraph::cache`](crate::StateGraph::cache).
+///
+/// Before a task of the node runs, `key` is computed from its input state; if the compiled
+/// graph holds an output for that node and key younger than `ttl`, the task returns it
+/// without calling the node (no retry, no timeout, and the node's side effects do not
+/// happen again); otherwise the node runs and its output is stored with the time it
+/// expires. The output is reused as it was: its update, or its `Command` with the same
+/// `goto`. An entry past its TTL is dropped when next looked up, and the node runs again.
+///
+/// The cache is in memory, in the compiled graph: shared by its clones, by every thread
+/// and run of it, and lost when the process ends. Only nodes that take the graph state
+/// are cached (not `Send` packet nodes). Ages are measured on tokio's clock
+/// ([`tokio::time::Instant`]), so a test with a paused clock (`tokio::time::pause`,
+/// `advance`) controls them; a TTL too large to add to the clock never expires.
+///
+/// ```
+/// use graphloom_core::{CachePolicy, State, StateGraph, START, END};
+/// use std::time::Duration;
+///
+/// #[derive(State, Clone, Default, Debug)]
+/// struct Q {
+///     query: String,
+///     answer: String,
+/// }
+/// let graph = StateGraph::<Q>::new()
+///     .add_node("search", |s: std::sync::Arc<Q>, _rt| async move {
+///         Ok(QUpdate::new().answer(format!("results for {}", s.query)))
+///     })
+///     // The same query within five minutes reuses the answer.
+///     .cache("search", CachePolicy::with_key(Some(Duration::from_secs(300)), |s: &Q| s.query.clone()))
+///     .add_edge(START, "search")
+///     .add_edge("search", END)
+///     .compile();
+/// assert!(graph.is_ok());
+/// ```
 pub struct CachePolicy<S: State> {
     /// Key of an input; equal keys reuse the cached output.
     pub key: Arc<dyn Fn(&S) -> String + std::marker::Send + Sync>,
@@ -631,7 +666,14 @@ pub enum Durability {
     /// Saved in the background, in order, while the next step runs; the run waits for them
     /// before it returns.
     Async,
-    /// Saved once, when the run ends (also on error or interrupt).
+    /// Saved once, when the run ends (LangGraph's `durability="exit"`): no checkpoint is
+    /// written while the run goes, not even its input. When it ends, one checkpoint of the
+    /// last completed step is put: at completion the final state; at an interrupt, an
+    /// error, a cancel, a timeout or the step limit, the checkpoint the unfinished step was
+    /// planned from, with the writes of the tasks of that step that finished (so they do
+    /// not run again on resume) and its interrupts or error. Fastest for short runs; a
+    /// process killed mid-run leaves the thread as it was before the run, and that run's
+    /// work is lost. Pinned by `graphloom-core/tests/durability_exit.rs`.
     Exit,
 }
 

@@ -305,3 +305,49 @@ async fn the_largest_recursion_limit_runs() {
         .unwrap();
     assert_eq!(out.values.n, 1000);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_cached_output_is_reused_within_its_ttl_and_recomputed_after_it() {
+    // The clock is paused: only `advance` moves it, so the TTL is exact and nothing sleeps.
+    let calls = Arc::new(AtomicUsize::new(0));
+    let c = Arc::clone(&calls);
+    let ttl = Duration::from_secs(30);
+    let g = StateGraph::<Counter>::new()
+        .add_node("expensive", move |s: Arc<Counter>, _rt| {
+            let call = i64::try_from(c.fetch_add(1, Ordering::SeqCst)).unwrap() + 1;
+            let n = s.n;
+            // The output says which call made it, so a reused one is visible.
+            async move { Ok(CounterUpdate::new().n(n * 100 + call)) }
+        })
+        .cache(
+            "expensive",
+            CachePolicy::with_key(Some(ttl), |s: &Counter| s.n.to_string()),
+        )
+        .add_edge(START, "expensive")
+        .add_edge("expensive", END)
+        .compile()
+        .unwrap();
+    let run = |g: CompiledGraph<Counter>| async move {
+        g.invoke(CounterUpdate::new().n(1), RunConfig::default())
+            .await
+            .unwrap()
+            .values
+            .n
+    };
+    // `n` is a sum field: input 1, plus the node's write.
+    assert_eq!(run(g.clone()).await, 1 + 101);
+    tokio::time::advance(ttl - Duration::from_millis(1)).await;
+    assert_eq!(run(g.clone()).await, 1 + 101, "reused within the TTL");
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    tokio::time::advance(Duration::from_millis(1)).await;
+    assert_eq!(
+        run(g.clone()).await,
+        1 + 102,
+        "recomputed once the TTL has passed"
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    // The new entry has a fresh TTL.
+    tokio::time::advance(ttl - Duration::from_millis(1)).await;
+    assert_eq!(run(g.clone()).await, 1 + 102);
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+}

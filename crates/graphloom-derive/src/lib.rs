@@ -49,6 +49,16 @@ mod update;
 /// visibility of the state field it writes. In JSON an update is an object with one key per
 /// written field (unknown keys are an error); a key whose value is `null` is a write of
 /// `null`, so `{"other": null}` sets an `Option` field to `None`.
+///
+/// Every field with a reducer other than `last` also gets an overwrite setter,
+/// `<field>_overwrite(value)` (LangGraph's `Overwrite(value)`): the field holds exactly
+/// `value` after the step, past its reducer and whatever else the step wrote to it; two
+/// overwrites of one field in a step are `StateError::OverwriteConflict`. In JSON it is
+/// `{"log": {"__overwrite__": [..]}}` (`{"type": "__overwrite__", "value": ..}` is read too).
+///
+/// ```ignore
+/// let trimmed = MyStateUpdate::new().log_overwrite(Seq::new());
+/// ```
 #[proc_macro_derive(State, attributes(reducer, state))]
 pub fn derive_state(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);

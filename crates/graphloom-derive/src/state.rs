@@ -1,7 +1,7 @@
 //! The generated `impl State`.
 
 use crate::attrs::{ReducerKind, StateSpec};
-use crate::update::{reducer_qself, update_ident, update_ty, user_span};
+use crate::update::{overwrite_fields, reducer_qself, update_ident, update_ty, user_span};
 use proc_macro2::{Literal, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 
@@ -20,6 +20,48 @@ pub(crate) fn generate(spec: &StateSpec) -> TokenStream {
     } else {
         names.join(", ")
     };
+
+    let overwrites = overwrite_fields(spec);
+    let ow_names: Vec<&str> = overwrites.iter().map(|(f, _, _)| f.name.as_str()).collect();
+    let ow_idents: Vec<_> = overwrites.iter().map(|(_, ow, _)| ow).collect();
+    let ow_plain: Vec<_> = overwrites.iter().map(|(f, _, _)| &f.ident).collect();
+    let ow_tys: Vec<_> = overwrites.iter().map(|(f, _, _)| &f.ty).collect();
+    let ow_update_tys: Vec<TokenStream> = overwrites.iter().map(|(f, _, _)| update_ty(spec, f)).collect();
+    let plain: Vec<(&str, &syn::Ident, &TokenStream)> = spec
+        .fields
+        .iter()
+        .zip(&update_tys)
+        .filter(|(f, _)| !ow_names.contains(&f.name.as_str()))
+        .map(|(f, t)| (f.name.as_str(), &f.ident, t))
+        .collect();
+    let plain_names: Vec<&str> = plain.iter().map(|p| p.0).collect();
+    let plain_idents: Vec<&syn::Ident> = plain.iter().map(|p| p.1).collect();
+    let plain_tys: Vec<&TokenStream> = plain.iter().map(|p| p.2).collect();
+
+    let written: Vec<TokenStream> = spec
+        .fields
+        .iter()
+        .map(|f| {
+            let ident = &f.ident;
+            match overwrites.iter().find(|(g, _, _)| g.name == f.name) {
+                Some((_, ow, _)) => quote!(__gl_update.#ident.is_some() || __gl_update.#ow.is_some()),
+                None => quote!(__gl_update.#ident.is_some()),
+            }
+        })
+        .collect();
+
+    let reducer_names: Vec<&str> = spec
+        .fields
+        .iter()
+        .map(|f| match &f.reducer {
+            ReducerKind::Builtin("LastValue") => "last",
+            ReducerKind::Builtin("Append") => "append",
+            ReducerKind::Builtin("Add") => "add",
+            ReducerKind::Builtin("MergeMap") => "merge",
+            ReducerKind::Builtin("AddMessages") => "add_messages",
+            ReducerKind::Builtin(_) | ReducerKind::Custom(_) => "custom",
+        })
+        .collect();
 
     let merge = merge_body(spec);
     let tail_arms = tail_arms(spec);
@@ -57,10 +99,15 @@ pub(crate) fn generate(spec: &StateSpec) -> TokenStream {
                 #merge
             }
 
+            fn field_reducer(&self, __gl_idx: usize) -> ::std::option::Option<&'static str> {
+                const REDUCERS: [&str; #count] = [#(#reducer_names),*];
+                REDUCERS.get(__gl_idx).copied()
+            }
+
             fn update_fields(&self, __gl_update: &Self::Update) -> ::std::vec::Vec<::std::string::String> {
                 let mut __gl_out = ::std::vec::Vec::new();
                 #(
-                    if __gl_update.#idents.is_some() {
+                    if #written {
                         __gl_out.push(::std::string::String::from(#names));
                     }
                 )*
@@ -125,12 +172,26 @@ pub(crate) fn generate(spec: &StateSpec) -> TokenStream {
                 &self,
                 __gl_update: &Self::Update,
             ) -> ::std::result::Result<#krate::__private::serde_json::Value, #krate::StateError> {
-                #krate::__private::serde_json::to_value(__gl_update).map_err(|e| {
+                #[allow(unused_mut)]
+                let mut __gl_json = #krate::__private::serde_json::to_value(__gl_update).map_err(|e| {
                     #krate::StateError::Decode {
                         field: ::std::string::String::new(),
                         message: ::std::string::ToString::to_string(&e),
                     }
-                })
+                })?;
+                // Overwrites in LangGraph's serialised form, in place of the plain write.
+                if let #krate::__private::serde_json::Value::Object(__gl_map) = &mut __gl_json {
+                    #(
+                        if let ::std::option::Option::Some(__gl_v) = &__gl_update.#ow_idents {
+                            __gl_map.insert(
+                                ::std::string::String::from(#ow_names),
+                                #krate::state::overwrite_to_json(#ow_names, __gl_v)?,
+                            );
+                        }
+                    )*
+                    let _ = __gl_map;
+                }
+                ::std::result::Result::Ok(__gl_json)
             }
 
             fn update_from_json(
@@ -148,11 +209,25 @@ pub(crate) fn generate(spec: &StateSpec) -> TokenStream {
                 for (__gl_key, __gl_v) in __gl_map {
                     match __gl_key.as_str() {
                         #(
-                            #names => {
-                                __gl_update.#idents = ::std::option::Option::Some(
-                                    #krate::state::decode_field::<#update_tys>(#names, __gl_v)?,
+                            #plain_names => {
+                                __gl_update.#plain_idents = ::std::option::Option::Some(
+                                    #krate::state::decode_field::<#plain_tys>(#plain_names, __gl_v)?,
                                 );
                             }
+                        )*
+                        #(
+                            #ow_names => match #krate::state::split_overwrite(__gl_v) {
+                                ::std::result::Result::Ok(__gl_v) => {
+                                    __gl_update.#ow_idents = ::std::option::Option::Some(
+                                        #krate::state::decode_field::<#ow_tys>(#ow_names, __gl_v)?,
+                                    );
+                                }
+                                ::std::result::Result::Err(__gl_v) => {
+                                    __gl_update.#ow_plain = ::std::option::Option::Some(
+                                        #krate::state::decode_field::<#ow_update_tys>(#ow_names, __gl_v)?,
+                                    );
+                                }
+                            },
                         )*
                         _ => {
                             return ::std::result::Result::Err(#krate::StateError::Decode {
@@ -180,6 +255,7 @@ pub(crate) fn generate(spec: &StateSpec) -> TokenStream {
                 #[allow(unused_mut)]
                 let mut __gl_out = ::std::vec::Vec::new();
                 #( #krate::state::update_messages(&mut __gl_update.#idents, &mut __gl_out); )*
+                #( #krate::state::update_messages(&mut __gl_update.#ow_idents, &mut __gl_out); )*
                 __gl_out
             }
 
@@ -254,7 +330,7 @@ fn merge_body(spec: &StateSpec) -> TokenStream {
             }
             (ReducerKind::Builtin(_), None) => quote!(#krate::FieldChange::Replaced),
         };
-        quote! {
+        let fold = quote! {
             if let ::std::option::Option::Some(__gl_value) = #value_var {
                 let __gl_change = #reduce;
                 #change_var = ::std::option::Option::Some(match #change_var {
@@ -262,21 +338,84 @@ fn merge_body(spec: &StateSpec) -> TokenStream {
                     ::std::option::Option::None => __gl_change,
                 });
             }
+        };
+        if matches!(f.reducer, ReducerKind::Builtin("LastValue")) {
+            fold
+        } else {
+            let var = format_ident!("__gl_ow_{}", f.name);
+            quote!(if #var.is_none() { #fold })
+        }
+    });
+
+    let overwrites = overwrite_fields(spec);
+    let ow_checks = overwrites.iter().map(|(f, ow, _)| {
+        let name = &f.name;
+        quote! {
+            if __gl_updates.iter().filter(|u| u.update.#ow.is_some()).nth(1).is_some() {
+                return ::std::result::Result::Err(#krate::StateError::OverwriteConflict {
+                    field: ::std::string::String::from(#name),
+                    nodes: __gl_updates
+                        .iter()
+                        .filter(|u| u.update.#ow.is_some())
+                        .map(|u| ::std::string::String::from(u.node))
+                        .collect(),
+                });
+            }
+        }
+    });
+    // An overwrite replaces the field and every other write to it in the step, whatever
+    // their order: taken out first, applied after the fold.
+    let ow_take = if overwrites.is_empty() {
+        quote!()
+    } else {
+        let ow_vars = overwrites
+            .iter()
+            .map(|(f, _, _)| format_ident!("__gl_ow_{}", f.name));
+        let ow_vars2 = ow_vars.clone();
+        let ow_idents = overwrites.iter().map(|(_, ow, _)| ow);
+        let ow_tys = overwrites.iter().map(|(f, _, _)| &f.ty);
+        quote! {
+            let mut __gl_updates = __gl_updates;
+            #(
+                let mut #ow_vars: ::std::option::Option<#ow_tys> = ::std::option::Option::None;
+            )*
+            for __gl_task in &mut __gl_updates {
+                #(
+                    if let ::std::option::Option::Some(v) = __gl_task.update.#ow_idents.take() {
+                        #ow_vars2 = ::std::option::Option::Some(v);
+                    }
+                )*
+            }
+        }
+    };
+    let ow_apply = overwrites.iter().map(|(f, _, _)| {
+        let var = format_ident!("__gl_ow_{}", f.name);
+        let ident = &f.ident;
+        let i = spec.fields.iter().position(|g| g.name == f.name).unwrap_or(0);
+        let change_var = &change_vars[i];
+        quote! {
+            if let ::std::option::Option::Some(__gl_value) = #var {
+                self.#ident = __gl_value;
+                #change_var = ::std::option::Option::Some(#krate::FieldChange::Replaced);
+            }
         }
     });
 
     quote! {
         if __gl_updates.len() > 1 {
             #(#conflict_checks)*
+            #(#ow_checks)*
         }
+        #ow_take
         #(
             let mut #change_vars: ::std::option::Option<#krate::FieldChange> =
                 ::std::option::Option::None;
         )*
         for __gl_task in __gl_updates {
-            let #update { #(#idents: #value_vars,)* } = __gl_task.update;
+            let #update { #(#idents: #value_vars,)* .. } = __gl_task.update;
             #(#folds)*
         }
+        #(#ow_apply)*
         #(
             if let ::std::option::Option::Some(change) = #change_vars {
                 __gl_changes.push(#krate::Changed { field: #indices, change });

@@ -39,6 +39,23 @@ pub(crate) fn update_ty(spec: &StateSpec, f: &FieldSpec) -> TokenStream {
     }
 }
 
+/// Fields a node may overwrite past their reducer (LangGraph's `Overwrite`): every field
+/// whose reducer is not `last`. With each, the hidden update field holding the overwrite
+/// and the setter's name.
+pub(crate) fn overwrite_fields(spec: &StateSpec) -> Vec<(&FieldSpec, Ident, Ident)> {
+    spec.fields
+        .iter()
+        .filter(|f| !matches!(f.reducer, ReducerKind::Builtin("LastValue")))
+        .map(|f| {
+            (
+                f,
+                format_ident!("__overwrite_{}", f.name),
+                format_ident!("{}_overwrite", f.name),
+            )
+        })
+        .collect()
+}
+
 /// A human-readable name of the field's reducer, for docs.
 fn reducer_label(f: &FieldSpec) -> String {
     match &f.reducer {
@@ -104,6 +121,41 @@ pub(crate) fn generate(spec: &StateSpec) -> TokenStream {
         }
     });
 
+    let overwrites = overwrite_fields(spec);
+    let ow_fields = overwrites.iter().map(|(f, ow, _)| {
+        let fvis = &f.vis;
+        let ty = &f.ty;
+        quote! {
+            #[doc(hidden)]
+            #[serde(skip)]
+            #fvis #ow: ::std::option::Option<#ty>,
+        }
+    });
+    let ow_setters = overwrites.iter().map(|(f, ow, setter)| {
+        let fvis = &f.vis;
+        let ty = &f.ty;
+        let doc = format!(
+            "Replace `{}` with `value`, past its reducer (LangGraph's `Overwrite`): the field \
+             holds exactly `value` after this step, whatever else the step wrote to it. Two \
+             overwrites of it in one step are `StateError::OverwriteConflict`. In JSON: \
+             `{{\"{}\": {{\"__overwrite__\": value}}}}`.",
+            f.name, f.name
+        );
+        quote! {
+            #[doc = #doc]
+            #[must_use]
+            #fvis fn #setter(mut self, value: #ty) -> Self {
+                self.#ow = ::std::option::Option::Some(value);
+                self
+            }
+        }
+    });
+    let ow_names: Vec<String> = overwrites
+        .iter()
+        .map(|(f, _, _)| format!("{}_overwrite", f.name))
+        .collect();
+    let ow_idents = overwrites.iter().map(|(_, ow, _)| ow);
+
     let update_name = update.to_string();
     let names = spec.fields.iter().map(|f| f.name.as_str());
     let idents = spec.fields.iter().map(|f| &f.ident);
@@ -121,6 +173,7 @@ pub(crate) fn generate(spec: &StateSpec) -> TokenStream {
         #[serde(deny_unknown_fields)]
         #vis struct #update {
             #(#fields)*
+            #(#ow_fields)*
         }
 
         #[automatically_derived]
@@ -143,6 +196,7 @@ pub(crate) fn generate(spec: &StateSpec) -> TokenStream {
                 <Self as ::std::default::Default>::default()
             }
             #(#setters)*
+            #(#ow_setters)*
         }
 
         /// Shows each written value as JSON (update types need not implement `Debug`).
@@ -151,6 +205,11 @@ pub(crate) fn generate(spec: &StateSpec) -> TokenStream {
             fn fmt(&self, __gl_f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
                 __gl_f.debug_struct(#update_name)
                     #(.field(#names, &self.#idents.as_ref().map(|v| {
+                        #json::to_value(v).unwrap_or_else(|e| {
+                            #json::Value::String(::std::format!("<not serializable: {e}>"))
+                        })
+                    })))*
+                    #(.field(#ow_names, &self.#ow_idents.as_ref().map(|v| {
                         #json::to_value(v).unwrap_or_else(|e| {
                             #json::Value::String(::std::format!("<not serializable: {e}>"))
                         })

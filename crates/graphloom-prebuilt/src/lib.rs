@@ -10,7 +10,9 @@
 //! - [`ToolNode`]: runs the tool calls of the last AI message in parallel with validation,
 //!   timeouts, a result size cap (256 KB by default), stream redaction and an approval gate
 //!   for [mutating](Tool::mutating) tools. Failures become tool messages with
-//!   `status: "error"` (or fail the node, if configured).
+//!   `status: "error"` (or fail the node, if configured). A tool may return a
+//!   [`ToolCommand`] (LangGraph's `Command` from a tool): it updates state keys besides
+//!   its tool message and routes with `goto`; the commands of parallel calls are joined.
 //! - [`tools_condition`] and [`create_react_agent`] over [`AgentState`].
 //!
 //! # Example
@@ -80,6 +82,7 @@
 mod agent;
 pub mod supervisor;
 mod tool;
+mod tool_command;
 mod tool_node;
 
 pub use agent::{
@@ -87,5 +90,7 @@ pub use agent::{
 };
 pub use graphloom_derive::tool;
 pub use supervisor::{create_supervisor, Handoff, SupervisorAgent, SupervisorOptions, SupervisorRouter};
-pub use tool::{FnTool, Tool, ToolError, ToolErrorCode, ToolOutput, ToolRuntime, DEFAULT_MAX_RESULT_BYTES};
-pub use tool_node::{redact, NodeFuture, ToolNode, DEFAULT_TOOL_TIMEOUT};
+pub use tool::{
+    FnTool, Tool, ToolCommand, ToolError, ToolErrorCode, ToolOutput, ToolRuntime, DEFAULT_MAX_RESULT_BYTES,
+};
+pub use tool_node::{redact, NodeFuture, ToolAnswer, ToolNode, DEFAULT_TOOL_TIMEOUT};

@@ -102,11 +102,67 @@ impl fmt::Display for ToolError {
 
 impl std::error::Error for ToolError {}
 
-/// What a tool returns: a string, or any JSON value (sent to the model as JSON text).
+/// What a tool returns: a string, or any JSON value (sent to the model as JSON text), or
+/// a [`ToolCommand`] for the graph.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolOutput {
     /// The result.
     pub content: Value,
+    /// A command for the graph instead of a plain result (see [`ToolOutput::command`]).
+    pub command: Option<ToolCommand>,
+}
+
+/// A tool's instruction to the graph its [`ToolNode`](crate::ToolNode) runs in, as a
+/// LangGraph tool returns `Command(update=..., goto=...)`: update state keys besides the
+/// messages, and choose where to go next.
+///
+/// The update must answer the call: under the state's messages key it holds the tool
+/// message with this call's id (`ToolRuntime::tool_call_id`), or the node fails with an
+/// error saying so. `goto` adds to the tool node's own edges, as a node's `Command` does.
+/// When several calls of one message return commands, the node applies them together:
+/// the messages of every call in call order, the other keys through their reducers (an
+/// append or `add_messages` key concatenated, `add` summed, `merge` merged; two tools
+/// writing one last-value or custom key is an error naming both), every `goto`.
+///
+/// ```
+/// use graphloom_core::Message;
+/// use graphloom_prebuilt::{ToolCommand, ToolOutput};
+/// use serde_json::json;
+/// let answer = Message::tool("switched to billing", "call-1");
+/// let out = ToolOutput::command(
+///     ToolCommand::new()
+///         .update("messages", json!([answer]))
+///         .update("team", json!("billing"))
+///         .goto("billing_agent"),
+/// );
+/// assert!(out.command.is_some());
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ToolCommand {
+    /// State keys to write, as JSON (the update's JSON form: a key per state field).
+    pub update: Map<String, Value>,
+    /// Nodes to go to next.
+    pub goto: Vec<String>,
+}
+
+impl ToolCommand {
+    /// A command that writes nothing and goes nowhere.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Write `value` to state key `key`.
+    #[must_use]
+    pub fn update(mut self, key: impl Into<String>, value: Value) -> Self {
+        self.update.insert(key.into(), value);
+        self
+    }
+    /// Go to `node` next (with the tool node's own edges).
+    #[must_use]
+    pub fn goto(mut self, node: impl Into<String>) -> Self {
+        self.goto.push(node.into());
+        self
+    }
 }
 
 impl ToolOutput {
@@ -114,12 +170,24 @@ impl ToolOutput {
     pub fn text(s: impl Into<String>) -> Self {
         Self {
             content: Value::String(s.into()),
+            command: None,
         }
     }
     /// A JSON result.
     #[must_use]
     pub fn json(v: Value) -> Self {
-        Self { content: v }
+        Self {
+            content: v,
+            command: None,
+        }
+    }
+    /// A command for the graph (see [`ToolCommand`]); its `content` is `null`.
+    #[must_use]
+    pub fn command(command: ToolCommand) -> Self {
+        Self {
+            content: Value::Null,
+            command: Some(command),
+        }
     }
     /// The content as the model sees it: strings as they are, anything else as JSON text.
     #[must_use]
@@ -139,6 +207,11 @@ impl From<String> for ToolOutput {
 impl From<&str> for ToolOutput {
     fn from(s: &str) -> Self {
         Self::text(s)
+    }
+}
+impl From<ToolCommand> for ToolOutput {
+    fn from(c: ToolCommand) -> Self {
+        Self::command(c)
     }
 }
 impl From<Value> for ToolOutput {

@@ -1,9 +1,11 @@
 //! [`ToolNode`]: run the tool calls of the last AI message, in parallel, with validation,
 //! timeouts, result caps, stream redaction and the approval gate for mutating tools.
 
-use crate::tool::{Tool, ToolError, ToolErrorCode, ToolOutput, ToolRuntime, DEFAULT_MAX_RESULT_BYTES};
+use crate::tool::{
+    Tool, ToolCommand, ToolError, ToolErrorCode, ToolOutput, ToolRuntime, DEFAULT_MAX_RESULT_BYTES,
+};
 use futures::future::BoxFuture;
-use graphloom_core::{Message, MessageKind, NodeError, Runtime, Seq, State, ToolCall};
+use graphloom_core::{Message, MessageKind, NodeError, NodeOutput, Runtime, Seq, State, ToolCall};
 use graphloom_llm::{MessageExt, ToolSpec};
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, HashMap};
@@ -11,7 +13,21 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// The future of a tool node in a graph over `S`.
-pub type NodeFuture<S> = BoxFuture<'static, Result<Option<<S as State>::Update>, NodeError>>;
+pub type NodeFuture<S> = BoxFuture<'static, Result<NodeOutput<S>, NodeError>>;
+
+/// How [`ToolNode::run_calls`] answered one tool call.
+#[derive(Debug, Clone)]
+pub enum ToolAnswer {
+    /// A tool message (a result, or an error the model reads).
+    Message(Message),
+    /// The tool returned a [`ToolCommand`] for the graph.
+    Command {
+        /// The call it answers.
+        call: ToolCall,
+        /// What the tool asked for.
+        command: ToolCommand,
+    },
+}
 
 /// Default timeout of one tool call.
 pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(60);
@@ -253,12 +269,39 @@ impl ToolNode {
     /// # Errors
     /// `NodeError::Interrupted` while a gated call waits for a verdict; any failure when
     /// error handling is off.
+    ///
+    /// A tool that returns a [`ToolCommand`] fails the node here (only messages can be
+    /// answered): run such tools through [`ToolNode::into_node`] or [`ToolNode::run_calls`].
     pub async fn run_message(
         &self,
         message: &Message,
         state: Value,
         rt: Option<&Runtime>,
     ) -> Result<Vec<Message>, NodeError> {
+        self.run_calls(message, state, rt)
+            .await?
+            .into_iter()
+            .map(|a| match a {
+                ToolAnswer::Message(m) => Ok(m),
+                ToolAnswer::Command { call, .. } => Err(NodeError::fatal(format!(
+                    "tool `{}` (call `{}`) returned a Command, which `run_message` cannot apply; run it through `ToolNode::into_node` or `run_calls`",
+                    call.name, call.id
+                ))),
+            })
+            .collect()
+    }
+
+    /// Like [`ToolNode::run_message`], keeping what tools returned as [`ToolCommand`]s: one
+    /// answer per call, in the order of the calls, then one per invalid call.
+    ///
+    /// # Errors
+    /// As [`ToolNode::run_message`].
+    pub async fn run_calls(
+        &self,
+        message: &Message,
+        state: Value,
+        rt: Option<&Runtime>,
+    ) -> Result<Vec<ToolAnswer>, NodeError> {
         let calls = &message.tool_calls;
         let mut id_counts: HashMap<&str, usize> = HashMap::new();
         for c in calls {
@@ -321,11 +364,18 @@ impl ToolNode {
                 rt.write(stream_event(call, &outcome, allowlist));
             }
             match outcome {
+                Ok(ToolOutput {
+                    command: Some(command),
+                    ..
+                }) => out.push(ToolAnswer::Command {
+                    call: call.clone(),
+                    command,
+                }),
                 Ok(output) => {
                     let mut m = Message::tool(output.to_text(), &call.id);
                     m.name = Some(call.name.clone());
                     m.extra.insert("status".into(), Value::String("success".into()));
-                    out.push(m);
+                    out.push(ToolAnswer::Message(m));
                 }
                 Err(e) => {
                     if !self.handle_errors && !was_rejected {
@@ -335,7 +385,7 @@ impl ToolNode {
                         ))
                         .with_source(e));
                     }
-                    out.push(error_message(call, &e));
+                    out.push(ToolAnswer::Message(error_message(call, &e)));
                 }
             }
         }
@@ -349,14 +399,14 @@ impl ToolNode {
             if !self.handle_errors {
                 return Err(NodeError::fatal(format!("tool call `{id}` ({name}): {e}")).with_source(e));
             }
-            out.push(error_message(
+            out.push(ToolAnswer::Message(error_message(
                 &ToolCall {
                     id,
                     name,
                     args: Value::Null,
                 },
                 &e,
-            ));
+            )));
         }
         Ok(out)
     }
@@ -414,7 +464,8 @@ impl ToolNode {
 
     /// This tool node as a graph node over any state with an `add_messages` messages field:
     /// `get_messages` reads it, `make_update` builds the update that appends the tool
-    /// messages.
+    /// messages. Tools that return a [`ToolCommand`] make the node return a `Command`: the
+    /// answers of every call, joined as [`ToolCommand`] describes, and every `goto`.
     ///
     /// ```
     /// # use graphloom_core::{Message, Seq, State, StateGraph};
@@ -444,11 +495,21 @@ impl ToolNode {
                     ));
                 }
                 if last.tool_calls.is_empty() && last.invalid_tool_calls().is_empty() {
-                    return Ok(None);
+                    return Ok(NodeOutput::None);
                 }
                 let snapshot = state.to_json().map_err(NodeError::terminal)?;
-                let msgs = node.run_message(&last, snapshot, Some(&rt)).await?;
-                Ok(Some(make_update(msgs)))
+                let answers = node.run_calls(&last, snapshot, Some(&rt)).await?;
+                if answers.iter().all(|a| matches!(a, ToolAnswer::Message(_))) {
+                    let msgs = answers
+                        .into_iter()
+                        .filter_map(|a| match a {
+                            ToolAnswer::Message(m) => Some(m),
+                            ToolAnswer::Command { .. } => None,
+                        })
+                        .collect();
+                    return Ok(NodeOutput::Update(make_update(msgs)));
+                }
+                crate::tool_command::join_answers(state.as_ref(), answers, make_update)
             })
         }
     }

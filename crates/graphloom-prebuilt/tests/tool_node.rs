@@ -330,3 +330,194 @@ async fn tools_read_the_runs_own_store() {
     let out = g.invoke(call(), cfg).await.unwrap();
     assert_eq!(answer(out), "\"per run\"");
 }
+
+// ---- Command from tools ----
+
+#[derive(State, Clone, Default, Debug)]
+struct Desk {
+    #[reducer(add_messages)]
+    messages: Seq<Message>,
+    team: String,
+    #[reducer(append)]
+    log: Seq<String>,
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Transfer {
+    /// The team to hand the conversation to.
+    team: String,
+}
+
+/// A tool that answers its call, records the team, logs, and goes to the team's node.
+fn transfer(name: &str, answer: bool, set_team: bool) -> Arc<dyn Tool> {
+    let tool = name.to_owned();
+    FnTool::new(
+        name,
+        "Transfer to a team",
+        move |a: Transfer, rt: graphloom_prebuilt::ToolRuntime| {
+            let tool = tool.clone();
+            async move {
+                let mut cmd = graphloom_prebuilt::ToolCommand::new()
+                    .update("log", json!([format!("{tool} -> {}", a.team)]))
+                    .goto(a.team.clone());
+                if answer {
+                    let msg = Message::tool(format!("transferred to {}", a.team), &rt.tool_call_id);
+                    cmd = cmd.update("messages", json!([msg]));
+                }
+                if set_team {
+                    cmd = cmd.update("team", json!(a.team));
+                }
+                Ok::<_, ToolError>(cmd)
+            }
+        },
+    )
+    .arc()
+}
+
+fn desk(node: ToolNode) -> graphloom_core::CompiledGraph<Desk> {
+    StateGraph::<Desk>::new()
+        .add_node(
+            "tools",
+            node.into_node::<Desk>(|s| &s.messages, |m| DeskUpdate::new().messages(m)),
+        )
+        .add_node("billing", |_s, _rt| async {
+            Ok(DeskUpdate::new().log(vec!["billing ran".into()]))
+        })
+        .add_node("support", |_s, _rt| async {
+            Ok(DeskUpdate::new().log(vec!["support ran".into()]))
+        })
+        .add_edge(START, "tools")
+        .add_edge("tools", END)
+        .destinations("tools", ["billing", "support"])
+        .add_edge("billing", END)
+        .add_edge("support", END)
+        .compile()
+        .unwrap()
+}
+
+fn desk_input(calls: Vec<ToolCall>) -> DeskUpdate {
+    DeskUpdate::new().messages(vec![
+        Message::human("help"),
+        Message::ai_with_tool_calls("", calls),
+    ])
+}
+
+#[tokio::test]
+async fn a_tool_command_updates_state_and_routes() {
+    let node = ToolNode::new([transfer("transfer", true, true)]);
+    let out = desk(node)
+        .invoke(
+            desk_input(vec![tc("c1", "transfer", json!({"team": "billing"}))]),
+            RunConfig::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.values.team, "billing");
+    assert_eq!(
+        out.values.log.to_vec(),
+        vec!["transfer -> billing", "billing ran"]
+    );
+    let answer = out.values.messages.to_vec().pop().unwrap();
+    assert_eq!(answer.tool_call_id.as_deref(), Some("c1"));
+    assert_eq!(answer.text(), "transferred to billing");
+    // Named after the tool that answered, as LangGraph does.
+    assert_eq!(answer.name.as_deref(), Some("transfer"));
+}
+
+#[tokio::test]
+async fn parallel_tool_commands_combine_with_plain_answers_in_call_order() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let node = ToolNode::new([
+        transfer("to_billing", true, false),
+        transfer("to_support", true, true),
+        sleeper("sleep", Arc::clone(&runs)),
+    ]);
+    let out = desk(node)
+        .invoke(
+            desk_input(vec![
+                tc("c1", "to_billing", json!({"team": "billing"})),
+                tc("c2", "sleep", json!({"ms": 1})),
+                tc("c3", "to_support", json!({"team": "support"})),
+            ]),
+            RunConfig::default(),
+        )
+        .await
+        .unwrap();
+    // Every call answered once, in call order.
+    let answers: Vec<Option<String>> = out
+        .values
+        .messages
+        .iter()
+        .skip(2)
+        .map(|m| m.tool_call_id.clone())
+        .collect();
+    assert_eq!(
+        answers,
+        vec![Some("c1".into()), Some("c2".into()), Some("c3".into())]
+    );
+    assert_eq!(out.values.messages.len(), 5);
+    // The append key got both commands' items; both gotos ran (in the next step).
+    assert_eq!(
+        out.values.log.to_vec(),
+        vec![
+            "to_billing -> billing",
+            "to_support -> support",
+            "billing ran",
+            "support ran"
+        ]
+    );
+    assert_eq!(out.values.team, "support");
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn two_tool_commands_writing_one_last_value_key_is_an_error_naming_both() {
+    let node = ToolNode::new([transfer("a", true, true), transfer("b", true, true)]);
+    let err = desk(node)
+        .invoke(
+            desk_input(vec![
+                tc("c1", "a", json!({"team": "billing"})),
+                tc("c2", "b", json!({"team": "support"})),
+            ]),
+            RunConfig::default(),
+        )
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("tool `a` (call `c1`)"), "{err}");
+    assert!(err.contains("tool `b` (call `c2`)"), "{err}");
+    assert!(err.contains("`team`"), "{err}");
+    assert!(err.contains("keeps one value per step"), "{err}");
+}
+
+#[tokio::test]
+async fn a_tool_command_without_its_tool_message_is_a_clear_error() {
+    let node = ToolNode::new([transfer("silent", false, true)]);
+    let err = desk(node)
+        .invoke(
+            desk_input(vec![tc("c9", "silent", json!({"team": "billing"}))]),
+            RunConfig::default(),
+        )
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("tool `silent` (call `c9`)"), "{err}");
+    assert!(err.contains("no tool message answering the call"), "{err}");
+    assert!(err.contains("tool_call_id `c9`"), "{err}");
+}
+
+#[tokio::test]
+async fn run_message_refuses_a_tool_command_it_cannot_apply() {
+    let node = ToolNode::new([transfer("transfer", true, true)]);
+    let msg = Message::ai_with_tool_calls("", vec![tc("c1", "transfer", json!({"team": "billing"}))]);
+    let err = node
+        .run_message(&msg, json!({}), None)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("returned a Command"), "{err}");
+    let answers = node.run_calls(&msg, json!({}), None).await.unwrap();
+    assert!(
+        matches!(&answers[..], [graphloom_prebuilt::ToolAnswer::Command { call, .. }] if call.id == "c1")
+    );
+}

@@ -170,6 +170,7 @@ impl<S: State> StateGraph<S> {
             cache: None,
             destinations: Vec::new(),
             subgraph: None,
+            defer: false,
         }
     }
 
@@ -294,9 +295,23 @@ impl<S: State> StateGraph<S> {
     pub fn node_timeout(self, node: &str, timeout: Duration) -> Self {
         self.with_spec(node, |s| s.timeout = Some(timeout))
     }
-    /// Cache `node`'s output.
+    /// Cache `node`'s output: a task of `node` whose cache key (see [`CachePolicy`]) was
+    /// computed by an earlier run of the same compiled graph, within the policy's TTL,
+    /// returns that run's output without calling the node. The cache lives in the compiled
+    /// graph (shared by its clones and threads), in memory; an entry past its TTL is
+    /// recomputed and stored again.
     pub fn cache(self, node: &str, policy: CachePolicy<S>) -> Self {
         self.with_spec(node, |s| s.cache = Some(policy))
+    }
+    /// Defer `node` (LangGraph's `add_node(.., defer=True)`): once triggered, it waits
+    /// until no other task of its graph is pending (no other node triggered, no `Send`
+    /// packet left), then runs once. This is the join of a map-reduce whose branches have
+    /// uneven lengths: every branch finishes before it runs, however many steps each takes,
+    /// and triggers that arrived while it waited are taken together. The wait is part of
+    /// the checkpoint (the trigger stays unseen), so it holds across an interrupt, a resume
+    /// and a restart. Only edge-triggered runs wait; a `Send` packet to `node` runs at once.
+    pub fn defer(self, node: &str) -> Self {
+        self.with_spec(node, |s| s.defer = true)
     }
     /// Declare where `node` may go with `Command::goto` (validation and drawing).
     pub fn destinations<I: IntoIterator<Item = T>, T: Into<String>>(self, node: &str, to: I) -> Self {

@@ -56,6 +56,8 @@ pub(crate) struct NodeSpec<S: State> {
     pub destinations: Vec<String>,
     /// What the node's compiled graph is, when the node is a subgraph.
     pub subgraph: Option<Arc<SubgraphInfo>>,
+    /// Deferred: its pull tasks wait until no other task is pending.
+    pub defer: bool,
 }
 
 impl<S: State> Clone for NodeSpec<S> {
@@ -68,6 +70,7 @@ impl<S: State> Clone for NodeSpec<S> {
             cache: self.cache.clone(),
             destinations: self.destinations.clone(),
             subgraph: self.subgraph.clone(),
+            defer: self.defer,
         }
     }
 }

@@ -9,7 +9,7 @@ use crate::store::DynStore;
 use crate::types::{NodeOutput, NodeSet};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use tokio::time::Instant;
 
 /// A join edge: `target` runs once all `sources` have run.
 pub(crate) struct Join {
@@ -31,6 +31,8 @@ pub(crate) struct GraphInner<S: State> {
     pub joins: Vec<Join>,
     pub joins_by_source: HashMap<String, Vec<usize>>,
     pub branches: HashMap<String, Vec<Branch<S>>>,
+    /// Deferred nodes, sorted (see [`StateGraph::defer`](super::StateGraph::defer)).
+    pub deferred: Vec<String>,
     /// Trigger channels of each node.
     pub node_triggers: HashMap<String, Vec<String>>,
     branch_channels: HashMap<String, String>,
@@ -59,6 +61,11 @@ impl<S: State> GraphInner<S> {
         declared_edges: Vec<(String, String)>,
     ) -> Self {
         let node_names: Vec<String> = nodes.keys().cloned().collect();
+        let deferred: Vec<String> = nodes
+            .iter()
+            .filter(|(_, spec)| spec.defer)
+            .map(|(name, _)| name.clone())
+            .collect();
         let branch_channels: HashMap<String, String> = node_names
             .iter()
             .map(|n| (n.clone(), format!("branch:to:{n}")))
@@ -82,6 +89,7 @@ impl<S: State> GraphInner<S> {
             shape,
             nodes: nodes.into_iter().collect(),
             node_names,
+            deferred,
             edges_out,
             joins,
             joins_by_source,

@@ -15,7 +15,7 @@ mod update;
 
 use self::reducer::{canonical_item, reduce, Slot};
 pub use self::reducer::{JsonReduceFn, JsonReduceSharedFn, JsonReducer};
-pub use self::update::{JsonUpdate, JsonWrite};
+pub use self::update::{JsonUpdate, JsonWrite, OVERWRITE_KEY};
 use crate::messages::MessageLike;
 use crate::seq::{Seq, SeqLike};
 use crate::state::{Changed, FieldChange, State, StateError, TaskUpdate};
@@ -155,6 +155,37 @@ impl JsonState {
         }
     }
 
+    /// Put an overwrite's value in channel `i` (a list channel takes a list, or `null` for
+    /// empty; a message channel's items in their stored form).
+    fn set_overwrite(&mut self, i: usize, value: Value) -> Result<(), StateError> {
+        if matches!(self.spec.fields[i].1, JsonReducer::AddMessages) {
+            let name = self.spec.fields[i].0.clone();
+            let items = match value {
+                Value::Array(a) => a,
+                Value::Null => Vec::new(),
+                one => vec![one],
+            };
+            let items = items
+                .into_iter()
+                .map(|m| {
+                    canonical_item(Arc::new(m)).map(|mut m| {
+                        if m.is_object() && m.message_id().is_none() {
+                            m.set_message_id(uuid::Uuid::new_v4().to_string());
+                        }
+                        m
+                    })
+                })
+                .collect::<Result<Seq<_>, _>>()
+                .map_err(|e| StateError::Decode {
+                    field: name,
+                    message: e.to_string(),
+                })?;
+            self.slots[i] = Slot::Seq(items);
+            return Ok(());
+        }
+        self.set_field_from_json(i, value)
+    }
+
     fn slot_json(&self, i: usize) -> Result<Value, StateError> {
         match self.slots.get(i) {
             Some(Slot::Value(v)) => Ok((**v).clone()),
@@ -200,12 +231,46 @@ impl State for JsonState {
                 });
             }
         }
+        // An overwrite replaces the channel and every other write to it this step.
+        let mut overwritten = vec![false; self.spec.fields.len()];
+        for (i, (name, reducer)) in self.spec.fields.iter().enumerate() {
+            if matches!(reducer, JsonReducer::LastValue) || writers[i].is_empty() {
+                continue;
+            }
+            let by: Vec<String> = updates
+                .iter()
+                .filter(|u| u.update.0.get(name).and_then(JsonWrite::overwrite).is_some())
+                .map(|u| u.node.to_owned())
+                .collect();
+            if by.len() > 1 {
+                return Err(StateError::OverwriteConflict {
+                    field: name.clone(),
+                    nodes: by,
+                });
+            }
+            overwritten[i] = by.len() == 1;
+        }
         let mut acc: Vec<Option<FieldChange>> = vec![None; self.spec.fields.len()];
         for u in updates {
             for (k, v) in u.update.0 {
                 let i = self.field_index(&k).ok_or(StateError::UnknownField(k))?;
-                let (name, reducer) = &self.spec.fields[i];
-                let c = reduce(name, reducer, &mut self.slots[i], v)?;
+                let c = if overwritten[i] {
+                    match v.overwrite() {
+                        Some(value) => {
+                            let value = value.clone();
+                            self.set_overwrite(i, value)?;
+                            FieldChange::Replaced
+                        }
+                        None => continue,
+                    }
+                } else {
+                    let (name, reducer) = &self.spec.fields[i];
+                    let v = match v {
+                        JsonWrite::Overwrite(value) => JsonWrite::Value(value),
+                        v => v,
+                    };
+                    reduce(name, reducer, &mut self.slots[i], v)?
+                };
                 acc[i] = Some(acc[i].map_or(c, |p| p.then(c)));
             }
         }
@@ -217,6 +282,9 @@ impl State for JsonState {
         Ok(())
     }
 
+    fn field_reducer(&self, idx: usize) -> Option<&'static str> {
+        self.spec.fields.get(idx).map(|(_, r)| r.name())
+    }
     fn update_fields(&self, update: &Self::Update) -> Vec<String> {
         update.keys().cloned().collect()
     }
@@ -259,7 +327,17 @@ impl State for JsonState {
     }
     fn update_to_json(&self, update: &Self::Update) -> Result<Value, StateError> {
         Ok(Value::Object(
-            update.0.iter().map(|(k, w)| (k.clone(), w.to_value())).collect(),
+            update
+                .0
+                .iter()
+                .map(|(k, w)| {
+                    let v = match w {
+                        JsonWrite::Overwrite(v) => json!({ OVERWRITE_KEY: v }),
+                        w => w.to_value(),
+                    };
+                    (k.clone(), v)
+                })
+                .collect(),
         ))
     }
     fn update_from_json(&self, value: Value) -> Result<Self::Update, StateError> {
@@ -278,6 +356,17 @@ impl State for JsonState {
                     let decode = |e: serde_json::Error| StateError::Decode {
                         field: name.clone(),
                         message: e.to_string(),
+                    };
+                    // An overwrite's messages are rewritten inside it.
+                    let v = if crate::state::overwrite_of(v).is_some() {
+                        let inner = crate::state::split_overwrite(std::mem::take(v)).unwrap_or(Value::Null);
+                        *v = json!({ OVERWRITE_KEY: inner });
+                        match v.get_mut(OVERWRITE_KEY) {
+                            Some(inner) => inner,
+                            None => continue,
+                        }
+                    } else {
+                        v
                     };
                     *v = match std::mem::take(v) {
                         Value::Array(items) => Value::Array(
@@ -325,6 +414,9 @@ impl State for JsonState {
                 self.field_index(k).map(|i| &self.spec.fields[i].1),
                 Some(JsonReducer::AddMessages)
             ) {
+                continue;
+            }
+            if w.overwrite().is_some() {
                 continue;
             }
             // In the stored form with an id, written back so the merge keeps that id.

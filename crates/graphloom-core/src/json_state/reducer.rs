@@ -150,7 +150,7 @@ pub(super) fn reduce(
         (JsonReducer::LastValue, slot) => {
             *slot = match upd {
                 JsonWrite::Items(items) => Slot::Seq(items.into_iter().collect()),
-                JsonWrite::Value(v) => Slot::Value(Arc::new(v)),
+                JsonWrite::Value(v) | JsonWrite::Overwrite(v) => Slot::Value(Arc::new(v)),
                 JsonWrite::Shared(v) => Slot::Value(v),
             };
             Ok(FieldChange::Replaced)

@@ -15,7 +15,15 @@ pub enum JsonWrite {
     /// One shared value: a last-value channel (or a [`JsonReducer::CustomShared`] one)
     /// keeps the pointer; other reducers see the value.
     Shared(Arc<Value>),
+    /// The channel's new value, past its reducer (LangGraph's `Overwrite`): it replaces
+    /// what the channel holds and every other write to it in the same step. Two in one
+    /// step are [`StateError::OverwriteConflict`](crate::StateError::OverwriteConflict).
+    /// In JSON it is `{"__overwrite__": value}`.
+    Overwrite(Value),
 }
+
+/// The key of LangGraph's serialised `Overwrite`: `{"__overwrite__": value}`.
+pub const OVERWRITE_KEY: &str = "__overwrite__";
 
 impl JsonWrite {
     pub(super) fn into_value(self) -> Value {
@@ -23,6 +31,18 @@ impl JsonWrite {
             JsonWrite::Value(v) => v,
             JsonWrite::Items(items) => Value::Array(items.iter().map(|v| (**v).clone()).collect()),
             JsonWrite::Shared(v) => Arc::unwrap_or_clone(v),
+            JsonWrite::Overwrite(v) => v,
+        }
+    }
+    /// The value a write overwrites its channel with, if it is an overwrite: a
+    /// [`JsonWrite::Overwrite`], or a value in LangGraph's serialised form
+    /// (`{"__overwrite__": v}`, or `{"type": "__overwrite__", "value": v}`).
+    pub(super) fn overwrite(&self) -> Option<&Value> {
+        match self {
+            JsonWrite::Overwrite(v) => Some(v),
+            JsonWrite::Value(v) => crate::state::overwrite_of(v),
+            JsonWrite::Shared(v) => crate::state::overwrite_of(v),
+            JsonWrite::Items(_) => None,
         }
     }
     pub(super) fn into_shared(self) -> Arc<Value> {
@@ -40,6 +60,7 @@ impl JsonWrite {
             JsonWrite::Value(Value::Array(a)) => a.into_iter().map(Arc::new).collect(),
             JsonWrite::Value(one) => vec![Arc::new(one)],
             JsonWrite::Shared(v) => JsonWrite::Value(Arc::unwrap_or_clone(v)).into_items(),
+            JsonWrite::Overwrite(v) => JsonWrite::Value(v).into_items(),
         }
     }
 }
@@ -81,6 +102,16 @@ impl JsonUpdate {
     #[must_use]
     pub fn set_items(self, channel: impl Into<String>, items: impl IntoIterator<Item = Arc<Value>>) -> Self {
         self.extend(channel, items)
+    }
+    /// Replace `channel`'s value with `value`, past its reducer (LangGraph's
+    /// `Overwrite(value)`): an append or `add_messages` channel then holds exactly `value`
+    /// (a list), an `add` channel holds `value`, whatever else the step wrote to it. Two
+    /// overwrites of one channel in a step are a conflict error. On a last-value channel it
+    /// is a plain write.
+    #[must_use]
+    pub fn overwrite(mut self, channel: impl Into<String>, value: impl Into<Value>) -> Self {
+        self.0.insert(channel.into(), JsonWrite::Overwrite(value.into()));
+        self
     }
     /// The channels written.
     pub fn keys(&self) -> impl Iterator<Item = &String> {

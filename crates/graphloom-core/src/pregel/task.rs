@@ -13,7 +13,6 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
 /// How a task was triggered.
 #[derive(Clone)]
@@ -103,6 +102,12 @@ pub(crate) fn plan<S: State>(g: &GraphInner<S>, ls: &LoopState<S>, ns: &str) -> 
         }
     };
     match &ls.candidates {
+        // A deferred node still waiting was triggered in an earlier step: consider it too.
+        Some(c) if !g.deferred.is_empty() => {
+            let mut all = c.clone();
+            all.extend(g.deferred.iter().cloned());
+            all.iter().for_each(|n| consider(n, &mut tasks));
+        }
         Some(c) => c.iter().for_each(|n| consider(n, &mut tasks)),
         None => g.node_names.iter().for_each(|n| consider(n, &mut tasks)),
     }
@@ -113,7 +118,20 @@ pub(crate) fn plan<S: State>(g: &GraphInner<S>, ls: &LoopState<S>, ns: &str) -> 
             kind: TaskKind::Push(i, s.packet.clone()),
         });
     }
+    if !g.deferred.is_empty() {
+        hold_deferred(g, &mut tasks);
+    }
     tasks
+}
+
+/// Deferred nodes wait while any other task is pending: their pull tasks leave the step
+/// (their triggers stay unseen, so they are planned again) unless nothing else is left.
+fn hold_deferred<S: State>(g: &GraphInner<S>, tasks: &mut Vec<Task>) {
+    let is_deferred =
+        |t: &Task| matches!(t.kind, TaskKind::Pull(_)) && g.deferred.binary_search(&t.node).is_ok();
+    if tasks.iter().any(|t| !is_deferred(t)) {
+        tasks.retain(|t| !is_deferred(t));
+    }
 }
 
 /// What a finished task produced.
@@ -332,7 +350,9 @@ impl<S: State> TaskRun<S> {
             match result {
                 Ok(mut out) => {
                     if let (Some(key), Some(cp)) = (&self.cache_key, &spec.cache) {
-                        let expires = cp.ttl.map(|t| Instant::now() + t);
+                        // Tokio's clock: a paused test clock moves it. A TTL too long to
+                        // represent never expires.
+                        let expires = cp.ttl.and_then(|t| tokio::time::Instant::now().checked_add(t));
                         self.graph.cache_put(&self.task.node, key, out.clone(), expires);
                     }
                     if messages_mode && self.run.wants(StreamMode::Messages, self.ns.len()) {
