@@ -550,6 +550,45 @@ async fn fork() -> Vec<Value> {
     vec![first, call(&g, RunInput::Continue, forked, "t", None).await]
 }
 
+async fn deferred() -> Vec<Value> {
+    let g = StateGraph::with_shape(log_shape())
+        .add_node("a", log_node("a"))
+        .add_node("b1", log_node("b1"))
+        .add_node("b2", log_node("b2"))
+        .add_node("join", |s: Arc<JsonState>, _rt| async move {
+            let n = s.get("log").unwrap().as_array().unwrap().len();
+            Ok(NodeOutput::Update(upd(json!({"log": [format!("join after {n}")]}))))
+        })
+        .defer("join")
+        .add_edge(START, "a")
+        .add_edge(START, "b1")
+        .add_edge("b1", "b2")
+        .add_edge("a", "join")
+        .add_edge("b2", "join")
+        .add_edge("join", END)
+        .checkpointer(saver())
+        .compile()
+        .unwrap();
+    vec![call(&g, input(json!({"log": ["in"]})), RunConfig::thread("t"), "t", None).await]
+}
+
+async fn overwrite() -> Vec<Value> {
+    let g = StateGraph::with_shape(log_shape())
+        .add_node("p", |_s: Arc<JsonState>, _rt| async {
+            Ok(NodeOutput::Update(JsonUpdate::new().overwrite("log", json!(["reset"]))))
+        })
+        .add_node("q", log_node("q"))
+        .add_node("after", log_node("after"))
+        .add_edge(START, "p")
+        .add_edge(START, "q")
+        .add_edge(["p", "q"], "after")
+        .add_edge("after", END)
+        .checkpointer(saver())
+        .compile()
+        .unwrap();
+    vec![call(&g, input(json!({"log": ["in"]})), RunConfig::thread("t"), "t", None).await]
+}
+
 /// graphloom's traces, by scenario.
 async fn graphloom_traces() -> BTreeMap<&'static str, Vec<Value>> {
     BTreeMap::from([
@@ -566,6 +605,8 @@ async fn graphloom_traces() -> BTreeMap<&'static str, Vec<Value>> {
         ("recursion_limit", recursion_limit().await),
         ("update_as_node", update_as_node().await),
         ("fork", fork().await),
+        ("deferred", deferred().await),
+        ("overwrite", overwrite().await),
     ])
 }
 

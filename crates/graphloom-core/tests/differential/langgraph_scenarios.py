@@ -17,13 +17,15 @@ from typing import Annotated, Optional, TypedDict
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.errors import GraphRecursionError, InvalidUpdateError
 from langgraph.graph import END, START, StateGraph
-from langgraph.types import Command, Interrupt, Send, interrupt
+from langgraph.types import Command, Interrupt, Overwrite, Send, interrupt
 
 
 def plain(v):
     """JSON-ready value; an Interrupt becomes {"value": ...} (ids are not compared)."""
     if isinstance(v, Interrupt):
         return {"value": plain(v.value)}
+    if isinstance(v, Overwrite):
+        return {"__overwrite__": plain(v.value)}
     if isinstance(v, dict):
         return {k: plain(x) for k, x in v.items()}
     if isinstance(v, (list, tuple)):
@@ -294,6 +296,34 @@ def fork():
     return [first, call(graph, None, forked, "t")]
 
 
+def deferred():
+    g = StateGraph(Log)
+    for n in ["a", "b1", "b2"]:
+        g.add_node(n, log_node(n))
+    g.add_node("join", lambda s: {"log": [f"join after {len(s['log'])}"]}, defer=True)
+    g.add_edge(START, "a")
+    g.add_edge(START, "b1")
+    g.add_edge("b1", "b2")
+    g.add_edge("a", "join")
+    g.add_edge("b2", "join")
+    g.add_edge("join", END)
+    graph = g.compile(checkpointer=InMemorySaver())
+    return [call(graph, {"log": ["in"]}, thread("t"), "t")]
+
+
+def overwrite():
+    g = StateGraph(Log)
+    g.add_node("p", lambda s: {"log": Overwrite(["reset"])})
+    g.add_node("q", log_node("q"))
+    g.add_node("after", log_node("after"))
+    g.add_edge(START, "p")
+    g.add_edge(START, "q")
+    g.add_edge(["p", "q"], "after")
+    g.add_edge("after", END)
+    graph = g.compile(checkpointer=InMemorySaver())
+    return [call(graph, {"log": ["in"]}, thread("t"), "t")]
+
+
 SCENARIOS = {
     "join": join,
     "loop": loop,
@@ -308,6 +338,8 @@ SCENARIOS = {
     "recursion_limit": recursion_limit,
     "update_as_node": update_as_node,
     "fork": fork,
+    "deferred": deferred,
+    "overwrite": overwrite,
 }
 
 if __name__ == "__main__":
