@@ -463,8 +463,10 @@ impl EventRun {
     }
 
     /// Report a failure: `on_tool_error` for a tool (with the call's id); chains and
-    /// models report none, as in LangChain.
-    pub fn error(self, error: impl Into<String>, tool_call_id: Option<&str>) {
+    /// models report none, as in LangChain. `error_type` and `message` go into
+    /// `data.error` as LangGraph Server serialises an exception:
+    /// `{"error": <type>, "message": <text>}`.
+    pub fn error(self, error_type: &str, message: impl Into<String>, tool_call_id: Option<&str>) {
         if self.ty != RunType::Tool {
             return;
         }
@@ -472,7 +474,7 @@ impl EventRun {
         self.send(
             EventKind::ToolError,
             EventData {
-                error: Some(Value::String(error.into())),
+                error: Some(serde_json::json!({"error": error_type, "message": message.into()})),
                 input,
                 tool_call_id: tool_call_id.map(str::to_owned),
                 ..EventData::default()

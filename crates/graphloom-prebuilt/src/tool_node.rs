@@ -406,7 +406,7 @@ impl ToolNode {
                     Ok(output) => ev.end(
                         serde_json::to_value(success_message(&call_id, &name, output)).unwrap_or(Value::Null),
                     ),
-                    Err(e) => ev.error(e.to_string(), Some(&call_id)),
+                    Err(e) => ev.error("ToolError", e.to_string(), Some(&call_id)),
                 }
             }
             if let Err(e) = &result {

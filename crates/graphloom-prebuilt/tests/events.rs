@@ -156,14 +156,12 @@ async fn tool_calls_report_start_and_end_or_error_nested_in_the_tool_node() {
 
     let err = boom_err[0];
     assert_eq!(err.run_id, boom_start[0].run_id);
-    assert!(err
-        .data
-        .error
-        .as_ref()
-        .unwrap()
-        .as_str()
-        .unwrap()
-        .contains("boom failed"));
+    let error = err.data.error.as_ref().unwrap();
+    assert_eq!(error["error"], "ToolError");
+    assert!(
+        error["message"].as_str().unwrap().contains("boom failed"),
+        "{error}"
+    );
     assert_eq!(err.data.tool_call_id.as_deref(), Some("call_2"));
     assert_eq!(err.data.input, Some(json!({"a": 1, "b": 1})));
     let text = serde_json::to_string(err).unwrap();
