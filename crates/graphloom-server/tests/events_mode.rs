@@ -204,3 +204,40 @@ async fn events_go_with_other_modes_and_nest_subgraph_events_without_subgraph_na
         .all(|d| d["event"] != "on_chat_model_stream" && d["event"] != "on_custom_event"));
     s.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_join_replays_a_resumable_runs_events_from_a_last_event_id() {
+    let s = TestServer::sqlite_with(|_| {}, |b| b.graph("calc", factory(calc))).await;
+    let t = s.thread().await;
+    let (_, run) = s
+        .post(
+            &format!("/threads/{t}/runs"),
+            json!({"assistant_id": "calc", "input": human("add"), "stream_mode": ["events"], "stream_resumable": true}),
+        )
+        .await;
+    let rid = run["run_id"].as_str().unwrap().to_owned();
+    s.wait_run(&t, &rid).await;
+    let join = |last: Option<String>| {
+        let mut req = s.http.get(s.u(&format!("/threads/{t}/runs/{rid}/stream")));
+        if let Some(id) = last {
+            req = req.header("last-event-id", id);
+        }
+        async move { parse_sse(&req.send().await.unwrap().text().await.unwrap()) }
+    };
+    let all = join(None).await;
+    let events: Vec<&Value> = all.iter().filter(|e| e.0 == "events").map(|e| &e.1).collect();
+    assert_eq!(
+        events.first().map(|d| label(d)).as_deref(),
+        Some("on_chain_start calc"),
+        "{all:?}"
+    );
+    assert_eq!(
+        events.last().map(|d| label(d)).as_deref(),
+        Some("on_chain_end calc")
+    );
+    assert!(events.iter().any(|d| d["event"] == "on_tool_end"));
+    assert!(all.iter().all(|e| e.2.is_some()), "resumable frames carry ids");
+    let rest = join(all[2].2.clone()).await;
+    assert_eq!(rest, all[3..].to_vec());
+    s.stop().await;
+}
