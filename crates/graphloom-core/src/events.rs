@@ -1,6 +1,6 @@
 //! LangChain's `astream_events` (v2) vocabulary, built into every run.
 //!
-//! A run that streams [`StreamMode::Events`](crate::StreamMode::Events) (or is read with
+//! A run that streams [`crate::StreamMode::Events`] (or is read with
 //! [`CompiledGraph::stream_events`](crate::CompiledGraph::stream_events)) reports:
 //!
 //! - `on_chain_start` / `on_chain_stream` / `on_chain_end` for the graph (named after it,
@@ -348,10 +348,9 @@ pub(crate) fn new_run_id() -> String {
 }
 
 /// One run that reports events: a graph, a task, or (through
-/// [`Runtime::event_run`](crate::Runtime::event_run)) a model or tool call inside a node.
-/// [`EventRun::start`] reports its start; [`stream`](EventRun::stream),
-/// [`end`](EventRun::end) and [`error`](EventRun::error) report the rest under the same
-/// `run_id`.
+/// [`Runtime::event_run`](crate::Runtime::event_run), which reports its start) a model or
+/// tool call inside a node. [`stream`](EventRun::stream), [`end`](EventRun::end) and
+/// [`error`](EventRun::error) report the rest under the same `run_id`.
 pub struct EventRun {
     run: Arc<RunShared>,
     ns: Arc<[String]>,
