@@ -44,6 +44,7 @@ pub mod checkpoint;
 pub mod config;
 pub mod error;
 mod error_source;
+pub mod events;
 pub mod graph;
 pub mod json_state;
 mod mermaid;
@@ -64,9 +65,10 @@ pub use config::{
     DEFAULT_RECURSION_LIMIT,
 };
 pub use error::{BackendError, BackendErrorKind, Error, ErrorSource, Result};
+pub use events::{EventData, EventFilter, EventKind, EventRun, RunType, StreamEvent};
 pub use graph::{
-    CompiledGraph, EdgeSources, HistoryQuery, PendingTask, RunEvent, RunOutput, RunStatus, RunStream,
-    StateGraph, StateSnapshot, SubgraphInfo,
+    CompiledGraph, EdgeSources, EventStream, HistoryQuery, PendingTask, RunEvent, RunOutput, RunStatus,
+    RunStream, StateGraph, StateSnapshot, SubgraphInfo,
 };
 pub use graphloom_derive::State;
 pub use json_state::{JsonReduceFn, JsonReduceSharedFn, JsonReducer, JsonState, JsonUpdate, JsonWrite};

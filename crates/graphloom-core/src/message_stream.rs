@@ -27,7 +27,7 @@ tokio::task_local! {
 }
 
 /// The runtime of the node running on this tokio task, when its run streams in `messages`
-/// mode at the node's depth; `None` otherwise (and outside nodes).
+/// mode at the node's depth, or streams `events`; `None` otherwise (and outside nodes).
 ///
 /// Model calls use it to stream their tokens into the run as `messages` events (with
 /// [`Runtime::emit_message`]) without the node asking. A task the node spawns does not

@@ -56,10 +56,11 @@ pub(crate) struct RunShared {
 
 impl RunShared {
     /// Whether a part of `mode` from namespace depth `depth` is wanted.
+    /// `events` are wanted at every depth: their nesting is in `parent_ids`.
     pub fn wants(&self, mode: StreamMode, depth: usize) -> bool {
-        self.sink
-            .as_ref()
-            .is_some_and(|s| s.modes & mode_bit(mode) != 0 && (depth == 0 || s.subgraphs))
+        self.sink.as_ref().is_some_and(|s| {
+            s.modes & mode_bit(mode) != 0 && (depth == 0 || s.subgraphs || mode == StreamMode::Events)
+        })
     }
     /// Whether a part of `mode` is wanted at some depth.
     pub fn wants_any(&self, mode: StreamMode) -> bool {
@@ -113,6 +114,8 @@ pub(crate) struct TaskCtx {
     /// Resume values taken from the run during this attempt.
     pub consumed: Mutex<BTreeMap<String, Value>>,
     pub interrupt_idx: AtomicUsize,
+    /// This task's place in the `events` tree; `None` unless the run streams events.
+    pub events: Option<Arc<crate::events::EventScope>>,
 }
 
 /// The handle every node receives.
@@ -190,6 +193,48 @@ impl Runtime {
     #[must_use]
     pub fn wants_messages(&self) -> bool {
         self.ctx.run.wants(StreamMode::Messages, self.ctx.ns.len())
+    }
+
+    /// Whether anyone listens to `events` (skip building their inputs otherwise).
+    #[must_use]
+    pub fn wants_events(&self) -> bool {
+        self.ctx.events.is_some()
+    }
+
+    /// Start reporting a run nested in this node (a model call, a tool call) as
+    /// `astream_events` events: reports its start (`on_chat_model_start`,
+    /// `on_tool_start`, ...) with `input`, and returns the handle that reports its
+    /// chunks and end. Its metadata is the node's plus `checkpoint_ns` and `extra`; its
+    /// tags `seq:step:1`, as LangChain tags what a node calls. `None` (and nothing built)
+    /// when the run does not stream events; check [`Runtime::wants_events`] before
+    /// building an expensive `input`.
+    #[must_use]
+    pub fn event_run(
+        &self,
+        ty: crate::events::RunType,
+        name: &str,
+        input: Value,
+        extra: Map<String, Value>,
+    ) -> Option<crate::events::EventRun> {
+        let task = self.ctx.events.as_ref()?;
+        let mut meta = vec![("checkpoint_ns".to_owned(), Value::String(self.checkpoint_ns()))];
+        meta.extend(extra);
+        let scope = Arc::new(task.child(meta));
+        Some(
+            crate::events::EventRun::new(
+                Arc::clone(&self.ctx.run),
+                Arc::clone(&self.ctx.ns),
+                ty,
+                name.to_owned(),
+                vec!["seq:step:1".to_owned()],
+                scope,
+            )
+            .start(input, true),
+        )
+    }
+
+    pub(crate) fn event_scope(&self) -> Option<&Arc<crate::events::EventScope>> {
+        self.ctx.events.as_ref()
     }
 
     /// Emit a `messages` event: a message chunk (LangChain's `AIMessageChunk` JSON) with

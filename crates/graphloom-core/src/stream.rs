@@ -30,6 +30,10 @@ pub enum StreamMode {
     Checkpoints,
     /// Checkpoints and tasks, wrapped with step and type.
     Debug,
+    /// LangChain's `astream_events` (v2) events of the graph, its nodes, and the models
+    /// and tools they call ([`crate::events`]). Subgraphs report theirs whether or not
+    /// subgraph streaming is on: their nesting is in `parent_ids`.
+    Events,
 }
 
 impl StreamMode {
@@ -44,6 +48,7 @@ impl StreamMode {
             StreamMode::Tasks => "tasks",
             StreamMode::Checkpoints => "checkpoints",
             StreamMode::Debug => "debug",
+            StreamMode::Events => "events",
         }
     }
 }
@@ -85,6 +90,8 @@ pub enum StreamData {
     Interrupts(Vec<Interrupt>),
     /// Any JSON (`custom`, `messages`, `tasks`, `checkpoints`, `debug`).
     Json(Value),
+    /// One `astream_events` event (`events` mode).
+    Event(Box<crate::events::StreamEvent>),
 }
 
 impl fmt::Debug for StreamData {
@@ -94,6 +101,7 @@ impl fmt::Debug for StreamData {
             StreamData::Update { node, .. } => write!(f, "Update({node})"),
             StreamData::Interrupts(i) => write!(f, "Interrupts({i:?})"),
             StreamData::Json(v) => write!(f, "Json({v})"),
+            StreamData::Event(e) => write!(f, "Event({} {})", e.event.as_str(), e.name),
         }
     }
 }
@@ -146,6 +154,15 @@ impl StreamPart {
                 Ok(serde_json::json!({ "__interrupt__": list }))
             }
             StreamData::Json(v) => Ok(v.clone()),
+            StreamData::Event(e) => encode_field("event", e),
+        }
+    }
+    /// The event, if this is an `events` part.
+    #[must_use]
+    pub fn event(&self) -> Option<&crate::events::StreamEvent> {
+        match &self.data {
+            StreamData::Event(e) => Some(e),
+            _ => None,
         }
     }
 }

@@ -557,7 +557,9 @@ async fn deferred() -> Vec<Value> {
         .add_node("b2", log_node("b2"))
         .add_node("join", |s: Arc<JsonState>, _rt| async move {
             let n = s.get("log").unwrap().as_array().unwrap().len();
-            Ok(NodeOutput::Update(upd(json!({"log": [format!("join after {n}")]}))))
+            Ok(NodeOutput::Update(upd(
+                json!({"log": [format!("join after {n}")]}),
+            )))
         })
         .defer("join")
         .add_edge(START, "a")
@@ -569,13 +571,24 @@ async fn deferred() -> Vec<Value> {
         .checkpointer(saver())
         .compile()
         .unwrap();
-    vec![call(&g, input(json!({"log": ["in"]})), RunConfig::thread("t"), "t", None).await]
+    vec![
+        call(
+            &g,
+            input(json!({"log": ["in"]})),
+            RunConfig::thread("t"),
+            "t",
+            None,
+        )
+        .await,
+    ]
 }
 
 async fn overwrite() -> Vec<Value> {
     let g = StateGraph::with_shape(log_shape())
         .add_node("p", |_s: Arc<JsonState>, _rt| async {
-            Ok(NodeOutput::Update(JsonUpdate::new().overwrite("log", json!(["reset"]))))
+            Ok(NodeOutput::Update(
+                JsonUpdate::new().overwrite("log", json!(["reset"])),
+            ))
         })
         .add_node("q", log_node("q"))
         .add_node("after", log_node("after"))
@@ -586,7 +599,16 @@ async fn overwrite() -> Vec<Value> {
         .checkpointer(saver())
         .compile()
         .unwrap();
-    vec![call(&g, input(json!({"log": ["in"]})), RunConfig::thread("t"), "t", None).await]
+    vec![
+        call(
+            &g,
+            input(json!({"log": ["in"]})),
+            RunConfig::thread("t"),
+            "t",
+            None,
+        )
+        .await,
+    ]
 }
 
 /// graphloom's traces, by scenario.

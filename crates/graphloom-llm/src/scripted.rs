@@ -459,9 +459,17 @@ impl ChatModel for ScriptedModel {
         "scripted"
     }
     async fn invoke(&self, messages: &[Message], options: &ChatOptions) -> Result<Message> {
+        if let Some(rt) = graphloom_core::message_stream::current() {
+            // A node's run streams `messages` or `events`: stream, report, assemble, as
+            // the HTTP providers do.
+            return crate::stream_into::invoke_forwarded(rt, self, messages, options).await;
+        }
         traced_invoke("scripted", &self.inner.name, self.answer(messages, options)).await
     }
     fn stream(&self, messages: &[Message], options: &ChatOptions) -> ChunkStream {
+        if let Some(rt) = graphloom_core::message_stream::current() {
+            return crate::stream_into::forwarded(rt, self, messages, options);
+        }
         traced_stream(
             "scripted",
             &self.inner.name,

@@ -5,7 +5,9 @@
 //! called through [`crate::DynChatModel`]) then streams its answer, forwards each chunk
 //! to the run as a LangChain `AIMessageChunk` with the node's metadata, and returns the
 //! assembled message under the chunks' id, so the node's own update does not emit it
-//! again. Outside such a run a call is a plain call. [`stream_into`] does the same for an
+//! again. A run that streams `events` gets the same treatment, and each call is also
+//! reported as `on_chat_model_start`/`stream`/`end`. Outside such a run a call is a plain
+//! call. [`stream_into`] does the same for an
 //! explicit runtime (a model called from a task the node spawned).
 
 use crate::chunk::ChunkAssembler;
@@ -14,7 +16,7 @@ use crate::message::new_message_id;
 use crate::model::{collect_stream, ChatModel, ChunkStream};
 use crate::options::ChatOptions;
 use futures::{Stream, StreamExt};
-use graphloom_core::{message_stream, Message, Runtime};
+use graphloom_core::{message_stream, EventRun, Message, RunType, Runtime};
 use serde_json::{json, Map, Value};
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -39,9 +41,93 @@ impl Stream for Unscoped {
     }
 }
 
+/// The name a model call is reported under in `events`, after LangChain's chat model
+/// classes where there is one.
+fn event_name<'a>(provider: &str, model: &'a str) -> &'a str {
+    match provider {
+        "openai" => "ChatOpenAI",
+        "anthropic" => "ChatAnthropic",
+        "scripted" => "ScriptedModel",
+        _ => model,
+    }
+}
+
+/// Start reporting a model call as `on_chat_model_*` events, when the run streams them.
+fn model_events<M: ChatModel + ?Sized>(rt: &Runtime, model: &M, messages: &[Message]) -> Option<EventRun> {
+    if !rt.wants_events() {
+        return None;
+    }
+    let mut meta = model_meta(model.provider(), model.model_name());
+    meta.insert("ls_integration".into(), json!("langchain_chat_model"));
+    // LangChain reports a batch of prompts: one list of messages per prompt.
+    let input = json!({ "messages": [messages] });
+    rt.event_run(
+        RunType::ChatModel,
+        event_name(model.provider(), model.model_name()),
+        input,
+        meta,
+    )
+}
+
+/// Reports each chunk of a model's answer as `on_chat_model_stream` and the assembled
+/// answer as `on_chat_model_end` when the stream ends (nothing if it fails or is dropped:
+/// LangChain has no model error event).
+struct Reported {
+    inner: ChunkStream,
+    asm: Option<ChunkAssembler>,
+    events: Option<EventRun>,
+}
+
+impl Stream for Reported {
+    type Item = <ChunkStream as Stream>::Item;
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let next = self.inner.as_mut().poll_next(cx);
+        match &next {
+            Poll::Ready(Some(Ok(chunk))) => {
+                if let Some(ev) = &self.events {
+                    ev.stream(chunk.to_langchain_json(chunk.id.as_deref().unwrap_or_default()));
+                }
+                if let Some(asm) = self.asm.as_mut() {
+                    asm.push(chunk);
+                }
+            }
+            Poll::Ready(Some(Err(_))) => {
+                self.events = None;
+            }
+            Poll::Ready(None) => {
+                if let (Some(ev), Some(asm)) = (self.events.take(), self.asm.take()) {
+                    ev.end(serde_json::to_value(asm.finish()).unwrap_or(Value::Null));
+                }
+            }
+            Poll::Pending => {}
+        }
+        next
+    }
+}
+
 /// `model`'s answer as a stream whose chunks also go to `rt`'s `messages` stream, all
-/// under one id (the first chunk's, or a fresh one) that the chunks passed on carry too.
+/// under one id (the first chunk's, or a fresh one) that the chunks passed on carry too,
+/// and, when the run streams `events`, are reported as the call's `on_chat_model_*`.
 pub(crate) fn forwarded<M: ChatModel + ?Sized>(
+    rt: Runtime,
+    model: &M,
+    messages: &[Message],
+    options: &ChatOptions,
+) -> ChunkStream {
+    let events = model_events(&rt, model, messages);
+    let provider = model.provider().to_owned();
+    let stream = forwarded_messages(rt, model, messages, options);
+    match events {
+        None => stream,
+        Some(events) => Box::pin(Reported {
+            inner: stream,
+            asm: Some(ChunkAssembler::with_provider(provider)),
+            events: Some(events),
+        }),
+    }
+}
+
+fn forwarded_messages<M: ChatModel + ?Sized>(
     rt: Runtime,
     model: &M,
     messages: &[Message],
@@ -80,6 +166,10 @@ pub(crate) async fn invoke_forwarded<M: ChatModel + ?Sized>(
 }
 
 /// Call `model` for the node behind `rt` and return the final AI message.
+///
+/// When the run streams `events`, the call is also reported as `on_chat_model_start`
+/// (its messages), one `on_chat_model_stream` per chunk and `on_chat_model_end` (the
+/// assembled message), nested in the node's run.
 ///
 /// When the run streams in `messages` mode (`rt.wants_messages()`), the answer is streamed
 /// and every chunk is forwarded as a LangChain `AIMessageChunk`
@@ -130,7 +220,7 @@ pub async fn stream_into<M: ChatModel + ?Sized>(
     messages: &[Message],
     options: &ChatOptions,
 ) -> Result<Message> {
-    if !rt.wants_messages() {
+    if !rt.wants_messages() && !rt.wants_events() {
         return model.invoke(messages, options).await;
     }
     let mut stream = forwarded(rt.clone(), model, messages, options);

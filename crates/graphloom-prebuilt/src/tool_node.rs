@@ -5,7 +5,7 @@ use crate::tool::{
     Tool, ToolCommand, ToolError, ToolErrorCode, ToolOutput, ToolRuntime, DEFAULT_MAX_RESULT_BYTES,
 };
 use futures::future::BoxFuture;
-use graphloom_core::{Message, MessageKind, NodeError, NodeOutput, Runtime, Seq, State, ToolCall};
+use graphloom_core::{Message, MessageKind, NodeError, NodeOutput, RunType, Runtime, Seq, State, ToolCall};
 use graphloom_llm::{MessageExt, ToolSpec};
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, HashMap};
@@ -371,12 +371,9 @@ impl ToolNode {
                     call: call.clone(),
                     command,
                 }),
-                Ok(output) => {
-                    let mut m = Message::tool(output.to_text(), &call.id);
-                    m.name = Some(call.name.clone());
-                    m.extra.insert("status".into(), Value::String("success".into()));
-                    out.push(ToolAnswer::Message(m));
-                }
+                Ok(output) => out.push(ToolAnswer::Message(success_message(
+                    &call.id, &call.name, &output,
+                ))),
                 Err(e) => {
                     if !self.handle_errors && !was_rejected {
                         return Err(NodeError::fatal(format!(
@@ -426,6 +423,11 @@ impl ToolNode {
         let timeout = entry.tool.timeout().unwrap_or(self.timeout);
         let cap = entry.tool.max_result_bytes().unwrap_or(self.max_result_bytes);
         let name = call.name.clone();
+        let call_id = call.id.clone();
+        // `on_tool_start` now; `on_tool_end` / `on_tool_error` when the call ends.
+        let events = rt
+            .filter(|rt| rt.wants_events())
+            .and_then(|rt| rt.event_run(RunType::Tool, &call.name, args.clone(), Map::new()));
         let span = tool_span(call);
         let fut = span.in_scope(|| entry.tool.call(args, tool_rt));
         Box::pin(async move {
@@ -451,6 +453,14 @@ impl ToolNode {
                 }
                 Ok(output)
             });
+            if let Some(ev) = events {
+                match &result {
+                    Ok(output) => ev.end(
+                        serde_json::to_value(success_message(&call_id, &name, output)).unwrap_or(Value::Null),
+                    ),
+                    Err(e) => ev.error("ToolError", e.to_string(), Some(&call_id)),
+                }
+            }
             if let Err(e) = &result {
                 if !span.is_disabled() {
                     span.record("otel.status_code", "ERROR");
@@ -534,6 +544,13 @@ fn tool_span(call: &ToolCall) -> tracing::Span {
         span.record("otel.name", format!("execute_tool {}", call.name));
     }
     span
+}
+
+fn success_message(call_id: &str, name: &str, output: &ToolOutput) -> Message {
+    let mut m = Message::tool(output.to_text(), call_id);
+    m.name = Some(name.to_owned());
+    m.extra.insert("status".into(), Value::String("success".into()));
+    m
 }
 
 fn error_message(call: &ToolCall, e: &ToolError) -> Message {

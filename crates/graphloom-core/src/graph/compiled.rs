@@ -5,10 +5,12 @@ use super::spec::GraphInner;
 use crate::checkpoint::{CheckpointConfig, DynCheckpointer};
 use crate::config::{RunConfig, RunInput, StreamOptions};
 use crate::error::{Error, Result};
+use crate::events::{EventFilter, EventRun, RunType, StreamEvent};
 use crate::pregel::{run_loop, LoopEnd};
 use crate::runtime::{RunShared, Runtime, StreamSink};
 use crate::state::State;
 use crate::store::DynStore;
+use crate::stream::StreamMode;
 use crate::stream::StreamPart;
 use crate::types::{Interrupt, NodeError};
 use futures::Stream;
@@ -256,6 +258,65 @@ impl<S: State> CompiledGraph<S> {
         }
     }
 
+    /// Run and stream LangChain's `astream_events` (v2) events: `on_chain_start`,
+    /// `on_chain_stream` and `on_chain_end` of the graph, each node and each subgraph,
+    /// `on_chat_model_*` of every model call in a node (graphloom-llm's models), and
+    /// `on_tool_*` of every tool a `ToolNode` runs; see [`crate::events`]. `filter` keeps
+    /// some of them, as LangChain's `include_*`/`exclude_*` arguments do
+    /// ([`EventFilter::all`] keeps all). The stream ends after the graph's `on_chain_end`,
+    /// or with the run's error.
+    ///
+    /// ```
+    /// use futures::StreamExt;
+    /// use graphloom_core::{EventFilter, EventKind, RunConfig, RunInput, State, StateGraph, END, START};
+    ///
+    /// #[derive(State, Clone, Default, Debug)]
+    /// struct Count {
+    ///     n: i64,
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> graphloom_core::Result<()> {
+    /// let graph = StateGraph::<Count>::new()
+    ///     .add_node("inc", |s, _rt| async move { Ok(CountUpdate::new().n(s.n + 1)) })
+    ///     .add_edge(START, "inc")
+    ///     .add_edge("inc", END)
+    ///     .compile()?;
+    /// let mut events = graph.stream_events(
+    ///     RunInput::Update(CountUpdate::new().n(1)),
+    ///     RunConfig::default(),
+    ///     EventFilter::all(),
+    /// );
+    /// let mut seen = Vec::new();
+    /// while let Some(ev) = events.next().await {
+    ///     let ev = ev?;
+    ///     seen.push(format!("{} {}", ev.event.as_str(), ev.name));
+    /// }
+    /// assert_eq!(seen, [
+    ///     "on_chain_start LangGraph",
+    ///     "on_chain_start inc",
+    ///     "on_chain_stream inc",
+    ///     "on_chain_end inc",
+    ///     "on_chain_stream LangGraph",
+    ///     "on_chain_end LangGraph",
+    /// ]);
+    /// # Ok(()) }
+    /// ```
+    pub fn stream_events(&self, input: RunInput<S>, config: RunConfig, filter: EventFilter) -> EventStream {
+        let stream = self.stream(input, config, StreamOptions::modes([StreamMode::Events]));
+        Box::pin(futures::StreamExt::filter_map(stream, move |ev| {
+            let item = match ev {
+                RunEvent::Part(p) => match p.data {
+                    crate::stream::StreamData::Event(e) if filter.keeps(&e) => Some(Ok(*e)),
+                    _ => None,
+                },
+                RunEvent::End(Ok(_)) => None,
+                RunEvent::End(Err(e)) => Some(Err(e)),
+            };
+            std::future::ready(item)
+        }))
+    }
+
     /// Run this graph as a subgraph of the task behind `rt`: its checkpoints go to the
     /// task's namespace, its events carry that namespace, its interrupts pause the parent.
     pub async fn run_nested(&self, input: S::Update, rt: &Runtime) -> Result<S, NodeError> {
@@ -319,7 +380,41 @@ impl<S: State> CompiledGraph<S> {
             thread_id: run.thread_id.clone(),
             ..RunConfig::default()
         };
-        let res = run_loop(Arc::clone(&self.inner), input, &cfg, run, ns.into(), resuming).await;
+        let ns: Arc<[String]> = ns.into();
+        // Reported as a chain nested in its node's, as LangGraph reports a compiled graph
+        // called from a node.
+        let events = rt.event_scope().map(|task| {
+            let scope = task.child([(
+                "checkpoint_ns".to_owned(),
+                serde_json::Value::String(ns.join("|")),
+            )]);
+            Arc::new(
+                EventRun::new(
+                    Arc::clone(&run),
+                    Arc::clone(&ns),
+                    RunType::Chain,
+                    self.inner.name.clone(),
+                    vec!["seq:step:1".to_owned()],
+                    Arc::new(scope),
+                )
+                .start(input_json(&self.inner, &input), true),
+            )
+        });
+        let res = run_loop(
+            Arc::clone(&self.inner),
+            input,
+            &cfg,
+            run,
+            ns,
+            resuming,
+            events.clone(),
+        )
+        .await;
+        if let (Some(ev), Ok(r)) = (&events, &res) {
+            if matches!(r.end, LoopEnd::Done) {
+                ev.end_ref(r.state.to_json().unwrap_or(serde_json::Value::Null));
+            }
+        }
         match res {
             Ok(r) => match r.end {
                 LoopEnd::Done => Ok((Arc::unwrap_or_clone(r.state), r.changes)),
@@ -386,7 +481,42 @@ async fn execute<S: State>(
 ) -> Result<RunOutput<S>> {
     let resuming =
         matches!(&input, RunInput::Continue) || matches!(&input, RunInput::Command(c) if c.resume.is_some());
-    let r = run_loop(inner, input, &config, run, Arc::from(Vec::new()), resuming).await?;
+    let events = run.wants_any(StreamMode::Events).then(|| {
+        let mut meta = config.metadata.clone();
+        if let Some(t) = &run.thread_id {
+            meta.insert("thread_id".into(), serde_json::Value::String(t.clone()));
+        }
+        meta.insert("ls_integration".into(), serde_json::Value::from("langgraph"));
+        let scope = crate::events::EventScope {
+            run_id: run.run_id.clone(),
+            parent_ids: Vec::new(),
+            metadata: meta,
+        };
+        Arc::new(
+            EventRun::new(
+                Arc::clone(&run),
+                Arc::from(Vec::new()),
+                RunType::Chain,
+                inner.name.clone(),
+                Vec::new(),
+                Arc::new(scope),
+            )
+            .start(input_json(&inner, &input), false),
+        )
+    });
+    let r = run_loop(
+        inner,
+        input,
+        &config,
+        run,
+        Arc::from(Vec::new()),
+        resuming,
+        events.clone(),
+    )
+    .await?;
+    if let Some(ev) = &events {
+        ev.end_ref(r.state.to_json().unwrap_or(serde_json::Value::Null));
+    }
     let (status, interrupts) = match r.end {
         LoopEnd::Done => (RunStatus::Done, Vec::new()),
         LoopEnd::Interrupted(i) => (RunStatus::Interrupted, i),
@@ -403,6 +533,20 @@ async fn execute<S: State>(
         config: r.config,
     })
 }
+
+/// A run's input as `on_chain_start` reports it: the update or JSON given; `null` for a
+/// resume or a continue.
+fn input_json<S: State>(g: &GraphInner<S>, input: &RunInput<S>) -> serde_json::Value {
+    match input {
+        RunInput::Update(u) => g.shape.update_to_json(u).unwrap_or(serde_json::Value::Null),
+        RunInput::Json(v) => v.clone(),
+        RunInput::Command(_) | RunInput::Continue => serde_json::Value::Null,
+    }
+}
+
+/// The events of a run ([`CompiledGraph::stream_events`]): each `astream_events` event the
+/// filter keeps, then, if the run failed, its error as the last item.
+pub type EventStream = futures::stream::BoxStream<'static, Result<StreamEvent>>;
 
 /// An event of a run's stream.
 #[derive(Debug)]

@@ -7,6 +7,6 @@ pub(crate) mod node;
 pub(crate) mod spec;
 
 pub use builder::{EdgeSources, StateGraph};
-pub use compiled::{CompiledGraph, RunEvent, RunOutput, RunStatus, RunStream};
+pub use compiled::{CompiledGraph, EventStream, RunEvent, RunOutput, RunStatus, RunStream};
 pub use history::{HistoryQuery, PendingTask, StateSnapshot};
 pub use node::SubgraphInfo;

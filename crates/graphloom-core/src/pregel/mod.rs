@@ -102,6 +102,8 @@ struct Loop<S: State> {
     metadata: serde_json::Map<String, Value>,
     /// The root run's completion hook.
     on_complete: Option<crate::config::CompletionHook>,
+    /// This graph's `events` run, when the run streams events.
+    events: Option<Arc<crate::events::EventRun>>,
 }
 
 /// Run graph `g` in namespace `ns` (empty for the root).
@@ -112,6 +114,7 @@ pub(crate) async fn run_loop<S: State>(
     run: Arc<RunShared>,
     ns: Arc<[String]>,
     resuming: bool,
+    events: Option<Arc<crate::events::EventRun>>,
 ) -> Result<LoopResult<S>> {
     let is_root = ns.is_empty();
     let checkpointer: Option<Arc<dyn DynCheckpointer>> =
@@ -178,6 +181,7 @@ pub(crate) async fn run_loop<S: State>(
             .map_or(0, |t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
         metadata: rc.metadata.clone(),
         on_complete: if is_root { rc.on_complete.clone() } else { None },
+        events,
     };
     let graph_before = lp.g.interrupt_before.clone();
     let graph_after = lp.g.interrupt_after.clone();

@@ -95,6 +95,7 @@ impl<S: State> Loop<S> {
                     step,
                     remaining,
                     resumed: saved_resumes(&t.id, &self.ls.pending_writes),
+                    events: self.events.clone(),
                 },
             ));
         }

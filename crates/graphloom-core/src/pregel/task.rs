@@ -277,9 +277,60 @@ pub(crate) struct TaskRun<S: State> {
     pub step: i64,
     pub remaining: usize,
     pub resumed: BTreeMap<String, Value>,
+    /// The graph's `events` run, when the run streams events.
+    pub events: Option<Arc<crate::events::EventRun>>,
 }
 
 impl<S: State> TaskRun<S> {
+    /// Report this task's start as an `on_chain_start` nested in the graph's run.
+    fn start_events(&self, graph: &crate::events::EventRun) -> crate::events::EventRun {
+        let mut cp_ns = self.ns.join("|");
+        if !cp_ns.is_empty() {
+            cp_ns.push('|');
+        }
+        cp_ns.push_str(&self.task.node);
+        cp_ns.push(':');
+        cp_ns.push_str(&self.task.id);
+        let scope = graph.scope().child([
+            ("langgraph_step".to_owned(), json!(self.step)),
+            ("langgraph_node".to_owned(), json!(self.task.node)),
+            ("langgraph_triggers".to_owned(), json!(self.task.triggers())),
+            ("langgraph_path".to_owned(), self.task.path()),
+            ("langgraph_checkpoint_ns".to_owned(), json!(cp_ns)),
+        ]);
+        let input = match &self.input {
+            NodeInput::State(s) => s.to_json().unwrap_or(Value::Null),
+            NodeInput::Packet(p) => p.to_json().unwrap_or(Value::Null),
+        };
+        crate::events::EventRun::new(
+            Arc::clone(&self.run),
+            Arc::clone(&self.ns),
+            crate::events::RunType::Chain,
+            self.task.node.clone(),
+            vec![format!("graph:step:{}", self.step)],
+            Arc::new(scope),
+        )
+        .start(input, true)
+    }
+
+    /// Report this task's output: its own `on_chain_stream` and `on_chain_end`, then (in
+    /// the root graph) the graph's `on_chain_stream` of `{node: output}`.
+    fn end_events(&self, ev: crate::events::EventRun, out: &NodeOutput<S>) {
+        let update = match out {
+            NodeOutput::Update(u) => Some(u),
+            NodeOutput::Command(c) => c.update.as_ref(),
+            NodeOutput::None => None,
+        };
+        let output = update
+            .and_then(|u| self.graph.shape.update_to_json(u).ok())
+            .unwrap_or(Value::Null);
+        ev.stream(output.clone());
+        ev.end(output.clone());
+        if let (Some(graph), true) = (&self.events, self.ns.is_empty()) {
+            graph.stream(json!({ self.task.node.clone(): output }));
+        }
+    }
+
     /// Run the node with its retry policy, timeout and cache.
     pub async fn execute(self) -> Outcome<S> {
         let Some(spec) = self.graph.nodes.get(&self.task.node) else {
@@ -291,6 +342,7 @@ impl<S: State> TaskRun<S> {
             }
         }
         let messages_mode = self.run.wants_any(StreamMode::Messages);
+        let mut node_events = self.events.as_ref().map(|g| self.start_events(g));
         let policy = spec.retry.clone();
         let max_attempts = policy.as_ref().map_or(1, |p| p.max_attempts.max(1));
         let mut attempt = 0usize;
@@ -311,6 +363,7 @@ impl<S: State> TaskRun<S> {
                 resumed: self.resumed.clone(),
                 consumed: Mutex::new(BTreeMap::new()),
                 interrupt_idx: AtomicUsize::new(0),
+                events: node_events.as_ref().map(|e| Arc::clone(e.scope())),
             });
             let rt = Runtime { ctx };
             let input = match &self.input {
@@ -332,8 +385,9 @@ impl<S: State> TaskRun<S> {
             let fut = tracing::Instrument::instrument(fut, span.clone());
             // While the run streams `messages`, model calls inside the node find its
             // runtime (or, at a depth nobody listens to, find none).
-            let fut = if messages_mode {
-                let here = self.run.wants(StreamMode::Messages, self.ns.len());
+            // So do they when the run streams events (to report their own).
+            let fut = if messages_mode || node_events.is_some() {
+                let here = self.run.wants(StreamMode::Messages, self.ns.len()) || node_events.is_some();
                 futures::future::Either::Left(crate::message_stream::scope(here.then(|| rt.clone()), fut))
             } else {
                 futures::future::Either::Right(fut)
@@ -357,6 +411,9 @@ impl<S: State> TaskRun<S> {
                     }
                     if messages_mode && self.run.wants(StreamMode::Messages, self.ns.len()) {
                         crate::message_stream::emit_returned(&self.graph.shape, &self.input, &rt, &mut out);
+                    }
+                    if let Some(ev) = node_events.take() {
+                        self.end_events(ev, &out);
                     }
                     return Outcome::from_output(out);
                 }

@@ -20,10 +20,11 @@
 //! - Interrupts go out as `updates` `{"__interrupt__": […]}` when `updates` was asked for,
 //!   and otherwise as a `values` event with that same data. Since the core reports
 //!   interrupts only in its `updates` mode, [`WireModes::core_modes`] always includes it.
-//! - `events` synthesises `astream_events` v2 dictionaries from task, message and custom
-//!   parts: `on_chain_start` / `on_chain_end` per task (and for the whole graph, first and
-//!   at a successful end), `on_chat_model_stream` per message chunk (not for the whole
-//!   messages nodes return), `on_custom_event` per custom write.
+//! - `events` parts (the core's `astream_events` v2 events, see `graphloom_core::events`)
+//!   go out as event `events`, at any depth, as LangGraph Server sends them: the graph's
+//!   own run is named after the graph id and sends no `on_chain_stream` (its start and end
+//!   only), and every event's metadata gets the run's (`run_id`, `thread_id`, `graph_id`,
+//!   `assistant_id`) where it lacks them.
 //! - A failed run ends with `error` `{"error": <error type>, "message": …}`; a run that
 //!   ends well adds nothing (the stream just closes).
 
@@ -119,15 +120,13 @@ pub fn sse_frame(event: &str, data: &Value, id: Option<&str>) -> String {
 }
 
 /// Turns one run's events into wire events. Keeps what the run needs across events: the
-/// messages accumulated so far (for `messages` mode) and whether the `events` mode has
-/// announced the graph's start.
+/// messages accumulated so far (for `messages` mode).
 #[derive(Debug)]
 pub struct WireEncoder {
     modes: WireModes,
     run_meta: Map<String, Value>,
     /// Accumulated messages by id.
     messages: HashMap<String, Value>,
-    started: bool,
     anon: u64,
 }
 
@@ -144,7 +143,6 @@ impl WireEncoder {
             modes,
             run_meta,
             messages: HashMap::new(),
-            started: false,
             anon: 0,
         }
     }
@@ -152,23 +150,9 @@ impl WireEncoder {
     /// The wire events for one run event, in order.
     pub fn encode(&mut self, ev: &JsonRunEvent) -> Vec<(String, Value)> {
         let mut out = Vec::new();
-        if self.modes.events && !self.started {
-            self.started = true;
-            out.push((
-                "events".to_owned(),
-                self.root_event("on_chain_start", json!({"input": null})),
-            ));
-        }
         match ev {
             JsonRunEvent::Part { mode, ns, data } => self.part(*mode, ns, data, &mut out),
-            JsonRunEvent::End(Ok(o)) => {
-                if self.modes.events {
-                    out.push((
-                        "events".to_owned(),
-                        self.root_event("on_chain_end", json!({"output": o.values})),
-                    ));
-                }
-            }
+            JsonRunEvent::End(Ok(_)) => {}
             JsonRunEvent::End(Err(e)) => out.push(("error".to_owned(), error_json(e))),
         }
         out
@@ -202,40 +186,14 @@ impl WireEncoder {
                     out.push((name("messages"), json!([chunk, meta])));
                 }
                 if m.messages {
-                    self.accumulate(chunk.clone(), &meta, &name, out);
-                }
-                // `on_chat_model_stream` is for model chunks; a whole message a node
-                // returned is not a model event in `astream_events`.
-                if m.events && is_chunk(&chunk) {
-                    out.push(("events".to_owned(), self.model_event(chunk, meta)));
+                    self.accumulate(chunk, &meta, &name, out);
                 }
             }
-            StreamMode::Custom => {
-                if m.custom {
-                    out.push((name("custom"), data.clone()));
-                }
-                if m.events {
-                    let meta = self.base_meta(ns);
-                    out.push((
-                        "events".to_owned(),
-                        json!({
-                            "event": "on_custom_event",
-                            "name": "custom",
-                            "run_id": self.run_id(),
-                            "data": data,
-                            "metadata": meta,
-                            "tags": [],
-                            "parent_ids": self.root_parents(),
-                        }),
-                    ));
-                }
-            }
-            StreamMode::Tasks => {
-                if m.tasks {
-                    out.push((name("tasks"), data.clone()));
-                }
-                if m.events {
-                    out.push(("events".to_owned(), self.task_event(ns, data)));
+            StreamMode::Custom if m.custom => out.push((name("custom"), data.clone())),
+            StreamMode::Tasks if m.tasks => out.push((name("tasks"), data.clone())),
+            StreamMode::Events if m.events => {
+                if let Some(ev) = self.event(data) {
+                    out.push(("events".to_owned(), ev));
                 }
             }
             StreamMode::Checkpoints if m.checkpoints => out.push((name("checkpoints"), data.clone())),
@@ -248,17 +206,32 @@ impl WireEncoder {
         self.run_meta.get("run_id").cloned().unwrap_or(Value::Null)
     }
 
-    fn root_parents(&self) -> Value {
-        match self.run_meta.get("run_id") {
-            Some(id) => json!([id]),
-            None => json!([]),
+    /// An `events` part as LangGraph Server sends it: the graph's own run named after the
+    /// graph id, without its `on_chain_stream` events, and the run's metadata under every
+    /// event's own. `None` for a part to leave out.
+    fn event(&self, data: &Value) -> Option<Value> {
+        let mut ev = data.clone();
+        let root = ev
+            .get("run_id")
+            .is_some_and(|id| Some(id) == self.run_meta.get("run_id"))
+            && ev
+                .get("parent_ids")
+                .and_then(Value::as_array)
+                .is_some_and(Vec::is_empty);
+        if root {
+            if ev.get("event").and_then(Value::as_str) == Some("on_chain_stream") {
+                return None;
+            }
+            if let (Some(id), Value::Object(m)) = (self.run_meta.get("graph_id"), &mut ev) {
+                m.insert("name".into(), id.clone());
+            }
         }
-    }
-
-    fn base_meta(&self, ns: &[String]) -> Value {
-        let mut meta = self.run_meta.clone();
-        meta.insert("langgraph_checkpoint_ns".into(), json!(ns.join("|")));
-        Value::Object(meta)
+        if let Some(Value::Object(meta)) = ev.get_mut("metadata") {
+            for (k, v) in &self.run_meta {
+                meta.entry(k.clone()).or_insert_with(|| v.clone());
+            }
+        }
+        Some(ev)
     }
 
     /// A message's metadata with the run's metadata merged in and `checkpoint_ns` set.
@@ -278,99 +251,6 @@ impl WireEncoder {
             meta.insert("checkpoint_ns".into(), ns);
         }
         Value::Object(meta)
-    }
-
-    fn root_event(&self, event: &str, data: Value) -> Value {
-        let name = self
-            .run_meta
-            .get("graph_id")
-            .cloned()
-            .unwrap_or_else(|| json!("LangGraph"));
-        json!({
-            "event": event,
-            "name": name,
-            "run_id": self.run_id(),
-            "data": data,
-            "metadata": Value::Object(self.run_meta.clone()),
-            "tags": [],
-            "parent_ids": [],
-        })
-    }
-
-    fn task_event(&self, ns: &[String], data: &Value) -> Value {
-        let node = data.get("name").cloned().unwrap_or(Value::Null);
-        let task_id = data.get("id").cloned().unwrap_or(Value::Null);
-        let mut meta = match self.base_meta(ns) {
-            Value::Object(m) => m,
-            _ => Map::new(),
-        };
-        meta.insert("langgraph_node".into(), node.clone());
-        if let Some(t) = data.get("triggers") {
-            meta.insert("langgraph_triggers".into(), t.clone());
-        }
-        let start = data.get("input").is_some() || data.get("triggers").is_some();
-        let (event, payload) = if start {
-            (
-                "on_chain_start",
-                json!({"input": data.get("input").cloned().unwrap_or(Value::Null)}),
-            )
-        } else {
-            let mut p = Map::new();
-            p.insert(
-                "output".into(),
-                data.get("result").cloned().unwrap_or(Value::Null),
-            );
-            if let Some(err) = data.get("error").filter(|e| !e.is_null()) {
-                p.insert("error".into(), err.clone());
-            }
-            if let Some(ints) = data
-                .get("interrupts")
-                .filter(|i| i.as_array().is_some_and(|a| !a.is_empty()))
-            {
-                p.insert("output".into(), json!({"__interrupt__": ints}));
-            }
-            ("on_chain_end", Value::Object(p))
-        };
-        json!({
-            "event": event,
-            "name": node,
-            "run_id": task_id,
-            "data": payload,
-            "metadata": Value::Object(meta),
-            "tags": [],
-            "parent_ids": self.root_parents(),
-        })
-    }
-
-    fn model_event(&self, chunk: Value, meta: Value) -> Value {
-        let name = chunk
-            .pointer("/response_metadata/model_name")
-            .cloned()
-            .unwrap_or_else(|| json!("ChatModel"));
-        let run_id = chunk.get("id").cloned().unwrap_or(Value::Null);
-        let mut parents = vec![];
-        if let Some(r) = self.run_meta.get("run_id") {
-            parents.push(r.clone());
-        }
-        // The task id is the last part of the node's checkpoint namespace (`node:task_id`).
-        if let Some(task) = meta
-            .get("langgraph_checkpoint_ns")
-            .and_then(Value::as_str)
-            .and_then(|ns| ns.rsplit('|').next())
-            .and_then(|seg| seg.split_once(':'))
-            .map(|(_, id)| id.to_owned())
-        {
-            parents.push(json!(task));
-        }
-        json!({
-            "event": "on_chat_model_stream",
-            "name": name,
-            "run_id": run_id,
-            "data": {"chunk": chunk},
-            "metadata": meta,
-            "tags": [],
-            "parent_ids": parents,
-        })
     }
 
     fn accumulate(

@@ -16,7 +16,7 @@ pub struct WireModes {
     pub messages_tuple: bool,
     /// `custom`: what nodes write with the stream writer.
     pub custom: bool,
-    /// `events`: `astream_events` v2-like dictionaries.
+    /// `events`: LangChain's `astream_events` (v2) events.
     pub events: bool,
     /// `debug`: checkpoints and tasks wrapped with step and type.
     pub debug: bool,
@@ -40,7 +40,7 @@ pub enum WireMode {
     MessagesTuple,
     /// `custom`: what nodes write with the stream writer.
     Custom,
-    /// `events`: `astream_events` v2-like dictionaries.
+    /// `events`: LangChain's `astream_events` (v2) events.
     Events,
     /// `debug`: checkpoints and tasks wrapped with step and type.
     Debug,
@@ -89,9 +89,9 @@ impl WireModes {
     }
 
     /// The core stream modes a run must produce for these wire modes: `messages` and
-    /// `messages-tuple` need [`StreamMode::Messages`]; `events` needs tasks, messages and
-    /// custom parts; [`StreamMode::Updates`] is always included because interrupts
-    /// arrive through it.
+    /// `messages-tuple` need [`StreamMode::Messages`]; `events` needs
+    /// [`StreamMode::Events`]; [`StreamMode::Updates`] is always included because
+    /// interrupts arrive through it.
     #[must_use]
     pub fn core_modes(&self) -> Vec<StreamMode> {
         let mut out = Vec::new();
@@ -102,14 +102,12 @@ impl WireModes {
         };
         add(self.values, StreamMode::Values);
         add(true, StreamMode::Updates);
-        add(
-            self.messages || self.messages_tuple || self.events,
-            StreamMode::Messages,
-        );
-        add(self.custom || self.events, StreamMode::Custom);
-        add(self.tasks || self.events, StreamMode::Tasks);
+        add(self.messages || self.messages_tuple, StreamMode::Messages);
+        add(self.custom, StreamMode::Custom);
+        add(self.tasks, StreamMode::Tasks);
         add(self.checkpoints, StreamMode::Checkpoints);
         add(self.debug, StreamMode::Debug);
+        add(self.events, StreamMode::Events);
         out
     }
 }

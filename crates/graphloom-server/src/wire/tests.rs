@@ -118,15 +118,10 @@ fn stream_modes_parse_and_map_to_core_modes() {
         modes(&["messages-tuple"]).core_modes(),
         vec![StreamMode::Updates, StreamMode::Messages]
     );
-    let ev = modes(&["events"]).core_modes();
-    for m in [
-        StreamMode::Messages,
-        StreamMode::Tasks,
-        StreamMode::Custom,
-        StreamMode::Updates,
-    ] {
-        assert!(ev.contains(&m), "{m:?}");
-    }
+    assert_eq!(
+        modes(&["events"]).core_modes(),
+        vec![StreamMode::Updates, StreamMode::Events]
+    );
     let all = modes(&[
         "values",
         "updates",
@@ -138,7 +133,7 @@ fn stream_modes_parse_and_map_to_core_modes() {
         "tasks",
         "checkpoints",
     ]);
-    assert_eq!(all.core_modes().len(), 7);
+    assert_eq!(all.core_modes().len(), 8);
 }
 
 #[tokio::test]
@@ -318,50 +313,44 @@ async fn messages_mode_accumulates() {
 }
 
 #[tokio::test]
-async fn events_mode_synthesises_astream_events() {
+async fn events_mode_sends_the_runs_astream_events_as_langgraph_server_does() {
     let evs = wire(&chatty(), &["events"], Some(json!({})), None, false).await;
     assert!(evs.iter().all(|(n, _)| n == "events"));
     let kinds: Vec<(&str, &str)> = evs
         .iter()
         .map(|(_, d)| (d["event"].as_str().unwrap(), d["name"].as_str().unwrap_or("")))
         .collect();
-    assert_eq!(kinds.first(), Some(&("on_chain_start", "g")));
-    assert_eq!(kinds.last(), Some(&("on_chain_end", "g")));
-    assert!(kinds.contains(&("on_chain_start", "talk")));
-    assert!(kinds.contains(&("on_chain_end", "talk")));
-    assert!(kinds.contains(&("on_custom_event", "custom")));
-    let stream: Vec<&Value> = evs
-        .iter()
-        .map(|(_, d)| d)
-        .filter(|d| d["event"] == json!("on_chat_model_stream"))
-        .collect();
-    // The two chunks; the whole tool message is no model event (as in `astream_events`).
-    assert_eq!(stream.len(), 2);
-    assert_eq!(stream[0]["data"]["chunk"]["content"], json!("Hel"));
-    assert_eq!(stream[0]["parent_ids"][0], json!("run-1"));
-    let start = evs
-        .iter()
-        .find(|(_, d)| d["event"] == json!("on_chain_start") && d["name"] == json!("talk"))
-        .unwrap();
+    // The graph's run is named after the graph id and sends no `on_chain_stream`; what a
+    // node writes itself (messages, custom) is no `astream_events` event.
     assert_eq!(
-        stream[0]["parent_ids"][1], start.1["run_id"],
-        "the model event hangs under its task"
+        kinds,
+        [
+            ("on_chain_start", "g"),
+            ("on_chain_start", "talk"),
+            ("on_chain_stream", "talk"),
+            ("on_chain_end", "talk"),
+            ("on_chain_end", "g"),
+        ]
     );
+    let (root, talk) = (&evs[0].1, &evs[1].1);
+    assert_eq!(root["run_id"], json!("run-1"));
+    assert_eq!(root["parent_ids"], json!([]));
+    assert_eq!(talk["parent_ids"], json!(["run-1"]));
+    assert_eq!(talk["tags"], json!(["graph:step:1"]));
     for (_, d) in &evs {
-        for key in [
-            "event",
-            "name",
-            "run_id",
-            "data",
-            "metadata",
-            "tags",
-            "parent_ids",
+        let meta = &d["metadata"];
+        for (k, v) in [
+            ("run_id", "run-1"),
+            ("thread_id", "t"),
+            ("graph_id", "g"),
+            ("assistant_id", "a1"),
         ] {
-            assert!(d.get(key).is_some(), "{key} missing in {d}");
+            assert_eq!(meta[k], json!(v), "{k} in {d}");
         }
     }
-    let end = evs.last().unwrap();
-    assert_eq!(end.1["data"]["output"]["log"], json!(["talked"]));
+    assert_eq!(talk["metadata"]["langgraph_node"], json!("talk"));
+    assert_eq!(evs[3].1["data"]["output"], json!({"log": ["talked"]}));
+    assert_eq!(evs[4].1["data"]["output"]["log"], json!(["talked"]));
 }
 
 #[tokio::test]
