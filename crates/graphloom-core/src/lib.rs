@@ -44,6 +44,7 @@ pub mod checkpoint;
 pub mod config;
 pub mod error;
 mod error_source;
+pub mod func;
 pub mod graph;
 pub mod json_state;
 mod mermaid;

@@ -113,6 +113,15 @@ pub(crate) struct TaskCtx {
     /// Resume values taken from the run during this attempt.
     pub consumed: Mutex<BTreeMap<String, Value>>,
     pub interrupt_idx: AtomicUsize,
+    /// The checkpoint this task runs from and its saver, when the run persists (the
+    /// functional API saves each finished `task` call against it).
+    pub step_checkpoint: Option<Arc<StepCheckpoint>>,
+}
+
+/// The checkpoint a step's tasks run from, and the saver its writes go to.
+pub(crate) struct StepCheckpoint {
+    pub saver: Arc<dyn DynCheckpointer>,
+    pub config: crate::checkpoint::CheckpointConfig,
 }
 
 /// The handle every node receives.

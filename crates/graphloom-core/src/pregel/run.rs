@@ -47,6 +47,7 @@ impl<S: State> Loop<S> {
         let mut outcomes: Vec<Option<Outcome<S>>> = tasks.iter().map(|_| None).collect();
         let mut to_run: Vec<(usize, TaskRun<S>)> = Vec::new();
         let mut started: Vec<Option<Instant>> = vec![None; tasks.len()];
+        let step_checkpoint = self.step_checkpoint();
         for (i, t) in tasks.iter().enumerate() {
             if matches!(t.kind, TaskKind::Start) {
                 // The start task cannot fail, so its input is consumed here.
@@ -92,6 +93,7 @@ impl<S: State> Loop<S> {
                     step,
                     remaining,
                     resumed: saved_resumes(&t.id, &self.ls.pending_writes),
+                    step_checkpoint: step_checkpoint.clone(),
                 },
             ));
         }
@@ -137,6 +139,22 @@ impl<S: State> Loop<S> {
             .into_iter()
             .map(|o| o.unwrap_or(Outcome::Failed(Error::Cancelled)))
             .collect())
+    }
+
+    /// The checkpoint this step's tasks run from, with its saver (when the run persists).
+    fn step_checkpoint(&self) -> Option<Arc<crate::runtime::StepCheckpoint>> {
+        if self.saver.is_none() {
+            return None;
+        }
+        let saver = self
+            .g
+            .checkpointer
+            .clone()
+            .or_else(|| self.run.checkpointer.clone())?;
+        Some(Arc::new(crate::runtime::StepCheckpoint {
+            saver,
+            config: self.current_cfg(),
+        }))
     }
 
     /// Tell the run's task observer (root graph only) that `task` ended.

@@ -259,6 +259,7 @@ pub(crate) struct TaskRun<S: State> {
     pub step: i64,
     pub remaining: usize,
     pub resumed: BTreeMap<String, Value>,
+    pub step_checkpoint: Option<Arc<crate::runtime::StepCheckpoint>>,
 }
 
 impl<S: State> TaskRun<S> {
@@ -293,6 +294,7 @@ impl<S: State> TaskRun<S> {
                 resumed: self.resumed.clone(),
                 consumed: Mutex::new(BTreeMap::new()),
                 interrupt_idx: AtomicUsize::new(0),
+                step_checkpoint: self.step_checkpoint.clone(),
             });
             let rt = Runtime { ctx };
             let input = match &self.input {
