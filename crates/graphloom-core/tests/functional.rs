@@ -342,3 +342,231 @@ async fn bad_input_is_an_error_naming_the_input() {
     assert!(err.to_string().contains("input"), "{err}");
     assert!(matches!(err, Error::Node { .. }), "{err:?}");
 }
+
+/// A backend that saves in order on its own writer (as SQLite does): operations are
+/// queued when called and applied one after another by a background task, whether or not
+/// anyone polls their futures. The put of the step-0 checkpoint (a new input's first
+/// step) stays in flight until a later operation is queued behind it or a task's side
+/// effect happens, whichever comes first, and says when it lands in `log`.
+mod ordered {
+    use graphloom_core::checkpoint::{
+        Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointTuple, Checkpointer, InMemorySaver,
+        ListQuery, Version,
+    };
+    use graphloom_core::Result;
+    use serde_json::Value;
+    use std::collections::BTreeMap;
+    use std::future::Future;
+    use std::sync::{Arc, Mutex};
+    use tokio::sync::{mpsc, oneshot, Notify};
+
+    pub type Log = Arc<Mutex<Vec<String>>>;
+
+    enum Op {
+        Put(
+            Box<(
+                CheckpointConfig,
+                Checkpoint,
+                CheckpointMetadata,
+                BTreeMap<String, Version>,
+            )>,
+            oneshot::Sender<Result<CheckpointConfig>>,
+        ),
+        Writes(
+            CheckpointConfig,
+            Vec<(String, Value)>,
+            String,
+            oneshot::Sender<Result<()>>,
+        ),
+    }
+
+    #[derive(Clone)]
+    pub struct Ordered {
+        inner: InMemorySaver,
+        tx: mpsc::UnboundedSender<Op>,
+    }
+
+    async fn apply(inner: &InMemorySaver, log: &Log, op: Op) {
+        match op {
+            Op::Put(put, done) => {
+                let (c, cp, m, nv) = *put;
+                let step = m.step;
+                let r = inner.put(&c, cp, m, nv).await;
+                log.lock().unwrap().push(format!("checkpoint {step} saved"));
+                let _ = done.send(r);
+            }
+            Op::Writes(c, w, t, done) => {
+                let _ = done.send(inner.put_writes(&c, w, &t, "").await);
+            }
+        }
+    }
+
+    impl Ordered {
+        pub fn new(log: Log, side_effect: Arc<Notify>) -> Self {
+            let inner = InMemorySaver::new();
+            let (tx, mut rx) = mpsc::unbounded_channel::<Op>();
+            let saver = inner.clone();
+            tokio::spawn(async move {
+                while let Some(op) = rx.recv().await {
+                    let first_step = matches!(&op, Op::Put(put, _) if put.2.step == 0);
+                    if !first_step {
+                        apply(&saver, &log, op).await;
+                        continue;
+                    }
+                    tokio::select! {
+                        next = rx.recv() => {
+                            apply(&saver, &log, op).await;
+                            if let Some(next) = next {
+                                apply(&saver, &log, next).await;
+                            }
+                        }
+                        () = side_effect.notified() => apply(&saver, &log, op).await,
+                    }
+                }
+            });
+            Self { inner, tx }
+        }
+    }
+
+    async fn answer<T>(rx: oneshot::Receiver<Result<T>>) -> Result<T> {
+        rx.await.unwrap_or_else(|_| {
+            Err(graphloom_core::Error::Backend(graphloom_core::BackendError::new(
+                graphloom_core::BackendErrorKind::Other,
+                "writer stopped",
+            )))
+        })
+    }
+
+    impl Checkpointer for Ordered {
+        async fn get_tuple(&self, config: &CheckpointConfig) -> Result<Option<CheckpointTuple>> {
+            self.inner.get_tuple(config).await
+        }
+        async fn list(&self, query: &ListQuery) -> Result<Vec<CheckpointTuple>> {
+            self.inner.list(query).await
+        }
+        fn put(
+            &self,
+            config: &CheckpointConfig,
+            checkpoint: Checkpoint,
+            metadata: CheckpointMetadata,
+            new_versions: BTreeMap<String, Version>,
+        ) -> impl Future<Output = Result<CheckpointConfig>> + Send {
+            let (done, rx) = oneshot::channel();
+            let _ = self.tx.send(Op::Put(
+                Box::new((config.clone(), checkpoint, metadata, new_versions)),
+                done,
+            ));
+            answer(rx)
+        }
+        fn put_writes(
+            &self,
+            config: &CheckpointConfig,
+            writes: Vec<(String, Value)>,
+            task_id: &str,
+            _task_path: &str,
+        ) -> impl Future<Output = Result<()>> + Send {
+            let (done, rx) = oneshot::channel();
+            let _ = self
+                .tx
+                .send(Op::Writes(config.clone(), writes, task_id.to_owned(), done));
+            answer(rx)
+        }
+        async fn delete_thread(&self, thread_id: &str) -> Result<()> {
+            self.inner.delete_thread(thread_id).await
+        }
+        async fn copy_thread(&self, source: &str, target: &str) -> Result<()> {
+            self.inner.copy_thread(source, target).await
+        }
+        fn saves_in_order(&self) -> bool {
+            true
+        }
+    }
+}
+
+#[tokio::test]
+async fn no_task_runs_before_the_checkpoint_it_is_keyed_to_is_saved() {
+    // On a backend that saves in order, a new input's first checkpoint is still being
+    // saved when the entrypoint starts. A side effect before it lands would be repeated
+    // under a new call id if the process died then: the first call must wait for it.
+    let log: ordered::Log = Arc::default();
+    let side_effect = Arc::new(tokio::sync::Notify::new());
+    let saver = ordered::Ordered::new(Arc::clone(&log), Arc::clone(&side_effect));
+    let (log2, fx) = (Arc::clone(&log), Arc::clone(&side_effect));
+    let effect = Task::new("effect", move |x: i64, _ctx| {
+        let (log, fx) = (Arc::clone(&log2), Arc::clone(&fx));
+        async move {
+            log.lock().unwrap().push("side effect".into());
+            fx.notify_one();
+            Ok(x)
+        }
+    });
+    let ep = Entrypoint::<i64, i64>::new("once", move |x, ctx| {
+        let effect = effect.clone();
+        async move { ctx.call(&effect, x).await }
+    })
+    .checkpointer(saver)
+    .compile()
+    .unwrap();
+    let out = tokio::time::timeout(Duration::from_secs(10), ep.invoke(3, RunConfig::thread("o")))
+        .await
+        .expect("the run finishes")
+        .unwrap();
+    assert_eq!(out.value, Some(3));
+    let log = log.lock().unwrap().clone();
+    let at = |what: &str| {
+        log.iter()
+            .position(|l| l == what)
+            .unwrap_or_else(|| panic!("no `{what}` in {log:?}"))
+    };
+    assert!(
+        at("checkpoint 0 saved") < at("side effect"),
+        "the task ran before its checkpoint was saved: {log:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_task_may_call_tasks_whose_results_are_replayed_too() {
+    let runs_leaf = Arc::new(AtomicUsize::new(0));
+    let leaf = counted("leaf", 100, &runs_leaf);
+    let runs_outer = Arc::new(AtomicUsize::new(0));
+    let ro = Arc::clone(&runs_outer);
+    let outer = Task::new("outer", move |x: i64, ctx| {
+        let (leaf, ro) = (leaf.clone(), Arc::clone(&ro));
+        async move {
+            ro.fetch_add(1, Ordering::SeqCst);
+            let a = ctx.call(&leaf, x).await?;
+            // Pauses the first time: `leaf` has finished and is replayed on resume.
+            let more = ctx.interrupt("more?")?;
+            Ok(a + more.as_i64().unwrap_or_default())
+        }
+    });
+    let ep = Entrypoint::<i64, i64>::new("nest", move |x, ctx| {
+        let outer = outer.clone();
+        async move { ctx.call(&outer, x).await }
+    })
+    .checkpointer(InMemorySaver::new())
+    .compile()
+    .unwrap();
+    let cfg = RunConfig::thread("n");
+    assert_eq!(
+        ep.invoke(1, cfg.clone()).await.unwrap().status,
+        RunStatus::Interrupted
+    );
+    let done = ep.resume(Command::resume(5), cfg.clone()).await.unwrap();
+    assert_eq!(done.value, Some(106));
+    assert_eq!(runs_leaf.load(Ordering::SeqCst), 1);
+    assert_eq!(runs_outer.load(Ordering::SeqCst), 2);
+    // The graph underneath keeps the usual history: input, start, the entrypoint's step.
+    let history = ep
+        .graph()
+        .get_state_history(&cfg, graphloom_core::HistoryQuery::default())
+        .await
+        .unwrap();
+    let steps: Vec<i64> = history
+        .iter()
+        .filter_map(|s| s.metadata.as_ref())
+        .map(|m| m.step)
+        .collect();
+    assert_eq!(steps, [1, 0, -1]);
+    assert_eq!(history[0].values.output(), &json!(106));
+}

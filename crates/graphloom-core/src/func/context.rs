@@ -22,6 +22,13 @@ pub(crate) struct FuncRun {
 }
 
 /// Load the task results saved against the checkpoint the entrypoint runs from.
+///
+/// A checkpoint not readable yet is the one a new input's first step is still saving
+/// (`sync` mode issues it while the first node starts). No task may run a side effect
+/// before it is durable — a crash would lose it and the re-run would give every call a new
+/// id — so a marker write is saved against it first: backends that save in order make the
+/// checkpoint durable no later than a write issued after it, and the others saved it
+/// before the node started.
 pub(crate) async fn load_saved(rt: &Runtime) -> Result<HashMap<String, Value>, NodeError> {
     let Some(sc) = rt.ctx.step_checkpoint.as_ref() else {
         return Ok(HashMap::new());
@@ -31,15 +38,26 @@ pub(crate) async fn load_saved(rt: &Runtime) -> Result<HashMap<String, Value>, N
         .get_tuple(&sc.config)
         .await
         .map_err(|e| NodeError::new(format!("reading the saved task results: {e}")).with_source(e))?;
+    let Some(tuple) = tuple else {
+        let ns = rt.ctx.ns.join("|");
+        let marker = crate::pregel::task::task_id(&rt.ctx.task_id, &ns, rt.ctx.step, &rt.ctx.node, "started");
+        sc.saver
+            .put_writes(
+                &sc.config,
+                vec![(crate::checkpoint::NO_WRITES.to_owned(), Value::Null)],
+                &marker,
+                "",
+            )
+            .await
+            .map_err(|e| NodeError::new(format!("saving the entrypoint's start: {e}")).with_source(e))?;
+        return Ok(HashMap::new());
+    };
     Ok(tuple
-        .map(|t| {
-            t.pending_writes
-                .into_iter()
-                .filter(|w| w.channel == super::RETURN)
-                .map(|w| (w.task_id, w.value))
-                .collect()
-        })
-        .unwrap_or_default())
+        .pending_writes
+        .into_iter()
+        .filter(|w| w.channel == super::RETURN)
+        .map(|w| (w.task_id, w.value))
+        .collect())
 }
 
 /// Call `task` as the `idx`-th call of the caller with id `parent`.
@@ -195,6 +213,12 @@ impl TaskContext {
     #[must_use]
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The runtime of the entrypoint that called this task (thread and run ids, context).
+    #[must_use]
+    pub fn runtime(&self) -> &Runtime {
+        &self.run.rt
     }
 
     /// This call's id: the same for the same call (caller, position, task name) across
