@@ -570,3 +570,39 @@ async fn a_task_may_call_tasks_whose_results_are_replayed_too() {
     assert_eq!(steps, [1, 0, -1]);
     assert_eq!(history[0].values.output(), &json!(106));
 }
+
+#[tokio::test]
+async fn a_retried_entrypoint_replays_the_calls_its_failed_attempt_finished() {
+    let runs_ok = Arc::new(AtomicUsize::new(0));
+    let ok = counted("ok", 0, &runs_ok);
+    let attempts = Arc::new(AtomicUsize::new(0));
+    let a2 = Arc::clone(&attempts);
+    let flaky = Task::new("flaky", move |x: i64, _ctx| {
+        let attempts = Arc::clone(&a2);
+        async move {
+            if attempts.fetch_add(1, Ordering::SeqCst) == 0 {
+                return Err(NodeError::new("transient"));
+            }
+            Ok(x)
+        }
+    });
+    let ep = Entrypoint::<i64, i64>::new("retried", move |x, ctx| {
+        let (ok, flaky) = (ok.clone(), flaky.clone());
+        async move {
+            let a = ctx.call(&ok, x).await?;
+            Ok(a + ctx.call(&flaky, x).await?)
+        }
+    })
+    .retry(graphloom_core::RetryPolicy::attempts(3).initial_interval(Duration::from_millis(1)))
+    .checkpointer(InMemorySaver::new())
+    .compile()
+    .unwrap();
+    let out = ep.invoke(4, RunConfig::thread("r")).await.unwrap();
+    assert_eq!(out.value, Some(8));
+    assert_eq!(attempts.load(Ordering::SeqCst), 2);
+    assert_eq!(
+        runs_ok.load(Ordering::SeqCst),
+        1,
+        "the retry ran a finished call again"
+    );
+}

@@ -10,6 +10,13 @@
 //! `Command::resume`. [`EntrypointCtx::previous`] reads what the last run on the thread
 //! saved, and [`Final`] returns one value while saving another.
 //!
+//! Calls are matched by their position among the caller's calls and the task's name, not
+//! by their arguments: an entrypoint must call its tasks in an order that does not depend
+//! on timing. A task result is saved as soon as the call returns, whatever the run's
+//! [`Durability`](crate::Durability) (`exit` included), so that it is never lost to a
+//! crash while its side effect is not. A result saved by older code that no longer decodes
+//! into the task's output type fails the entrypoint with [`TaskResultDecodeError`].
+//!
 //! Under the hood an entrypoint is a one-node graph over [`FuncState`]: it runs on the
 //! same executor, checkpointers and stores as any graph, and
 //! [`CompiledEntrypoint::graph`] gives the [`CompiledGraph`](crate::CompiledGraph) for
