@@ -142,8 +142,12 @@ impl<S: State> Loop<S> {
     }
 
     /// The checkpoint this step's tasks run from, with its saver (when the run persists).
+    /// Only an entrypoint's graph uses it (its task calls save their results against it):
+    /// for every other state type the check is a constant and nothing is built.
     fn step_checkpoint(&self) -> Option<Arc<crate::runtime::StepCheckpoint>> {
-        if self.saver.is_none() {
+        if std::any::TypeId::of::<S>() != std::any::TypeId::of::<crate::func::FuncState>()
+            || self.saver.is_none()
+        {
             return None;
         }
         let saver = self
