@@ -45,6 +45,7 @@ pub mod config;
 pub mod error;
 mod error_source;
 pub mod events;
+pub mod func;
 pub mod graph;
 pub mod json_state;
 mod mermaid;

@@ -116,6 +116,15 @@ pub(crate) struct TaskCtx {
     pub interrupt_idx: AtomicUsize,
     /// This task's place in the `events` tree; `None` unless the run streams events.
     pub events: Option<Arc<crate::events::EventScope>>,
+    /// The checkpoint this task runs from and its saver, when the run persists (the
+    /// functional API saves each finished `task` call against it).
+    pub step_checkpoint: Option<Arc<StepCheckpoint>>,
+}
+
+/// The checkpoint a step's tasks run from, and the saver its writes go to.
+pub(crate) struct StepCheckpoint {
+    pub saver: Arc<dyn DynCheckpointer>,
+    pub config: crate::checkpoint::CheckpointConfig,
 }
 
 /// The handle every node receives.

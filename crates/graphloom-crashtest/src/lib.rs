@@ -7,6 +7,8 @@
 //! records a violation. The worker prints `STEP <n>` after each durable checkpoint and
 //! `DONE` when the thread has finished all rounds.
 
+pub mod func;
+
 use graphloom_core::checkpoint::{self, CheckpointConfig, DynCheckpointer};
 use graphloom_core::*;
 use std::io::Write as _;

@@ -48,6 +48,7 @@ impl<S: State> Loop<S> {
         let mut outcomes: Vec<Option<Outcome<S>>> = tasks.iter().map(|_| None).collect();
         let mut to_run: Vec<(usize, TaskRun<S>)> = Vec::new();
         let mut started: Vec<Option<Instant>> = vec![None; tasks.len()];
+        let step_checkpoint = self.step_checkpoint();
         for (i, t) in tasks.iter().enumerate() {
             if matches!(t.kind, TaskKind::Start) {
                 // The start task cannot fail, so its input is consumed here.
@@ -96,6 +97,7 @@ impl<S: State> Loop<S> {
                     remaining,
                     resumed: saved_resumes(&t.id, &self.ls.pending_writes),
                     events: self.events.clone(),
+                    step_checkpoint: step_checkpoint.clone(),
                 },
             ));
         }
@@ -174,6 +176,26 @@ impl<S: State> Loop<S> {
             Outcome::Interrupted(ints, _) => StreamData::Interrupts(ints.clone()),
         };
         self.run.emit(&self.ns, StreamMode::Updates, data);
+    }
+
+    /// The checkpoint this step's tasks run from, with its saver (when the run persists).
+    /// Only an entrypoint's graph uses it (its task calls save their results against it):
+    /// for every other state type the check is a constant and nothing is built.
+    fn step_checkpoint(&self) -> Option<Arc<crate::runtime::StepCheckpoint>> {
+        if std::any::TypeId::of::<S>() != std::any::TypeId::of::<crate::func::FuncState>()
+            || self.saver.is_none()
+        {
+            return None;
+        }
+        let saver = self
+            .g
+            .checkpointer
+            .clone()
+            .or_else(|| self.run.checkpointer.clone())?;
+        Some(Arc::new(crate::runtime::StepCheckpoint {
+            saver,
+            config: self.current_cfg(),
+        }))
     }
 
     /// Tell the run's task observer (root graph only) that `task` ended.

@@ -279,6 +279,7 @@ pub(crate) struct TaskRun<S: State> {
     pub resumed: BTreeMap<String, Value>,
     /// The graph's `events` run, when the run streams events.
     pub events: Option<Arc<crate::events::EventRun>>,
+    pub step_checkpoint: Option<Arc<crate::runtime::StepCheckpoint>>,
 }
 
 impl<S: State> TaskRun<S> {
@@ -364,6 +365,7 @@ impl<S: State> TaskRun<S> {
                 consumed: Mutex::new(BTreeMap::new()),
                 interrupt_idx: AtomicUsize::new(0),
                 events: node_events.as_ref().map(|e| Arc::clone(e.scope())),
+                step_checkpoint: self.step_checkpoint.clone(),
             });
             let rt = Runtime { ctx };
             let input = match &self.input {
