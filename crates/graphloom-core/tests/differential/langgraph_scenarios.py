@@ -9,6 +9,7 @@ side builds the same graphs with graphloom and records the same trace; the test 
 Prints one JSON object: {scenario name: [call trace, ...]}.
 """
 
+import asyncio
 import json
 import operator
 import sys
@@ -16,6 +17,7 @@ from typing import Annotated, Optional, TypedDict
 
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.errors import GraphRecursionError, InvalidUpdateError
+from langgraph.func import entrypoint, task
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, Interrupt, Overwrite, Send, interrupt
 
@@ -324,6 +326,61 @@ def overwrite():
     return [call(graph, {"log": ["in"]}, thread("t"), "t")]
 
 
+def events():
+    """astream_events v2 of a chain: kind, name, tags, nesting depth, the node's name and
+    step, and the data (triggers are each implementation's channel names: not compared)."""
+
+    async def collect():
+        out = []
+        graph = chain()
+        async for e in graph.astream_events({"log": ["in"]}, thread("t"), version="v2"):
+            md = e["metadata"]
+            out.append(
+                {
+                    "event": e["event"],
+                    "name": e["name"],
+                    "tags": sorted(e["tags"]),
+                    "depth": len(e["parent_ids"]),
+                    "node": md.get("langgraph_node"),
+                    "step": md.get("langgraph_step"),
+                    "data": canon(e["data"]),
+                }
+            )
+        return out
+
+    return asyncio.run(collect())
+
+
+def functional():
+    """An entrypoint that doubles each item in parallel tasks, asks for approval, returns
+    one value and saves another as `previous`; run twice on one thread."""
+    counts = {"double": 0}
+
+    @task
+    def double(x):
+        counts["double"] += 1
+        return x * 2
+
+    @entrypoint(checkpointer=InMemorySaver())
+    def workflow(xs, *, previous=None):
+        total = sum(f.result() for f in [double(x) for x in xs])
+        answer = interrupt(f"approve {total}?")
+        out = {"total": total, "answer": answer, "previous": previous}
+        return entrypoint.final(value=out, save=total)
+
+    def fcall(inp):
+        updates = [canon(c) for c in workflow.stream(inp, thread("t"), stream_mode="updates")]
+        st = workflow.get_state(thread("t"))
+        return {
+            "updates": sorted(updates),
+            "interrupts": sorted(canon(i.value) for i in st.interrupts),
+            "next": sorted(st.next),
+            "counts": dict(counts),
+        }
+
+    return [fcall([1, 2, 3]), fcall(Command(resume="yes")), fcall([5]), fcall(Command(resume="no"))]
+
+
 SCENARIOS = {
     "join": join,
     "loop": loop,
@@ -340,6 +397,8 @@ SCENARIOS = {
     "fork": fork,
     "deferred": deferred,
     "overwrite": overwrite,
+    "events": events,
+    "functional": functional,
 }
 
 if __name__ == "__main__":
