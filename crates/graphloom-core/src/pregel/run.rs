@@ -16,6 +16,10 @@ use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Instant;
 
+/// How long the update of a task that ended waits for siblings that end at about the same
+/// time, to stream with them (see `run_tasks`).
+const STREAM_BATCH: std::time::Duration = std::time::Duration::from_millis(1);
+
 impl<S: State> Loop<S> {
     /// In `exit` mode, save the finished writes of a step that did not complete, so a
     /// resume does not run those tasks again.
@@ -119,9 +123,23 @@ impl<S: State> Loop<S> {
                     (i, run.execute().await)
                 }));
             }
+            // Updates of tasks that ended wait at most `STREAM_BATCH` for their siblings, so
+            // a step whose tasks end together wakes the reader once, while the update of a
+            // branch that ends well before a slow sibling still streams right away.
+            let mut unsent: Vec<usize> = Vec::new();
+            let mut flush_at: Option<tokio::time::Instant> = None;
             loop {
-                let next = match self.bounded(set.join_next()).await {
-                    Ok(n) => n,
+                let joined = match flush_at {
+                    Some(at) => self.bounded(tokio::time::timeout_at(at, set.join_next())).await,
+                    None => self.bounded(async { Ok(set.join_next().await) }).await,
+                };
+                let next = match joined {
+                    Ok(Ok(n)) => n,
+                    Ok(Err(_flush_due)) => {
+                        self.emit_results(tasks, &outcomes, &mut unsent);
+                        flush_at = None;
+                        continue;
+                    }
                     Err(e) => {
                         set.abort_all();
                         return Err(e);
@@ -136,15 +154,28 @@ impl<S: State> Loop<S> {
                 })?;
                 let last = set.is_empty();
                 self.task_ended(&tasks[i], &out, started[i]);
-                self.emit_result(&tasks[i], &out, false);
                 self.record(&cfg, &tasks[i], &out, last).await?;
                 outcomes[i] = Some(out);
+                unsent.push(i);
+                if flush_at.is_none() {
+                    flush_at = Some(tokio::time::Instant::now() + STREAM_BATCH);
+                }
             }
+            self.emit_results(tasks, &outcomes, &mut unsent);
         }
         Ok(outcomes
             .into_iter()
             .map(|o| o.unwrap_or(Outcome::Failed(Error::Cancelled)))
             .collect())
+    }
+
+    /// Stream the results of the tasks in `unsent` (in the order they ended).
+    fn emit_results(&self, tasks: &[Task], outcomes: &[Option<Outcome<S>>], unsent: &mut Vec<usize>) {
+        for i in unsent.drain(..) {
+            if let (Some(t), Some(Some(o))) = (tasks.get(i), outcomes.get(i)) {
+                self.emit_result(t, o, false);
+            }
+        }
     }
 
     /// Stream a task's result in `updates` mode as soon as the task ends, as LangGraph
