@@ -130,6 +130,11 @@ async fn call(g: &G, inp: RunInput<JsonState>, cfg: RunConfig, tid: &str, counts
     Value::Object(out)
 }
 
+/// A scenario of one call with new input on thread `t`.
+async fn one_call(g: &G, v: Value) -> Vec<Value> {
+    vec![call(g, input(v), RunConfig::thread("t"), "t", None).await]
+}
+
 fn bump(counts: &Counts, node: &str) -> u64 {
     let mut c = counts.lock().unwrap();
     let n = c.entry(node.to_owned()).or_insert(0);
@@ -167,16 +172,7 @@ async fn join() -> Vec<Value> {
         .checkpointer(saver())
         .compile()
         .unwrap();
-    vec![
-        call(
-            &g,
-            input(json!({"log": ["in"]})),
-            RunConfig::thread("t"),
-            "t",
-            None,
-        )
-        .await,
-    ]
+    one_call(&g, json!({"log": ["in"]})).await
 }
 
 fn int(s: &JsonState, k: &str) -> i64 {
@@ -196,7 +192,7 @@ async fn r#loop() -> Vec<Value> {
         .checkpointer(saver())
         .compile()
         .unwrap();
-    vec![call(&g, input(json!({"n": 0})), RunConfig::thread("t"), "t", None).await]
+    one_call(&g, json!({"n": 0})).await
 }
 
 async fn send() -> Vec<Value> {
@@ -241,16 +237,7 @@ async fn send() -> Vec<Value> {
         .checkpointer(saver())
         .compile()
         .unwrap();
-    vec![
-        call(
-            &g,
-            input(json!({"items": [1, 2, 3]})),
-            RunConfig::thread("t"),
-            "t",
-            None,
-        )
-        .await,
-    ]
+    one_call(&g, json!({"items": [1, 2, 3]})).await
 }
 
 async fn conflict() -> Vec<Value> {
@@ -269,16 +256,7 @@ async fn conflict() -> Vec<Value> {
         .checkpointer(saver())
         .compile()
         .unwrap();
-    vec![
-        call(
-            &g,
-            input(json!({"log": ["in"]})),
-            RunConfig::thread("t"),
-            "t",
-            None,
-        )
-        .await,
-    ]
+    one_call(&g, json!({"log": ["in"]})).await
 }
 
 async fn command() -> Vec<Value> {
@@ -298,16 +276,7 @@ async fn command() -> Vec<Value> {
         .checkpointer(saver())
         .compile()
         .unwrap();
-    vec![
-        call(
-            &g,
-            input(json!({"log": ["in"]})),
-            RunConfig::thread("t"),
-            "t",
-            None,
-        )
-        .await,
-    ]
+    one_call(&g, json!({"log": ["in"]})).await
 }
 
 fn chain(before: NodeSet, after: NodeSet) -> G {
@@ -487,16 +456,7 @@ async fn subgraph() -> Vec<Value> {
         .checkpointer(saver())
         .compile()
         .unwrap();
-    vec![
-        call(
-            &g,
-            input(json!({"topic": "tides"})),
-            RunConfig::thread("t"),
-            "t",
-            None,
-        )
-        .await,
-    ]
+    one_call(&g, json!({"topic": "tides"})).await
 }
 
 async fn recursion_limit() -> Vec<Value> {
@@ -571,16 +531,7 @@ async fn deferred() -> Vec<Value> {
         .checkpointer(saver())
         .compile()
         .unwrap();
-    vec![
-        call(
-            &g,
-            input(json!({"log": ["in"]})),
-            RunConfig::thread("t"),
-            "t",
-            None,
-        )
-        .await,
-    ]
+    one_call(&g, json!({"log": ["in"]})).await
 }
 
 async fn overwrite() -> Vec<Value> {
@@ -599,16 +550,7 @@ async fn overwrite() -> Vec<Value> {
         .checkpointer(saver())
         .compile()
         .unwrap();
-    vec![
-        call(
-            &g,
-            input(json!({"log": ["in"]})),
-            RunConfig::thread("t"),
-            "t",
-            None,
-        )
-        .await,
-    ]
+    one_call(&g, json!({"log": ["in"]})).await
 }
 
 /// The events scenario: `astream_events` v2 of the chain, as the Python side records it.
