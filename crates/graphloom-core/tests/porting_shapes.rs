@@ -211,3 +211,11 @@ async fn a_resumed_run_streams_the_values_it_starts_from_first() {
         [vec!["in", "a"], vec!["in", "a", "b"], vec!["in", "a", "b", "c"]]
     );
 }
+
+#[test]
+fn the_defaults_a_port_meets_are_those_the_guide_states() {
+    // LangGraph: 10,007 steps and `async` durability.
+    assert_eq!(graphloom_core::DEFAULT_RECURSION_LIMIT, 100);
+    assert_eq!(RunConfig::thread("t").durability, Durability::Sync);
+    assert_eq!(RunConfig::default().recursion_limit, 100);
+}
