@@ -65,6 +65,21 @@ start_postgres() {
 if [ -z "${GRAPHLOOM_PG_URL:-}" ]; then
   start_postgres
 fi
+
+# --- Browser and Node packages ---------------------------------------------------------------
+# Browser tests drive Debian's Chromium with Playwright (Playwright's own browser download
+# cannot work offline); Node packages come from committed lock files, cached outside the clone.
+if [ ! -x /usr/bin/chromium ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "Chromium is not installed and we are not root: run 'apt-get install -y chromium'" >&2
+    exit 1
+  fi
+  apt-get update
+  DEBIAN_FRONTEND=noninteractive apt-get install -y chromium
+fi
+export GRAPHLOOM_CHROMIUM="${GRAPHLOOM_CHROMIUM:-/usr/bin/chromium}"
+export npm_config_cache="${npm_config_cache:-$HOME/.cache/graphloom/npm}"
+export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1
 # ---------------------------------------------------------------------------------------------
 
 cargo nextest run --workspace --all-features --no-fail-fast
