@@ -1,7 +1,7 @@
 //! The generated `impl State`.
 
 use crate::attrs::{ReducerKind, StateSpec};
-use crate::update::{overwrite_fields, reducer_qself, update_ident, update_ty, user_span};
+use crate::update::{overwrite_fields, overwrites_ident, reducer_qself, update_ident, update_ty, user_span};
 use proc_macro2::{Literal, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 
@@ -44,7 +44,13 @@ pub(crate) fn generate(spec: &StateSpec) -> TokenStream {
         .map(|f| {
             let ident = &f.ident;
             match overwrites.iter().find(|(g, _, _)| g.name == f.name) {
-                Some((_, ow, _)) => quote!(__gl_update.#ident.is_some() || __gl_update.#ow.is_some()),
+                Some((_, ow, _)) => quote! {
+                    __gl_update.#ident.is_some()
+                        || __gl_update
+                            .__graphloom_overwrites
+                            .as_ref()
+                            .is_some_and(|o| o.#ow.is_some())
+                },
                 None => quote!(__gl_update.#ident.is_some()),
             }
         })
@@ -63,6 +69,37 @@ pub(crate) fn generate(spec: &StateSpec) -> TokenStream {
         })
         .collect();
 
+    let ow_messages = if overwrites.is_empty() {
+        quote!()
+    } else {
+        quote! {
+            if let ::std::option::Option::Some(__gl_ows) = &mut __gl_update.__graphloom_overwrites {
+                #( #krate::state::update_messages(&mut __gl_ows.#ow_idents, &mut __gl_out); )*
+            }
+        }
+    };
+    let ow_to_json = if overwrites.is_empty() {
+        quote!()
+    } else {
+        quote! {
+            // Overwrites in LangGraph's serialised form, in place of the plain write.
+            if let (
+                #krate::__private::serde_json::Value::Object(__gl_map),
+                ::std::option::Option::Some(__gl_ows),
+            ) = (&mut __gl_json, &__gl_update.__graphloom_overwrites)
+            {
+                #(
+                    if let ::std::option::Option::Some(__gl_v) = &__gl_ows.#ow_idents {
+                        __gl_map.insert(
+                            ::std::string::String::from(#ow_names),
+                            #krate::state::overwrite_to_json(#ow_names, __gl_v)?,
+                        );
+                    }
+                )*
+                let _ = (__gl_map, __gl_ows);
+            }
+        }
+    };
     let merge = merge_body(spec);
     let tail_arms = tail_arms(spec);
     let schema = crate::schema::schema_body(spec);
@@ -179,18 +216,7 @@ pub(crate) fn generate(spec: &StateSpec) -> TokenStream {
                         message: ::std::string::ToString::to_string(&e),
                     }
                 })?;
-                // Overwrites in LangGraph's serialised form, in place of the plain write.
-                if let #krate::__private::serde_json::Value::Object(__gl_map) = &mut __gl_json {
-                    #(
-                        if let ::std::option::Option::Some(__gl_v) = &__gl_update.#ow_idents {
-                            __gl_map.insert(
-                                ::std::string::String::from(#ow_names),
-                                #krate::state::overwrite_to_json(#ow_names, __gl_v)?,
-                            );
-                        }
-                    )*
-                    let _ = __gl_map;
-                }
+                #ow_to_json
                 ::std::result::Result::Ok(__gl_json)
             }
 
@@ -218,7 +244,10 @@ pub(crate) fn generate(spec: &StateSpec) -> TokenStream {
                         #(
                             #ow_names => match #krate::state::split_overwrite(__gl_v) {
                                 ::std::result::Result::Ok(__gl_v) => {
-                                    __gl_update.#ow_idents = ::std::option::Option::Some(
+                                    __gl_update
+                                        .__graphloom_overwrites
+                                        .get_or_insert_with(::std::default::Default::default)
+                                        .#ow_idents = ::std::option::Option::Some(
                                         #krate::state::decode_field::<#ow_tys>(#ow_names, __gl_v)?,
                                     );
                                 }
@@ -255,7 +284,7 @@ pub(crate) fn generate(spec: &StateSpec) -> TokenStream {
                 #[allow(unused_mut)]
                 let mut __gl_out = ::std::vec::Vec::new();
                 #( #krate::state::update_messages(&mut __gl_update.#idents, &mut __gl_out); )*
-                #( #krate::state::update_messages(&mut __gl_update.#ow_idents, &mut __gl_out); )*
+                #ow_messages
                 __gl_out
             }
 
@@ -350,19 +379,34 @@ fn merge_body(spec: &StateSpec) -> TokenStream {
     let overwrites = overwrite_fields(spec);
     let ow_checks = overwrites.iter().map(|(f, ow, _)| {
         let name = &f.name;
+        let has = quote! {
+            |u: &&#krate::TaskUpdate<'_, #update>| {
+                u.update.__graphloom_overwrites.as_ref().is_some_and(|o| o.#ow.is_some())
+            }
+        };
         quote! {
-            if __gl_updates.iter().filter(|u| u.update.#ow.is_some()).nth(1).is_some() {
+            if __gl_updates.iter().filter(#has).nth(1).is_some() {
                 return ::std::result::Result::Err(#krate::StateError::OverwriteConflict {
                     field: ::std::string::String::from(#name),
                     nodes: __gl_updates
                         .iter()
-                        .filter(|u| u.update.#ow.is_some())
+                        .filter(#has)
                         .map(|u| ::std::string::String::from(u.node))
                         .collect(),
                 });
             }
         }
     });
+    // Checked only when some update of the step overwrites: most steps have none.
+    let ow_checks = if overwrites.is_empty() {
+        quote!()
+    } else {
+        quote! {
+            if __gl_updates.iter().any(|u| u.update.__graphloom_overwrites.is_some()) {
+                #(#ow_checks)*
+            }
+        }
+    };
     // An overwrite replaces the field and every other write to it in the step, whatever
     // their order: taken out first, applied after the fold.
     let ow_take = if overwrites.is_empty() {
@@ -371,21 +415,28 @@ fn merge_body(spec: &StateSpec) -> TokenStream {
         let ow_vars = overwrites
             .iter()
             .map(|(f, _, _)| format_ident!("__gl_ow_{}", f.name));
-        let ow_vars2 = ow_vars.clone();
-        let ow_idents = overwrites.iter().map(|(_, ow, _)| ow);
-        let ow_tys = overwrites.iter().map(|(f, _, _)| &f.ty);
+        let ow_idents: Vec<_> = overwrites.iter().map(|(_, ow, _)| ow).collect();
+        let ow_struct = overwrites_ident(spec);
         quote! {
             let mut __gl_updates = __gl_updates;
-            #(
-                let mut #ow_vars: ::std::option::Option<#ow_tys> = ::std::option::Option::None;
-            )*
+            let mut __gl_ows: ::std::option::Option<#ow_struct> = ::std::option::Option::None;
             for __gl_task in &mut __gl_updates {
-                #(
-                    if let ::std::option::Option::Some(v) = __gl_task.update.#ow_idents.take() {
-                        #ow_vars2 = ::std::option::Option::Some(v);
-                    }
-                )*
+                if let ::std::option::Option::Some(__gl_o) = __gl_task.update.__graphloom_overwrites.take() {
+                    let __gl_o = *__gl_o;
+                    let __gl_acc = __gl_ows.get_or_insert_with(::std::default::Default::default);
+                    #(
+                        if __gl_o.#ow_idents.is_some() {
+                            __gl_acc.#ow_idents = __gl_o.#ow_idents;
+                        }
+                    )*
+                }
             }
+            #(
+                let #ow_vars = match &mut __gl_ows {
+                    ::std::option::Option::Some(__gl_acc) => __gl_acc.#ow_idents.take(),
+                    ::std::option::Option::None => ::std::option::Option::None,
+                };
+            )*
         }
     };
     let ow_apply = overwrites.iter().map(|(f, _, _)| {
@@ -404,7 +455,7 @@ fn merge_body(spec: &StateSpec) -> TokenStream {
     quote! {
         if __gl_updates.len() > 1 {
             #(#conflict_checks)*
-            #(#ow_checks)*
+            #ow_checks
         }
         #ow_take
         #(

@@ -10,6 +10,12 @@ pub(crate) fn update_ident(spec: &StateSpec) -> Ident {
     format_ident!("{}Update", spec.ident)
 }
 
+/// The hidden struct holding a partial update's overwrites (one `Option` per field with a
+/// reducer), boxed in the update so updates that overwrite nothing stay small.
+pub(crate) fn overwrites_ident(spec: &StateSpec) -> Ident {
+    format_ident!("__GraphloomOverwrites{}", spec.ident)
+}
+
 /// A span that points at user code (for error messages) but belongs to the macro expansion,
 /// so lints treat the generated code as generated.
 pub(crate) fn user_span(span: Span) -> Span {
@@ -122,15 +128,32 @@ pub(crate) fn generate(spec: &StateSpec) -> TokenStream {
     });
 
     let overwrites = overwrite_fields(spec);
-    let ow_fields = overwrites.iter().map(|(f, ow, _)| {
-        let fvis = &f.vis;
-        let ty = &f.ty;
+    let ow_struct = overwrites_ident(spec);
+    let ow_decl = if overwrites.is_empty() {
+        quote!()
+    } else {
+        let ow_fields = overwrites.iter().map(|(f, ow, _)| {
+            let ty = &f.ty;
+            quote!(#vis #ow: ::std::option::Option<#ty>,)
+        });
+        quote! {
+            #[doc(hidden)]
+            #[allow(non_camel_case_types)]
+            #[derive(::std::clone::Clone, ::std::default::Default)]
+            #vis struct #ow_struct {
+                #(#ow_fields)*
+            }
+        }
+    };
+    let ow_field = if overwrites.is_empty() {
+        quote!()
+    } else {
         quote! {
             #[doc(hidden)]
             #[serde(skip)]
-            #fvis #ow: ::std::option::Option<#ty>,
+            #vis __graphloom_overwrites: ::std::option::Option<::std::boxed::Box<#ow_struct>>,
         }
-    });
+    };
     let ow_setters = overwrites.iter().map(|(f, ow, setter)| {
         let fvis = &f.vis;
         let ty = &f.ty;
@@ -145,7 +168,9 @@ pub(crate) fn generate(spec: &StateSpec) -> TokenStream {
             #[doc = #doc]
             #[must_use]
             #fvis fn #setter(mut self, value: #ty) -> Self {
-                self.#ow = ::std::option::Option::Some(value);
+                self.__graphloom_overwrites
+                    .get_or_insert_with(::std::default::Default::default)
+                    .#ow = ::std::option::Option::Some(value);
                 self
             }
         }
@@ -173,8 +198,10 @@ pub(crate) fn generate(spec: &StateSpec) -> TokenStream {
         #[serde(deny_unknown_fields)]
         #vis struct #update {
             #(#fields)*
-            #(#ow_fields)*
+            #ow_field
         }
+
+        #ow_decl
 
         #[automatically_derived]
         impl #update {
@@ -209,7 +236,7 @@ pub(crate) fn generate(spec: &StateSpec) -> TokenStream {
                             #json::Value::String(::std::format!("<not serializable: {e}>"))
                         })
                     })))*
-                    #(.field(#ow_names, &self.#ow_idents.as_ref().map(|v| {
+                    #(.field(#ow_names, &self.__graphloom_overwrites.as_ref().and_then(|o| o.#ow_idents.as_ref()).map(|v| {
                         #json::to_value(v).unwrap_or_else(|e| {
                             #json::Value::String(::std::format!("<not serializable: {e}>"))
                         })
