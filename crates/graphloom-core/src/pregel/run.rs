@@ -16,10 +16,6 @@ use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Instant;
 
-/// How long the update of a task that ended waits for siblings that end at about the same
-/// time, to stream with them (see `run_tasks`).
-const STREAM_BATCH: std::time::Duration = std::time::Duration::from_millis(1);
-
 impl<S: State> Loop<S> {
     /// In `exit` mode, save the finished writes of a step that did not complete, so a
     /// resume does not run those tasks again.
@@ -38,7 +34,7 @@ impl<S: State> Loop<S> {
                 if matches!(t.kind, TaskKind::Start) {
                     continue;
                 }
-                let writes = encode_writes(&*self.ls.state, update.as_ref(), goto)
+                let writes = encode_writes(&*self.ls.state, update.as_deref(), goto)
                     .map_err(|e| Error::node_caused_by(t.node.clone(), e))?;
                 self.saver.put_writes(&cfg, writes, &t.id).await?;
             }
@@ -59,7 +55,7 @@ impl<S: State> Loop<S> {
                 let start = self.ls.start.take();
                 let (update, goto) = start.map_or((None, None), |s| (s.update, s.goto));
                 outcomes[i] = Some(Outcome::Done {
-                    update,
+                    update: update.map(Arc::new),
                     goto: goto.unwrap_or_default(),
                     parent: None,
                 });
@@ -123,45 +119,38 @@ impl<S: State> Loop<S> {
                     (i, run.execute().await)
                 }));
             }
-            // Updates of tasks that ended wait at most `STREAM_BATCH` for their siblings, so
-            // a step whose tasks end together wakes the reader once, while the update of a
-            // branch that ends well before a slow sibling still streams right away.
+            // Each task's update streams when the task ends, together with those of the
+            // siblings that have ended by then: a step whose tasks end together wakes the
+            // reader once, and a branch that ends well before a slow sibling is seen at once.
             let mut unsent: Vec<usize> = Vec::new();
-            let mut flush_at: Option<tokio::time::Instant> = None;
             loop {
-                let joined = match flush_at {
-                    Some(at) => self.bounded(tokio::time::timeout_at(at, set.join_next())).await,
-                    None => self.bounded(async { Ok(set.join_next().await) }).await,
-                };
-                let next = match joined {
-                    Ok(Ok(n)) => n,
-                    Ok(Err(_flush_due)) => {
-                        self.emit_results(tasks, &outcomes, &mut unsent);
-                        flush_at = None;
-                        continue;
-                    }
+                let next = match self.bounded(set.join_next()).await {
+                    Ok(n) => n,
                     Err(e) => {
                         set.abort_all();
                         return Err(e);
                     }
                 };
-                let Some(joined) = next else { break };
-                let (i, out) = joined.map_err(|e| Error::Node {
-                    node: "?".into(),
-                    message: format!("task panicked or was cancelled: {e}"),
-                    kind: crate::types::NodeErrorKind::Terminal,
-                    source: Some(e.into()),
-                })?;
-                let last = set.is_empty();
-                self.task_ended(&tasks[i], &out, started[i]);
-                self.record(&cfg, &tasks[i], &out, last).await?;
-                outcomes[i] = Some(out);
-                unsent.push(i);
-                if flush_at.is_none() {
-                    flush_at = Some(tokio::time::Instant::now() + STREAM_BATCH);
+                let mut joined = next;
+                while let Some(ended) = joined.take() {
+                    let (i, out) = ended.map_err(|e| Error::Node {
+                        node: "?".into(),
+                        message: format!("task panicked or was cancelled: {e}"),
+                        kind: crate::types::NodeErrorKind::Terminal,
+                        source: Some(e.into()),
+                    })?;
+                    let last = set.is_empty();
+                    self.task_ended(&tasks[i], &out, started[i]);
+                    self.record(&cfg, &tasks[i], &out, last).await?;
+                    outcomes[i] = Some(out);
+                    unsent.push(i);
+                    joined = set.try_join_next();
+                }
+                self.emit_results(tasks, &outcomes, &mut unsent);
+                if set.is_empty() {
+                    break;
                 }
             }
-            self.emit_results(tasks, &outcomes, &mut unsent);
         }
         Ok(outcomes
             .into_iter()
@@ -191,7 +180,7 @@ impl<S: State> Loop<S> {
             Outcome::Done { parent: Some(_), .. } | Outcome::Failed(_) => return,
             Outcome::Done { update, .. } => {
                 let value: Arc<dyn StreamValue> = match update {
-                    Some(u) => Arc::new(UpdateValue(Arc::clone(&self.g), u.clone())),
+                    Some(u) => Arc::new(UpdateValue(Arc::clone(&self.g), Arc::clone(u))),
                     None => Arc::new(Value::Null),
                 };
                 if cached {
@@ -261,7 +250,7 @@ impl<S: State> Loop<S> {
         }
         let writes = match out {
             Outcome::Done { parent: Some(_), .. } => return Ok(()),
-            Outcome::Done { update, goto, .. } => encode_writes(&*self.ls.state, update.as_ref(), goto)
+            Outcome::Done { update, goto, .. } => encode_writes(&*self.ls.state, update.as_deref(), goto)
                 .map_err(|e| Error::node_caused_by(task.node.clone(), e))?,
             Outcome::Interrupted(ints, consumed) => {
                 let mut w = vec![(checkpoint::INTERRUPT.to_owned(), json!(ints))];
