@@ -60,13 +60,13 @@ impl<S: State> StreamValue for StateValue<S> {
 
 /// An update as a stream payload. It holds the graph (for its state shape), never the
 /// state: keeping the pre-merge state alive would force a copy of the whole state at merge.
-pub(crate) struct UpdateValue<S: State>(pub Arc<GraphInner<S>>, pub S::Update);
+pub(crate) struct UpdateValue<S: State>(pub Arc<GraphInner<S>>, pub Arc<S::Update>);
 impl<S: State> StreamValue for UpdateValue<S> {
     fn to_json(&self) -> Result<Value, crate::state::StateError> {
         self.0.shape.update_to_json(&self.1)
     }
     fn as_any(&self) -> &dyn Any {
-        &self.1
+        &*self.1
     }
 }
 
@@ -640,7 +640,8 @@ impl<S: State> Loop<S> {
                 if let Some(u) = update {
                     updates.push(TaskUpdate {
                         node: t.node.as_str(),
-                        update: u,
+                        // A copy only when a stream reader still holds the update.
+                        update: Arc::try_unwrap(u).unwrap_or_else(|u| (*u).clone()),
                     });
                 }
                 gotos.push((i, goto));

@@ -138,7 +138,9 @@ fn hold_deferred<S: State>(g: &GraphInner<S>, tasks: &mut Vec<Task>) {
 pub(crate) enum Outcome<S: State> {
     /// Success: an optional update and routes from a `Command`.
     Done {
-        update: Option<S::Update>,
+        /// Shared with the `updates` stream, which reads it while the step goes on; the
+        /// merge takes it back without a copy once the stream has let it go.
+        update: Option<Arc<S::Update>>,
         goto: Vec<Route>,
         parent: Option<(Option<Value>, Vec<Route>)>,
     },
@@ -157,13 +159,13 @@ impl<S: State> Outcome<S> {
                 parent: None,
             },
             NodeOutput::Update(u) => Outcome::Done {
-                update: Some(u),
+                update: Some(Arc::new(u)),
                 goto: Vec::new(),
                 parent: None,
             },
             NodeOutput::Command(c) => match c.graph {
                 crate::types::CommandGraph::Current => Outcome::Done {
-                    update: c.update,
+                    update: c.update.map(Arc::new),
                     goto: c.goto,
                     parent: None,
                 },
@@ -250,7 +252,7 @@ pub(crate) fn decode_writes<S: State>(
         }
     };
     Some(Ok(Outcome::Done {
-        update,
+        update: update.map(Arc::new),
         goto,
         parent: None,
     }))
@@ -443,7 +445,7 @@ impl<S: State> TaskRun<S> {
                         None => None,
                     };
                     return Outcome::Done {
-                        update,
+                        update: update.map(Arc::new),
                         goto,
                         parent: None,
                     };
