@@ -18,14 +18,20 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
+mod crons;
 mod db;
 mod error;
 mod events;
 pub mod kit;
 pub mod models;
+mod retention;
+mod webhooks;
 
+pub use crons::{CronDb, CronPatch, CronQuery, CronTick, DueCron, Fired, NewCron};
 pub use db::{
     AssistantPatch, AssistantQuery, Db, DbResult, Lease, NewRun, SortOrder, ThreadOutcome, ThreadQuery,
 };
 pub use error::DbError;
 pub use events::RunEventRecord;
+pub use retention::{DefaultTtl, ExpiredThread, RetentionDb, TtlStrategy};
+pub use webhooks::{NewWebhook, WebhookDb, WebhookDelivery, WebhookStatus};
