@@ -206,7 +206,10 @@ pub(super) async fn fire(pool: &PgPool, tick: &CronTick, run: Option<&NewRun>) -
     .fetch_optional(&mut *tx)
     .await
     .db()?;
+    // Every early end rolls back at once: a dropped transaction's rollback waits for its
+    // connection's next use, and would hold the cron's row lock until then.
     if next.flatten() != Some(tick.due_us) {
+        tx.rollback().await.db()?;
         return Ok(Fired::Taken);
     }
     let mut made = None;
@@ -217,13 +220,18 @@ pub(super) async fn fire(pool: &PgPool, tick: &CronTick, run: Option<&NewRun>) -
             .await
             .db()?;
         if exists.is_none() {
+            tx.rollback().await.db()?;
             return Ok(Fired::ThreadGone);
         }
         match insert(&mut tx, new).await {
             Ok((now, claimed)) => made = Some(created(&new.run, now, claimed)),
-            // Refused before anything was written; the transaction rolls back.
-            Err(DbError::Busy(_)) => return Ok(Fired::Busy),
-            Err(e) => return Err(e),
+            Err(e) => {
+                tx.rollback().await.db()?;
+                return match e {
+                    DbError::Busy(_) => Ok(Fired::Busy),
+                    e => Err(e),
+                };
+            }
         }
     }
     sqlx::query("UPDATE server_crons SET next_run_date = $1, updated_at = $2 WHERE cron_id = $3")
