@@ -19,8 +19,10 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 
-/// The body of a cron's creation: a run request (each tick's) plus the schedule.
+/// The body of a cron's creation: a run request (each tick's) plus the schedule. (Read
+/// as [`CronFields`] and a [`RunRequest`]; this type documents it.)
 #[derive(Deserialize, utoipa::ToSchema)]
+#[allow(dead_code)]
 pub(crate) struct CronBody {
     /// Standard 5-field cron expression (`minute hour day_of_month month day_of_week`) or a
     /// nickname (`@hourly`, `@daily`, ...), in UTC unless `timezone` says otherwise.
@@ -75,23 +77,39 @@ fn typed<T: DeserializeOwned>(value: &Map<String, Value>) -> ApiResult<T> {
     })
 }
 
+/// The cron's own fields of a [`CronBody`].
+#[derive(Deserialize)]
+struct CronFields {
+    schedule: String,
+    #[serde(default)]
+    timezone: Option<String>,
+    #[serde(default)]
+    end_time: Option<String>,
+    #[serde(default)]
+    enabled: Option<bool>,
+    #[serde(default)]
+    on_run_completed: Option<OnCompletion>,
+}
+
 /// The cron request of a body: typed, bounded, and its runs' payload (without `null`s and
-/// the cron's own keys).
+/// the cron's own keys). The two parts are read one after the other (not flattened), so
+/// that a 422 names the field's path.
 fn cron_request(body: Map<String, Value>) -> ApiResult<crons::CronRequest> {
-    let b: CronBody = typed(&body)?;
-    super::bounds::run_config(b.request.config.as_ref())?;
-    let payload: Map<String, Value> = body
+    let (own, payload): (Map<String, Value>, Map<String, Value>) = body
         .into_iter()
-        .filter(|(k, v)| !v.is_null() && !CRON_KEYS.contains(&k.as_str()))
-        .collect();
+        .filter(|(_, v)| !v.is_null())
+        .partition(|(k, _)| CRON_KEYS.contains(&k.as_str()));
+    let c: CronFields = typed(&own)?;
+    let request: RunRequest = typed(&payload)?;
+    super::bounds::run_config(request.config.as_ref())?;
     Ok(crons::CronRequest {
-        schedule: b.schedule,
-        timezone: b.timezone,
-        end_time: b.end_time,
-        enabled: b.enabled,
-        on_run_completed: b.on_run_completed,
+        schedule: c.schedule,
+        timezone: c.timezone,
+        end_time: c.end_time,
+        enabled: c.enabled,
+        on_run_completed: c.on_run_completed,
         payload,
-        request: b.request,
+        request,
     })
 }
 

@@ -255,6 +255,13 @@ async fn fire(state: &AppRef, d: DueCron) {
         Some("keep") => Some(OnCompletion::Keep),
         _ => Some(OnCompletion::Delete),
     };
+    if let Some(thread_id) = &cron.thread_id {
+        if matches!(state.db.get_thread(&d.owner, thread_id).await, Ok(None)) {
+            tracing::info!(cron_id = %cron.cron_id, "the cron's thread is gone; cron deleted");
+            let _ = state.db.delete_cron(&d.owner, &cron.cron_id).await;
+            return;
+        }
+    }
     let submit = Submit {
         owner: d.owner.clone(),
         thread_id: cron.thread_id.clone(),
