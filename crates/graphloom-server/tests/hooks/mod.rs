@@ -114,7 +114,10 @@ impl Receiver {
                 return got;
             }
             if tokio::time::timeout_at(deadline, notified).await.is_err() {
-                panic!("the receiver got {} requests, not {n}, within {within:?}", self.got().len());
+                panic!(
+                    "the receiver got {} requests, not {n}, within {within:?}",
+                    self.got().len()
+                );
             }
         }
     }
