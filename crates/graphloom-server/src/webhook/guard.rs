@@ -102,16 +102,13 @@ pub fn check(config: &WebhookConfig, url: &str) -> Result<reqwest::Url, Refused>
         Some(h) => h,
         None => return Err(Refused::Host(String::new())),
     };
-    match parsed.scheme() {
-        "https" => {}
-        "http" if config.allow_http => {}
-        "http" => return Err(Refused::Http),
+    let https = match parsed.scheme() {
+        "https" => true,
+        "http" => false,
         other => return Err(Refused::Scheme(other.to_owned())),
-    }
+    };
+    // The address first (as the reference server answers), then the scheme.
     let text = host.to_string();
-    if allowed(config, &text) {
-        return Ok(parsed);
-    }
     let blocked = match host {
         url::Host::Ipv4(ip) => blocked_range(IpAddr::V4(ip)),
         url::Host::Ipv6(ip) => blocked_range(IpAddr::V6(ip)),
@@ -121,8 +118,9 @@ pub fn check(config: &WebhookConfig, url: &str) -> Result<reqwest::Url, Refused>
         }
     };
     match blocked {
-        Some(why) => Err(Refused::Blocked(why)),
-        None => Ok(parsed),
+        Some(why) if !allowed(config, &text) => Err(Refused::Blocked(why)),
+        _ if !https && !config.allow_http => Err(Refused::Http),
+        _ => Ok(parsed),
     }
 }
 
