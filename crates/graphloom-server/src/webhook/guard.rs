@@ -213,6 +213,27 @@ mod tests {
         assert!(check(&c, "https://8.8.8.8/hook").is_ok());
     }
 
+    #[tokio::test]
+    async fn a_name_that_resolves_to_a_blocked_address_is_refused_at_delivery() {
+        let resolve = |config: WebhookConfig| {
+            let r = GuardedResolver {
+                config: Arc::new(config),
+            };
+            r.resolve("localhost".parse().unwrap())
+        };
+        let refused = resolve(WebhookConfig::default()).await.err().unwrap();
+        assert!(refused.to_string().contains("blocked"), "{refused}");
+        let open = WebhookConfig {
+            allowed_hosts: vec!["localhost".into()],
+            ..WebhookConfig::default()
+        };
+        let addrs: Vec<SocketAddr> = resolve(open).await.unwrap().collect();
+        assert!(
+            !addrs.is_empty() && addrs.iter().all(|a| a.ip().is_loopback()),
+            "{addrs:?}"
+        );
+    }
+
     #[test]
     fn configuration_allows_http_and_named_hosts() {
         let c = WebhookConfig {
