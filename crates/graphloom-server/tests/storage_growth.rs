@@ -25,7 +25,11 @@ fn tune(cfg: &mut ServerConfig) {
 async fn live_threads(s: &TestServer) -> Vec<String> {
     let mut ids = Vec::new();
     for i in 0..LIVE {
-        let body = if i % 2 == 0 { json!({}) } else { json!({"ttl": 600}) };
+        let body = if i % 2 == 0 {
+            json!({})
+        } else {
+            json!({"ttl": 600})
+        };
         let (_, t) = s.post("/threads", body).await;
         let t = t["thread_id"].as_str().unwrap().to_owned();
         for w in 0..3 {
@@ -124,7 +128,11 @@ async fn sqlite_returns_to_its_starting_size_after_ten_thousand_expired_threads(
     flood(&s).await;
     assert!(thread_count(&s).await > LIVE as i64);
     swept(&s).await;
-    assert_eq!(snapshot(&s, &live).await, before, "the live threads kept their data");
+    assert_eq!(
+        snapshot(&s, &live).await,
+        before,
+        "the live threads kept their data"
+    );
     s.stop().await;
     let end = sqlite_size(&path);
     eprintln!("SQLite: {start} bytes at the start, {end} after");
@@ -163,7 +171,11 @@ async fn postgres_returns_to_its_starting_size_after_ten_thousand_expired_thread
 
     flood(&s).await;
     swept(&s).await;
-    assert_eq!(snapshot(&s, &live).await, before, "the live threads kept their data");
+    assert_eq!(
+        snapshot(&s, &live).await,
+        before,
+        "the live threads kept their data"
+    );
     let end = postgres_size(&url).await;
     eprintln!("PostgreSQL: {start} bytes at the start, {end} after");
     assert_eq!(end, start, "the database is back at its starting size");
