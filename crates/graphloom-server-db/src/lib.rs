@@ -9,6 +9,9 @@
 //!   OpenAPI schemas);
 //! - [`Db`]: the storage trait, with its arguments and answers ([`NewRun`], [`Lease`],
 //!   [`ThreadOutcome`], ...) and its error, [`DbError`];
+//! - [`CronDb`], [`WebhookDb`], [`RetentionDb`]: the parts of [`Db`] for crons (firing a
+//!   tick and creating its run in one transaction), the webhook delivery queue, and the
+//!   threads whose time to live has passed;
 //! - [`kit`]: the pieces every implementation shares (clock, ttl arithmetic, PostgreSQL's
 //!   JSON containment evaluated in Rust, sort columns, paging, enum text forms).
 //!
