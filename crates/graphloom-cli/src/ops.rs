@@ -88,6 +88,7 @@ impl OpsArgs {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use clap::Parser;

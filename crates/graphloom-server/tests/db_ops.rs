@@ -382,7 +382,7 @@ async fn webhooks(db: &dyn Db) {
     let st = db.webhook_status(&run.run_id).await.unwrap().unwrap();
     assert_eq!(
         (st.status.as_str(), st.attempts, st.last_error),
-        ("delivered".into(), 2, None)
+        ("delivered", 2, None)
     );
     // Delivered: never claimed again, never failed afterwards.
     assert_eq!(db.claim_webhook("w4", LONG).await.unwrap(), None);
