@@ -19,8 +19,9 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 
-/// The body of a cron's creation: a run request (each tick's) plus the schedule. (Read
-/// as [`CronFields`] and a [`RunRequest`]; this type documents it.)
+/// The body of a cron's creation: the schedule, and the run request each tick makes (the
+/// fields of `POST /runs`). Read as [`CronFields`] and a [`RunRequest`]; this type
+/// documents it.
 #[derive(Deserialize, utoipa::ToSchema)]
 #[allow(dead_code)]
 pub(crate) struct CronBody {
@@ -40,9 +41,38 @@ pub(crate) struct CronBody {
     #[serde(default)]
     #[schema(inline)]
     on_run_completed: Option<OnCompletion>,
-    /// The run each tick creates (`assistant_id`, `input`, `config`, `metadata`, ...).
-    #[serde(flatten)]
-    request: RunRequest,
+    /// The assistant each run uses: an assistant id, or a graph id for its system assistant.
+    assistant_id: String,
+    /// Each run's input.
+    #[serde(default)]
+    input: Option<Value>,
+    /// Metadata of the cron and of each run (which also gets `cron_id`).
+    #[serde(default)]
+    metadata: Option<Map<String, Value>>,
+    /// Each run's configuration.
+    #[serde(default)]
+    config: Option<Value>,
+    /// Each run's context.
+    #[serde(default)]
+    context: Option<Value>,
+    /// Where each run's end is POSTed.
+    #[serde(default)]
+    webhook: Option<String>,
+    /// Pause before these nodes (a list of names, or `"*"`).
+    #[serde(default)]
+    interrupt_before: Option<Value>,
+    /// Pause after these nodes (a list of names, or `"*"`).
+    #[serde(default)]
+    interrupt_after: Option<Value>,
+    /// When the thread is busy: `reject`, `interrupt`, `rollback` or `enqueue`.
+    #[serde(default)]
+    multitask_strategy: Option<String>,
+    /// Stream modes of each run (kept for clients that join it).
+    #[serde(default)]
+    stream_mode: Option<Value>,
+    /// `sync`, `async` or `exit`.
+    #[serde(default)]
+    durability: Option<String>,
 }
 
 /// The keys of a cron body that are the cron's, not its runs'.
