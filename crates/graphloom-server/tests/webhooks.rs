@@ -33,7 +33,7 @@ fn config(path: &Path, backoff: Duration) -> ServerConfig {
 }
 
 /// Poll the delivery's state until `status` (at most 20 s).
-async fn delivery(db: &SqliteDb, run_id: &str, status: &str) -> graphloom_server::db::WebhookStatus {
+async fn delivery(db: &dyn WebhookDb, run_id: &str, status: &str) -> graphloom_server::db::WebhookStatus {
     let deadline = tokio::time::Instant::now() + WAIT;
     loop {
         if let Some(st) = db.webhook_status(run_id).await.unwrap() {
@@ -55,6 +55,24 @@ async fn a_webhook_is_signed_retried_through_failure_and_hang_and_sent_once_afte
     let path = dir.path().join("graphloom.db");
     let s = TestServer::start(config(&path, Duration::from_millis(50))).await;
     let db = SqliteDb::open(&path).await.unwrap();
+    signed_retried_sent_once(&s, &db).await;
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgres_a_webhook_is_signed_retried_and_sent_once_after_a_2xx() {
+    let (url, _guard) = graphloom_postgres::testing::test_database().await;
+    let mut cfg = ServerConfig::postgres(&url);
+    cfg.webhooks = config(Path::new("unused.db"), Duration::from_millis(50)).webhooks;
+    let s = TestServer::start(cfg).await;
+    let db = graphloom_server::db::PgDb::connect(&url).await.unwrap();
+    signed_retried_sent_once(&s, &db).await;
+    s.stop().await;
+}
+
+/// A run's end POSTed to a receiver that fails, hangs, then succeeds: three signed
+/// attempts, delivered, and not sent again.
+async fn signed_retried_sent_once(s: &TestServer, db: &dyn WebhookDb) {
     let hook = Receiver::start(vec![Answer::Status(500), Answer::Hang, Answer::Status(200)]).await;
     let t = s.thread().await;
     let (st, out) = s
@@ -91,7 +109,7 @@ async fn a_webhook_is_signed_retried_through_failure_and_hang_and_sent_once_afte
         );
         assert_eq!(g.headers["x-graphloom-webhook-id"].to_str().unwrap(), run_id);
     }
-    let st = delivery(&db, &run_id, "delivered").await;
+    let st = delivery(db, &run_id, "delivered").await;
     assert_eq!(st.attempts, 3);
     // A second run's delivery goes through the same dispatcher after the first's: the
     // first is not sent again.
@@ -106,7 +124,7 @@ async fn a_webhook_is_signed_retried_through_failure_and_hang_and_sent_once_afte
     assert_eq!(got.len(), 4);
     assert_ne!(got[3].json["run_id"], json!(run_id));
     let second = got[3].json["run_id"].as_str().unwrap().to_owned();
-    assert_eq!(delivery(&db, &second, "delivered").await.attempts, 1);
+    assert_eq!(delivery(db, &second, "delivered").await.attempts, 1);
     assert_eq!(
         hook.got()
             .iter()
@@ -114,7 +132,6 @@ async fn a_webhook_is_signed_retried_through_failure_and_hang_and_sent_once_afte
             .count(),
         3
     );
-    s.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
