@@ -73,4 +73,6 @@ pub trait RetentionDb: Send + Sync {
     /// Note that a `keep_latest` thread was pruned at `now_us`: it is not picked again
     /// until it changes.
     async fn mark_retained(&self, thread_id: &str, now_us: i64) -> DbResult<()>;
+    /// Whether a thread of any owner has this id.
+    async fn thread_exists(&self, thread_id: &str) -> DbResult<bool>;
 }

@@ -101,6 +101,67 @@ async fn swept(s: &TestServer) {
     eprintln!("swept in {:?}", started.elapsed());
 }
 
+/// Poll `orphans` until no checkpoint row is left of a thread that no longer exists (the
+/// sweeper deletes late writes a few seconds after their thread), at most a minute.
+async fn no_orphans<F, Fut>(mut orphans: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = i64>,
+{
+    let started = Instant::now();
+    loop {
+        let n = orphans().await;
+        if n == 0 {
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "{n} checkpoint rows of deleted threads"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Checkpoint, blob and write rows of threads that are gone, in the SQLite file.
+fn sqlite_orphans(path: &std::path::Path) -> i64 {
+    let c = rusqlite::Connection::open(path).unwrap();
+    c.busy_timeout(Duration::from_secs(30)).unwrap();
+    ["checkpoints", "checkpoint_blobs", "checkpoint_writes"]
+        .iter()
+        .map(|t| {
+            c.query_row(
+                &format!(
+                    "SELECT COUNT(*) FROM {t} WHERE thread_id NOT IN (SELECT thread_id FROM server_threads)"
+                ),
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+            .unwrap()
+        })
+        .sum()
+}
+
+/// The same rows in PostgreSQL.
+async fn postgres_orphans(url: &str) -> i64 {
+    let pool = sqlx::PgPool::connect(url).await.unwrap();
+    let mut n = 0;
+    for t in [
+        "graphloom_checkpoints",
+        "graphloom_checkpoint_blobs",
+        "graphloom_checkpoint_writes",
+    ] {
+        let c: i64 = sqlx::query_scalar(&format!(
+            "SELECT COUNT(*) FROM {t} WHERE thread_id NOT IN (SELECT thread_id FROM server_threads)"
+        ))
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+        n += c;
+    }
+    pool.close().await;
+    n
+}
+
 /// The SQLite file's size after a checkpoint of its WAL and a VACUUM (the server stopped).
 fn sqlite_size(path: &std::path::Path) -> u64 {
     let c = rusqlite::Connection::open(path).unwrap();
@@ -128,6 +189,15 @@ async fn sqlite_returns_to_its_starting_size_after_ten_thousand_expired_threads(
     flood(&s).await;
     assert!(thread_count(&s).await > LIVE as i64);
     swept(&s).await;
+    no_orphans(|| {
+        let path = path.clone();
+        async move {
+            tokio::task::spawn_blocking(move || sqlite_orphans(&path))
+                .await
+                .unwrap()
+        }
+    })
+    .await;
     assert_eq!(
         snapshot(&s, &live).await,
         before,
@@ -171,6 +241,7 @@ async fn postgres_returns_to_its_starting_size_after_ten_thousand_expired_thread
 
     flood(&s).await;
     swept(&s).await;
+    no_orphans(|| postgres_orphans(&url)).await;
     assert_eq!(
         snapshot(&s, &live).await,
         before,

@@ -365,4 +365,8 @@ impl graphloom_server_db::RetentionDb for PgDb {
     async fn mark_retained(&self, thread_id: &str, now_us: i64) -> DbResult<()> {
         retention::mark_retained(&self.pool, thread_id, now_us).await
     }
+
+    async fn thread_exists(&self, thread_id: &str) -> DbResult<bool> {
+        retention::exists(&self.pool, thread_id).await
+    }
 }

@@ -65,3 +65,11 @@ pub(super) async fn mark_retained(pool: &PgPool, thread_id: &str, now: i64) -> D
         .db()?;
     Ok(())
 }
+
+pub(super) async fn exists(pool: &PgPool, thread_id: &str) -> DbResult<bool> {
+    sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM server_threads WHERE thread_id = $1)")
+        .bind(thread_id)
+        .fetch_one(pool)
+        .await
+        .db()
+}

@@ -425,4 +425,8 @@ impl graphloom_server_db::RetentionDb for SqliteDb {
     async fn mark_retained(&self, thread_id: &str, now_us: i64) -> DbResult<()> {
         retention::mark_retained(self, thread_id, now_us).await
     }
+
+    async fn thread_exists(&self, thread_id: &str) -> DbResult<bool> {
+        retention::exists(self, thread_id)
+    }
 }

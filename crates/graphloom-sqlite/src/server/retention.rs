@@ -77,3 +77,14 @@ pub(super) async fn mark_retained(db: &SqliteDb, thread_id: &str, now: i64) -> D
     })
     .await
 }
+
+pub(super) fn exists(db: &SqliteDb, thread_id: &str) -> DbResult<bool> {
+    db.read(|c| {
+        let n: i64 = c
+            .prepare_cached("SELECT COUNT(*) FROM server_threads WHERE thread_id = ?1")
+            .db()?
+            .query_row(params![thread_id], |r| r.get(0))
+            .db()?;
+        Ok(n > 0)
+    })
+}
