@@ -41,6 +41,7 @@
 //! ```
 
 mod graphs;
+mod ops;
 mod render;
 mod threads;
 
@@ -117,6 +118,8 @@ enum Cmd {
         /// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT.
         #[arg(long, value_name = "URL")]
         otlp_endpoint: Option<String>,
+        #[command(flatten)]
+        ops: ops::OpsArgs,
     },
     /// Run a graph here and show what happens, node by node.
     Run {
@@ -234,6 +237,7 @@ struct ServeArgs {
     heartbeat_secs: Option<f64>,
     cors: Vec<String>,
     otlp_endpoint: Option<String>,
+    ops: ops::OpsArgs,
 }
 
 /// A `--<flag> SECS` value as a duration longer than zero.
@@ -255,6 +259,7 @@ async fn serve(args: ServeArgs, graphs: &Graphs) -> anyhow::Result<()> {
         heartbeat_secs,
         cors,
         otlp_endpoint,
+        ops,
     } = args;
     let mut cfg = match &db.database_url {
         Some(url) => ServerConfig::postgres(url.clone()),
@@ -276,6 +281,7 @@ async fn serve(args: ServeArgs, graphs: &Graphs) -> anyhow::Result<()> {
     cfg.public_system_routes = public_system_routes;
     cfg.lease = seconds("lease-secs", lease_secs)?;
     cfg.heartbeat = heartbeat_secs.map(|s| seconds("heartbeat-secs", s)).transpose()?;
+    ops.apply(&mut cfg)?;
     for k in api_keys {
         let (key, owner) = k.split_once('=').unwrap_or((k.as_str(), k.as_str()));
         cfg.api_keys.insert(key.to_owned(), owner.to_owned());
@@ -368,6 +374,7 @@ async fn main_inner(cli: Cli, graphs: &Graphs) -> anyhow::Result<()> {
             heartbeat_secs,
             cors,
             otlp_endpoint,
+            ops,
         } => {
             check_model()?;
             serve(
@@ -381,6 +388,7 @@ async fn main_inner(cli: Cli, graphs: &Graphs) -> anyhow::Result<()> {
                     heartbeat_secs,
                     cors,
                     otlp_endpoint,
+                    ops,
                 },
                 graphs,
             )

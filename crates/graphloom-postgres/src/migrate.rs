@@ -222,6 +222,58 @@ pub const SERVER_MIGRATIONS: &[Migration] = &[
             PRIMARY KEY (run_id, seq)
         )"],
     },
+    Migration {
+        version: 6,
+        component: SERVER,
+        description: "server: crons, and when keep_latest retention last pruned a thread",
+        statements: &[
+            r#"CREATE TABLE server_crons (
+            cron_id          TEXT COLLATE "C" NOT NULL PRIMARY KEY,
+            owner            TEXT COLLATE "C" NOT NULL,
+            assistant_id     TEXT COLLATE "C" NOT NULL,
+            thread_id        TEXT COLLATE "C",
+            schedule         TEXT NOT NULL,
+            timezone         TEXT,
+            payload          JSONB NOT NULL,
+            metadata         JSONB NOT NULL,
+            on_run_completed TEXT,
+            enabled          BOOLEAN NOT NULL,
+            end_time         BIGINT,
+            next_run_date    BIGINT,
+            created_at       BIGINT NOT NULL,
+            updated_at       BIGINT NOT NULL
+        )"#,
+            "CREATE INDEX server_crons_owner_idx ON server_crons (owner, created_at)",
+            "CREATE INDEX server_crons_metadata_idx ON server_crons USING GIN (metadata jsonb_path_ops)",
+            "CREATE INDEX server_crons_due_idx ON server_crons (next_run_date) \
+             WHERE enabled AND next_run_date IS NOT NULL",
+            "ALTER TABLE server_threads ADD COLUMN retained_at BIGINT",
+            "CREATE INDEX server_threads_updated_idx ON server_threads (updated_at) WHERE ttl IS NULL",
+        ],
+    },
+    Migration {
+        version: 7,
+        component: SERVER,
+        description: "server: the webhook delivery queue",
+        statements: &[
+            r#"CREATE TABLE server_webhooks (
+            run_id           TEXT COLLATE "C" NOT NULL PRIMARY KEY,
+            thread_id        TEXT COLLATE "C" NOT NULL,
+            url              TEXT NOT NULL,
+            body             JSONB NOT NULL,
+            status           TEXT NOT NULL,
+            attempts         BIGINT NOT NULL DEFAULT 0,
+            due_at           BIGINT NOT NULL,
+            worker           TEXT,
+            lease_expires_at BIGINT,
+            last_error       TEXT,
+            created_at       BIGINT NOT NULL,
+            updated_at       BIGINT NOT NULL
+        )"#,
+            "CREATE INDEX server_webhooks_due_idx ON server_webhooks (due_at) WHERE status = 'pending'",
+            "CREATE INDEX server_webhooks_ended_idx ON server_webhooks (updated_at) WHERE status <> 'pending'",
+        ],
+    },
 ];
 
 /// The server's tables' versions before they shared `graphloom_migrations` (its own

@@ -6,6 +6,7 @@
 use crate::events::RunEventRecord;
 use crate::models::{Assistant, CancelAction, ClaimedRun, Run, RunStatus, Thread, ThreadStatus};
 use crate::DbError;
+use crate::{CronDb, RetentionDb, WebhookDb};
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 use std::time::Duration;
@@ -131,7 +132,7 @@ pub enum Lease {
 /// The server's storage. Implemented for SQLite (`graphloom_sqlite::server::SqliteDb`) and
 /// PostgreSQL (`graphloom_postgres::server::PgDb`), each behind its crate's `server` feature.
 #[async_trait]
-pub trait Db: Send + Sync + 'static {
+pub trait Db: CronDb + WebhookDb + RetentionDb + Send + Sync + 'static {
     // ---- assistants ----
     /// Insert an assistant (version 1). `Conflict` when the id exists (for this or any owner).
     async fn create_assistant(&self, owner: &str, a: &Assistant) -> DbResult<Assistant>;

@@ -7,7 +7,7 @@
 use crate::models::{
     rfc3339_from_micros, Assistant, CancelAction, MultitaskStrategy, RunStatus, ThreadStatus,
 };
-use crate::{AssistantPatch, DbError, DbResult, RunEventRecord, SortOrder};
+use crate::{AssistantPatch, DbError, DbResult, RunEventRecord, SortOrder, TtlStrategy};
 use serde_json::{Map, Value};
 use std::time::Duration;
 
@@ -24,15 +24,12 @@ pub fn after(now: i64, d: Duration) -> i64 {
     now.saturating_add(i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
 }
 
-/// The lifetime a thread ttl asks for, in microseconds: `{"strategy": "delete", "ttl":
-/// minutes}` (strategy optional). None for no ttl, another strategy, or a malformed value.
+/// The lifetime a thread ttl asks for, in microseconds: `{"strategy": "delete" |
+/// "keep_latest", "ttl": minutes}` (strategy optional). None for no ttl, another strategy,
+/// or a malformed value.
 pub fn ttl_micros(ttl: Option<&Value>) -> Option<i64> {
     let obj = ttl?.as_object()?;
-    match obj.get("strategy") {
-        None | Some(Value::Null) => {}
-        Some(Value::String(s)) if s == "delete" => {}
-        Some(_) => return None,
-    }
+    ttl_strategy(ttl)?;
     let minutes = obj.get("ttl")?.as_f64()?;
     if !minutes.is_finite() || minutes < 0.0 {
         return None;
@@ -43,6 +40,28 @@ pub fn ttl_micros(ttl: Option<&Value>) -> Option<i64> {
     } else {
         us as i64
     })
+}
+
+/// The strategy of a thread ttl: `delete` when it names none; None for an unknown one.
+pub fn ttl_strategy(ttl: Option<&Value>) -> Option<TtlStrategy> {
+    match ttl?.as_object()?.get("strategy") {
+        None | Some(Value::Null) => Some(TtlStrategy::Delete),
+        Some(Value::String(s)) => TtlStrategy::parse(s),
+        Some(_) => None,
+    }
+}
+
+/// Sort column of a cron search (`created_at` unless another known one is named).
+pub fn cron_sort_column(sort_by: Option<&str>) -> &'static str {
+    match sort_by {
+        Some("cron_id") => "cron_id",
+        Some("assistant_id") => "assistant_id",
+        Some("thread_id") => "thread_id",
+        Some("updated_at") => "updated_at",
+        Some("next_run_date") => "next_run_date",
+        Some("end_time") => "end_time",
+        _ => "created_at",
+    }
 }
 
 /// A ttl value as stored: JSON `null` means none.
@@ -278,6 +297,15 @@ mod tests {
         );
         assert_eq!(ttl_micros(Some(&json!({"ttl": 0.5}))), Some(30_000_000));
         assert_eq!(ttl_micros(Some(&json!({"strategy": "keep", "ttl": 2}))), None);
+        assert_eq!(
+            ttl_micros(Some(&json!({"strategy": "keep_latest", "ttl": 1}))),
+            Some(60_000_000)
+        );
+        assert_eq!(
+            ttl_strategy(Some(&json!({"strategy": "keep_latest", "ttl": 1}))),
+            Some(TtlStrategy::KeepLatest)
+        );
+        assert_eq!(ttl_strategy(Some(&json!({"ttl": 1}))), Some(TtlStrategy::Delete));
         assert_eq!(ttl_micros(Some(&json!({"strategy": "delete"}))), None);
         assert_eq!(ttl_micros(Some(&json!({"ttl": -1}))), None);
         assert_eq!(ttl_micros(None), None);

@@ -9,6 +9,9 @@
 //!   OpenAPI schemas);
 //! - [`Db`]: the storage trait, with its arguments and answers ([`NewRun`], [`Lease`],
 //!   [`ThreadOutcome`], ...) and its error, [`DbError`];
+//! - [`CronDb`], [`WebhookDb`], [`RetentionDb`]: the parts of [`Db`] for crons (firing a
+//!   tick and creating its run in one transaction), the webhook delivery queue, and the
+//!   threads whose time to live has passed;
 //! - [`kit`]: the pieces every implementation shares (clock, ttl arithmetic, PostgreSQL's
 //!   JSON containment evaluated in Rust, sort columns, paging, enum text forms).
 //!
@@ -18,14 +21,20 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
+mod crons;
 mod db;
 mod error;
 mod events;
 pub mod kit;
 pub mod models;
+mod retention;
+mod webhooks;
 
+pub use crons::{CronDb, CronPatch, CronQuery, CronTick, DueCron, Fired, NewCron};
 pub use db::{
     AssistantPatch, AssistantQuery, Db, DbResult, Lease, NewRun, SortOrder, ThreadOutcome, ThreadQuery,
 };
 pub use error::DbError;
 pub use events::RunEventRecord;
+pub use retention::{DefaultTtl, ExpiredThread, RetentionDb, TtlStrategy};
+pub use webhooks::{NewWebhook, WebhookDb, WebhookDelivery, WebhookStatus};

@@ -285,3 +285,42 @@ pub struct ClaimedRun {
     /// Attempt number, from 1; a run taken over after a crash or lost lease has 2 or more.
     pub attempt: i64,
 }
+
+/// A cron: a schedule that creates runs of an assistant, on one thread or each on a new
+/// one (a stateless cron).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
+pub struct Cron {
+    /// Id (UUID v7).
+    pub cron_id: String,
+    /// The assistant its runs use.
+    pub assistant_id: String,
+    /// Its thread; `null` for a stateless cron (each run gets a new thread).
+    pub thread_id: Option<String>,
+    /// The principal it acts for (`""` with auth off).
+    #[serde(default)]
+    pub user_id: Option<String>,
+    /// When it stops firing (`null`: never).
+    pub end_time: Option<String>,
+    /// Standard 5-field cron expression.
+    pub schedule: String,
+    /// IANA time zone of the schedule (`null`: UTC).
+    #[serde(default)]
+    pub timezone: Option<String>,
+    /// The run request each tick makes.
+    #[serde(default)]
+    pub payload: Value,
+    /// The next tick (`null`: none, its end is reached).
+    pub next_run_date: Option<String>,
+    /// Free metadata.
+    #[serde(default)]
+    pub metadata: Map<String, Value>,
+    /// For a stateless cron: `delete` (the default) or `keep` each run's thread.
+    #[serde(default)]
+    pub on_run_completed: Option<String>,
+    /// Whether it fires.
+    pub enabled: bool,
+    /// Creation time.
+    pub created_at: String,
+    /// Last change.
+    pub updated_at: String,
+}

@@ -49,7 +49,7 @@ impl ServerBuilder {
             checkpointer,
             store,
             file_lock,
-        } = crate::db::open(&self.config.database).await?;
+        } = crate::db::open(&self.config.database, self.config.retention.store_ttl).await?;
         let deps = GraphDeps {
             checkpointer: Arc::clone(&checkpointer),
             store: Arc::clone(&store),

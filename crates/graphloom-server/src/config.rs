@@ -59,6 +59,12 @@ pub struct ServerConfig {
     /// `response_metadata` names the model (`model_name`) but carries no `cost_usd`. The
     /// built-in list prices by default; models not in it add nothing.
     pub prices: graphloom_llm::PriceTable,
+    /// The cron scheduler (on by default).
+    pub crons: crate::scheduler::CronConfig,
+    /// Webhook deliveries: signature secret, address guard, timeout, retries.
+    pub webhooks: crate::webhook::WebhookConfig,
+    /// Thread and store item expiry, and the sweeper's pace.
+    pub retention: crate::retention::RetentionConfig,
 }
 
 impl ServerConfig {
@@ -85,6 +91,9 @@ impl ServerConfig {
             cors_origins: Vec::new(),
             shutdown_grace: Duration::from_secs(10),
             prices: graphloom_llm::PriceTable::builtin(),
+            crons: crate::scheduler::CronConfig::default(),
+            webhooks: crate::webhook::WebhookConfig::default(),
+            retention: crate::retention::RetentionConfig::default(),
         }
     }
 

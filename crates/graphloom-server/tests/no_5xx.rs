@@ -66,6 +66,13 @@ const ROUTES: &[(&str, &str)] = &[
     ("GET", "/info"),
     ("GET", "/metrics"),
     ("GET", "/openapi.json"),
+    ("POST", "/threads/{t}/runs/crons"),
+    ("POST", "/runs/crons"),
+    ("POST", "/runs/crons/search"),
+    ("POST", "/runs/crons/count"),
+    ("GET", "/runs/crons/{r}"),
+    ("PATCH", "/runs/crons/{r}"),
+    ("DELETE", "/runs/crons/{r}"),
 ];
 
 /// Routes that may legitimately hold the request open while a run goes on (a client
@@ -123,6 +130,11 @@ const FIELDS: &[&str] = &[
     "on_completion",
     "webhook",
     "feedback_keys",
+    "schedule",
+    "end_time",
+    "enabled",
+    "timezone",
+    "on_run_completed",
     "run_ids",
     "action",
     "namespace",
@@ -319,7 +331,14 @@ fn near_valid(method: &str, path: &str) -> BoxedStrategy<Value> {
     let search = with(
         json!({"metadata": {"graph_id": "echo"}, "values": {"steps": 1}, "ids": ["@thread"], "status": "idle", "limit": 5}),
     );
+    let cron = with(
+        json!({"assistant_id": "echo", "schedule": "0 0 1 1 *", "input": {"steps": 1},
+                           "end_time": "2099-01-01T00:00:00+00:00", "timezone": "UTC", "enabled": false}),
+    );
+    let cron_update = with(json!({"schedule": "0 0 1 1 *", "end_time": null, "enabled": false}));
     match (method, path) {
+        ("POST", p) if p.ends_with("/runs/crons") => cron.boxed(),
+        ("PATCH", "/runs/crons/{r}") => cron_update.boxed(),
         ("POST", "/runs/batch") => proptest::collection::vec(runs, 0..3)
             .prop_map(Value::Array)
             .boxed(),

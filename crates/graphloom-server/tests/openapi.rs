@@ -60,6 +60,13 @@ const ROUTES: &[(&str, &str)] = &[
     ("get", "/info"),
     ("get", "/metrics"),
     ("get", "/openapi.json"),
+    ("post", "/threads/{thread_id}/runs/crons"),
+    ("post", "/runs/crons"),
+    ("post", "/runs/crons/search"),
+    ("post", "/runs/crons/count"),
+    ("get", "/runs/crons/{cron_id}"),
+    ("patch", "/runs/crons/{cron_id}"),
+    ("delete", "/runs/crons/{cron_id}"),
 ];
 
 /// Routes whose request carries no body.

@@ -182,6 +182,57 @@ pub const SERVER_MIGRATIONS: &[Migration] = &[
             PRIMARY KEY (run_id, seq)
         )"],
     },
+    Migration {
+        version: 5,
+        component: SERVER,
+        description: "server: crons, and when keep_latest retention last pruned a thread",
+        statements: &[
+            "CREATE TABLE server_crons (
+            cron_id          TEXT NOT NULL PRIMARY KEY,
+            owner            TEXT NOT NULL,
+            assistant_id     TEXT NOT NULL,
+            thread_id        TEXT,
+            schedule         TEXT NOT NULL,
+            timezone         TEXT,
+            payload          TEXT NOT NULL,
+            metadata         TEXT NOT NULL,
+            on_run_completed TEXT,
+            enabled          INTEGER NOT NULL,
+            end_time         INTEGER,
+            next_run_date    INTEGER,
+            created_at       INTEGER NOT NULL,
+            updated_at       INTEGER NOT NULL
+        )",
+            "CREATE INDEX server_crons_owner_idx ON server_crons (owner, created_at)",
+            "CREATE INDEX server_crons_due_idx ON server_crons (next_run_date)
+            WHERE enabled = 1 AND next_run_date IS NOT NULL",
+            "ALTER TABLE server_threads ADD COLUMN retained_at INTEGER",
+            "CREATE INDEX server_threads_updated_idx ON server_threads (updated_at) WHERE ttl IS NULL",
+        ],
+    },
+    Migration {
+        version: 6,
+        component: SERVER,
+        description: "server: the webhook delivery queue",
+        statements: &[
+            "CREATE TABLE server_webhooks (
+            run_id           TEXT NOT NULL PRIMARY KEY,
+            thread_id        TEXT NOT NULL,
+            url              TEXT NOT NULL,
+            body             TEXT NOT NULL,
+            status           TEXT NOT NULL,
+            attempts         INTEGER NOT NULL DEFAULT 0,
+            due_at           INTEGER NOT NULL,
+            worker           TEXT,
+            lease_expires_at INTEGER,
+            last_error       TEXT,
+            created_at       INTEGER NOT NULL,
+            updated_at       INTEGER NOT NULL
+        )",
+            "CREATE INDEX server_webhooks_due_idx ON server_webhooks (due_at) WHERE status = 'pending'",
+            "CREATE INDEX server_webhooks_ended_idx ON server_webhooks (updated_at) WHERE status <> 'pending'",
+        ],
+    },
 ];
 
 /// The newest version of the checkpoint and store tables this build creates and understands.

@@ -211,12 +211,14 @@ async fn an_earlier_server_without_stored_run_events_gets_them() {
     earlier_release_file(&path, &[1]);
     assert!(!table_exists(&path, "server_run_events"));
     let db = SqliteDb::open(&path).await.unwrap();
+    // Every migration this build knows is applied (the server's later ones as well).
+    let known = all_known();
     assert_eq!(
         applied(&path)
             .iter()
             .map(|(v, c, _)| (*v, c.as_str()))
             .collect::<Vec<_>>(),
-        [(1, "storage"), (2, "storage"), (3, "server"), (4, "server")]
+        known.iter().map(|(v, c, _)| (*v, c.as_str())).collect::<Vec<_>>()
     );
     let record = graphloom_server_db::RunEventRecord {
         id: 0,

@@ -16,7 +16,7 @@
 //! be shared with other tests running at the same time. A failed check panics with a message
 //! naming it (`checkpointer conformance check `area/check` failed: ...`). The areas can also
 //! be run one by one: [`put_and_get`], [`deltas`], [`list`], [`put_writes`],
-//! [`delete_thread`], [`copy_thread`], [`delete_run`].
+//! [`delete_thread`], [`copy_thread`], [`delete_run`], [`prune_to_latest`].
 //!
 //! The checks follow the spirit of LangGraph's `checkpoint-conformance` suite, adapted to
 //! graphloom's delta-encoded channel values and UUIDv7 checkpoint ids.
@@ -44,6 +44,7 @@ pub async fn checkpointer_conformance<C: Checkpointer>(saver: &C) {
     delete_thread(saver).await;
     copy_thread(saver).await;
     delete_run(saver).await;
+    prune_to_latest(saver).await;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -72,11 +73,13 @@ macro_rules! check_eq {
 }
 
 mod list;
+mod prune;
 mod runs;
 mod threads;
 mod values;
 mod writes;
 pub use list::list;
+pub use prune::prune_to_latest;
 pub use runs::delete_run;
 pub use threads::{copy_thread, delete_thread};
 pub use values::{deltas, put_and_get};

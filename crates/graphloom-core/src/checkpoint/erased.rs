@@ -51,6 +51,8 @@ pub trait DynCheckpointer: Send + Sync + 'static {
     fn delete_run<'a>(&'a self, thread_id: &'a str, run_id: &'a str) -> BoxFuture<'a, Result<()>>;
     /// [`Checkpointer::saves_in_order`].
     fn saves_in_order(&self) -> bool;
+    /// See [`Checkpointer::prune_to_latest`].
+    fn prune_to_latest<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<usize>>;
 }
 
 impl<T: Checkpointer> DynCheckpointer for T {
@@ -115,5 +117,8 @@ impl<T: Checkpointer> DynCheckpointer for T {
     }
     fn saves_in_order(&self) -> bool {
         Checkpointer::saves_in_order(self)
+    }
+    fn prune_to_latest<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<usize>> {
+        Box::pin(Checkpointer::prune_to_latest(self, thread_id))
     }
 }

@@ -254,6 +254,33 @@ impl InMemorySaver {
         }
     }
 
+    fn prune_to_latest_now(&self, thread_id: &str) -> Result<usize> {
+        let mut inner = self.lock();
+        let Some(thread) = inner.threads.get_mut(thread_id) else {
+            return Ok(0);
+        };
+        let mut dropped = 0;
+        for (ns_name, ns) in thread.iter_mut() {
+            let Some((latest, stored)) = ns.checkpoints.last_key_value() else {
+                continue;
+            };
+            let latest = latest.clone();
+            // The latest checkpoint's values, whole: its blobs no longer lean on older ones.
+            let tuple = build_tuple(thread_id, ns_name, ns, &latest, stored)?;
+            let mut blobs: HashMap<String, BTreeMap<Version, ChannelValue>> = HashMap::new();
+            for (channel, value) in tuple.checkpoint.channel_values {
+                if let Some(version) = tuple.checkpoint.channel_versions.get(&channel) {
+                    blobs.entry(channel).or_default().insert(*version, value);
+                }
+            }
+            dropped += ns.checkpoints.len() - 1;
+            ns.checkpoints.retain(|id, _| *id == latest);
+            ns.writes.retain(|id, _| *id == latest);
+            ns.blobs = blobs;
+        }
+        Ok(dropped)
+    }
+
     fn copy_thread_now(&self, source: &str, target: &str) {
         if source == target {
             return;
@@ -399,6 +426,10 @@ impl Checkpointer for InMemorySaver {
     async fn delete_run(&self, thread_id: &str, run_id: &str) -> Result<()> {
         self.delete_run_now(thread_id, run_id);
         Ok(())
+    }
+
+    async fn prune_to_latest(&self, thread_id: &str) -> Result<usize> {
+        self.prune_to_latest_now(thread_id)
     }
 }
 

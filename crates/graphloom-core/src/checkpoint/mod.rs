@@ -385,6 +385,18 @@ pub trait Checkpointer: Send + Sync + 'static {
             format!("this checkpointer cannot delete the checkpoints of run {run_id} on thread {thread_id}");
         async move { Err(crate::error::BackendError::new(crate::error::BackendErrorKind::Other, message).into()) }
     }
+
+    /// Keep only the latest checkpoint of each namespace of `thread_id` (the thread's
+    /// state as it is now), with its pending writes, and drop every older checkpoint, its
+    /// writes, and the channel values only they used (retention's `keep_latest`). The
+    /// values the latest checkpoint holds stay readable; where they were stored as appends
+    /// to older versions they are stored whole. A namespace that got a newer checkpoint
+    /// meanwhile is left as it is. Returns how many checkpoints were dropped. The default
+    /// refuses: a backend that cannot do it must not pretend it did.
+    fn prune_to_latest(&self, thread_id: &str) -> impl Future<Output = Result<usize>> + Send {
+        let message = format!("this checkpointer cannot prune the history of thread {thread_id}");
+        async move { Err(crate::error::BackendError::new(crate::error::BackendErrorKind::Other, message).into()) }
+    }
 }
 
 impl<T: Checkpointer> Checkpointer for std::sync::Arc<T> {
@@ -436,6 +448,9 @@ impl<T: Checkpointer> Checkpointer for std::sync::Arc<T> {
     }
     fn saves_in_order(&self) -> bool {
         (**self).saves_in_order()
+    }
+    fn prune_to_latest(&self, thread_id: &str) -> impl Future<Output = Result<usize>> + Send {
+        (**self).prune_to_latest(thread_id)
     }
 }
 

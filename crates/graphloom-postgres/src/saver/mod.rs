@@ -37,6 +37,7 @@
 //!   value, so `1` matches `1.0`). Do not put secrets in run metadata; it is not encrypted.
 
 mod aad;
+mod prune;
 mod read;
 mod write;
 
@@ -215,5 +216,10 @@ impl Checkpointer for PostgresSaver {
     async fn delete_run(&self, thread_id: &str, run_id: &str) -> Result<()> {
         self.migrate().await?;
         self.remove_run(thread_id, run_id).await
+    }
+
+    async fn prune_to_latest(&self, thread_id: &str) -> Result<usize> {
+        self.migrate().await?;
+        self.prune_history(thread_id).await
     }
 }

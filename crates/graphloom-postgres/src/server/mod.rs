@@ -21,12 +21,18 @@
 //! | `runs.rs` | the run queue: create, claim, lease, finish, cancel |
 //! | `events.rs` | stored events of resumable runs |
 //! | `rows.rs` | the row types and typed columns |
+//! | `crons.rs` | crons, and firing a tick with its run in one transaction |
+//! | `webhooks.rs` | the webhook delivery queue |
+//! | `retention.rs` | threads whose time to live has passed |
 
 mod assistants;
+mod crons;
 mod events;
+mod retention;
 mod rows;
 mod runs;
 mod threads;
+mod webhooks;
 
 use crate::error::ServerResultExt;
 use async_trait::async_trait;
@@ -255,4 +261,112 @@ fn push_page(qb: &mut QueryBuilder<'_, Postgres>, limit: i64, offset: i64) {
         qb.push(" LIMIT ").push_bind(l);
     }
     qb.push(" OFFSET ").push_bind(offset);
+}
+
+#[async_trait]
+impl graphloom_server_db::CronDb for PgDb {
+    async fn create_cron(
+        &self,
+        new: &graphloom_server_db::NewCron,
+    ) -> DbResult<graphloom_server_db::models::Cron> {
+        crons::create(&self.pool, new).await
+    }
+
+    async fn get_cron(
+        &self,
+        owner: &str,
+        cron_id: &str,
+    ) -> DbResult<Option<graphloom_server_db::models::Cron>> {
+        crons::get(&self.pool, owner, cron_id).await
+    }
+
+    async fn patch_cron(
+        &self,
+        owner: &str,
+        cron_id: &str,
+        patch: &graphloom_server_db::CronPatch,
+    ) -> DbResult<Option<graphloom_server_db::models::Cron>> {
+        crons::patch(&self.pool, owner, cron_id, patch).await
+    }
+
+    async fn delete_cron(&self, owner: &str, cron_id: &str) -> DbResult<bool> {
+        crons::delete(&self.pool, owner, cron_id).await
+    }
+
+    async fn search_crons(
+        &self,
+        owner: &str,
+        q: &graphloom_server_db::CronQuery,
+    ) -> DbResult<(Vec<graphloom_server_db::models::Cron>, i64)> {
+        crons::search(&self.pool, owner, q).await
+    }
+
+    async fn due_crons(&self, now_us: i64, limit: i64) -> DbResult<Vec<graphloom_server_db::DueCron>> {
+        crons::due(&self.pool, now_us, limit).await
+    }
+
+    async fn fire_cron(
+        &self,
+        tick: &graphloom_server_db::CronTick,
+        run: Option<&NewRun>,
+    ) -> DbResult<graphloom_server_db::Fired> {
+        crons::fire(&self.pool, tick, run).await
+    }
+}
+
+#[async_trait]
+impl graphloom_server_db::WebhookDb for PgDb {
+    async fn enqueue_webhook(&self, new: &graphloom_server_db::NewWebhook) -> DbResult<bool> {
+        webhooks::enqueue(&self.pool, new).await
+    }
+
+    async fn claim_webhook(
+        &self,
+        worker: &str,
+        lease: Duration,
+    ) -> DbResult<Option<graphloom_server_db::WebhookDelivery>> {
+        webhooks::claim(&self.pool, worker, lease).await
+    }
+
+    async fn webhook_delivered(&self, run_id: &str, worker: &str) -> DbResult<bool> {
+        webhooks::delivered(&self.pool, run_id, worker).await
+    }
+
+    async fn webhook_failed(
+        &self,
+        run_id: &str,
+        worker: &str,
+        error: &str,
+        retry_in: Option<Duration>,
+    ) -> DbResult<bool> {
+        webhooks::failed(&self.pool, run_id, worker, error, retry_in).await
+    }
+
+    async fn webhook_status(&self, run_id: &str) -> DbResult<Option<graphloom_server_db::WebhookStatus>> {
+        webhooks::status(&self.pool, run_id).await
+    }
+
+    async fn prune_webhooks(&self, before_us: i64, limit: i64) -> DbResult<usize> {
+        webhooks::prune(&self.pool, before_us, limit).await
+    }
+}
+
+#[async_trait]
+impl graphloom_server_db::RetentionDb for PgDb {
+    async fn expired_threads_for(
+        &self,
+        now_us: i64,
+        default: Option<graphloom_server_db::DefaultTtl>,
+        limit: i64,
+    ) -> DbResult<Vec<graphloom_server_db::ExpiredThread>> {
+        retention::expired(&self.pool, now_us, default, limit).await
+    }
+
+    async fn mark_retained(&self, thread_id: &str, now_us: i64) -> DbResult<()> {
+        retention::mark_retained(&self.pool, thread_id, now_us).await
+    }
+
+    async fn thread_exists(&self, thread_id: &str) -> DbResult<bool> {
+        retention::exists(&self.pool, thread_id).await
+    }
 }

@@ -44,13 +44,37 @@ async fn thread_active(tx: &mut sqlx::Transaction<'_, Postgres>, thread_id: &str
 }
 
 pub(super) async fn create(pool: &PgPool, new: &NewRun) -> DbResult<Run> {
-    let r = &new.run;
     let mut tx = pool.begin().await.db()?;
+    let (now, claimed) = insert(&mut tx, new).await?;
+    tx.commit().await.db()?;
+    Ok(created(&new.run, now, claimed))
+}
+
+/// The run as created at `now`: `running` when it was claimed at once.
+pub(super) fn created(r: &Run, now: i64, claimed: bool) -> Run {
+    let at = rfc3339_from_micros(now);
+    Run {
+        created_at: at.clone(),
+        updated_at: at,
+        status: if claimed {
+            RunStatus::Running
+        } else {
+            RunStatus::Pending
+        },
+        ..r.clone()
+    }
+}
+
+/// Create `new` in `tx` (with its multitask strategy, claimed at once when it asks and can
+/// be): when, and whether it was claimed. A missing thread or a `reject` on a busy thread
+/// fail before anything is written.
+pub(super) async fn insert(tx: &mut sqlx::Transaction<'_, Postgres>, new: &NewRun) -> DbResult<(i64, bool)> {
+    let r = &new.run;
     // Serialise with claims and other creations on this thread.
     let stored: Option<Json<Value>> =
         sqlx::query_scalar("SELECT metadata FROM server_threads WHERE thread_id = $1 FOR UPDATE")
             .bind(&r.thread_id)
-            .fetch_optional(&mut *tx)
+            .fetch_optional(&mut **tx)
             .await
             .db()?;
     let Some(Json(stored)) = stored else {
@@ -67,11 +91,11 @@ pub(super) async fn create(pool: &PgPool, new: &NewRun) -> DbResult<Run> {
             .bind(Json(&merged))
             .bind(now)
             .bind(&r.thread_id)
-            .execute(&mut *tx)
+            .execute(&mut **tx)
             .await
             .db()?;
     }
-    if new.reject_if_busy && thread_active(&mut tx, &r.thread_id).await? {
+    if new.reject_if_busy && thread_active(tx, &r.thread_id).await? {
         return Err(DbError::Busy(r.thread_id.clone()));
     }
     if let Some(action) = new.cancel_active {
@@ -83,14 +107,14 @@ pub(super) async fn create(pool: &PgPool, new: &NewRun) -> DbResult<Run> {
                 )
                 .bind(now)
                 .bind(&r.thread_id)
-                .execute(&mut *tx)
+                .execute(&mut **tx)
                 .await
                 .db()?;
             }
             CancelAction::Rollback => {
                 sqlx::query("DELETE FROM server_runs WHERE thread_id = $1 AND status = 'pending'")
                     .bind(&r.thread_id)
-                    .execute(&mut *tx)
+                    .execute(&mut **tx)
                     .await
                     .db()?;
             }
@@ -101,7 +125,7 @@ pub(super) async fn create(pool: &PgPool, new: &NewRun) -> DbResult<Run> {
         .bind(action.as_str())
         .bind(now)
         .bind(&r.thread_id)
-        .execute(&mut *tx)
+        .execute(&mut **tx)
         .await
         .db()?;
     }
@@ -111,7 +135,7 @@ pub(super) async fn create(pool: &PgPool, new: &NewRun) -> DbResult<Run> {
     // running, so no pending row is updated and no index entry written twice.
     let mut claim = None;
     if let Some((worker, lease)) = new.claim.as_ref().filter(|_| due <= now) {
-        if !thread_active(&mut tx, &r.thread_id).await? {
+        if !thread_active(tx, &r.thread_id).await? {
             claim = Some((worker.as_str(), after(now, *lease)));
         }
     }
@@ -133,7 +157,7 @@ pub(super) async fn create(pool: &PgPool, new: &NewRun) -> DbResult<Run> {
     .bind(claim.map(|(w, _)| w))
     .bind(claim.map(|(_, until)| until))
     .bind(i64::from(claim.is_some()))
-    .execute(&mut *tx)
+    .execute(&mut **tx)
     .await
     .db()?
     .rows_affected();
@@ -148,22 +172,11 @@ pub(super) async fn create(pool: &PgPool, new: &NewRun) -> DbResult<Run> {
         )
         .bind(now)
         .bind(&r.thread_id)
-        .execute(&mut *tx)
+        .execute(&mut **tx)
         .await
         .db()?;
     }
-    tx.commit().await.db()?;
-    let at = rfc3339_from_micros(now);
-    Ok(Run {
-        created_at: at.clone(),
-        updated_at: at,
-        status: if claimed {
-            RunStatus::Running
-        } else {
-            RunStatus::Pending
-        },
-        ..r.clone()
-    })
+    Ok((now, claimed))
 }
 
 pub(super) async fn get(

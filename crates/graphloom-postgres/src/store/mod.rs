@@ -339,13 +339,25 @@ impl Store for PostgresStore {
         Ok(opts.apply(rows.iter().map(|p| decode_ns(p))))
     }
 
+    /// Deletes in batches of 1000 items, each its own statement: a large sweep never holds
+    /// long locks or one long transaction.
     async fn sweep_expired(&self) -> Result<usize> {
         self.migrate().await?;
-        let done = sqlx::query("DELETE FROM graphloom_store WHERE expires_at <= now()")
+        let mut total = 0usize;
+        loop {
+            let done = sqlx::query(
+                "DELETE FROM graphloom_store WHERE (prefix, key) IN \
+                 (SELECT prefix, key FROM graphloom_store WHERE expires_at <= now() LIMIT 1000)",
+            )
             .execute(&self.pool)
             .await
-            .during("store sweep_expired")?;
-        Ok(usize::try_from(done.rows_affected()).unwrap_or(usize::MAX))
+            .during("store sweep_expired")?
+            .rows_affected();
+            total = total.saturating_add(usize::try_from(done).unwrap_or(usize::MAX));
+            if done < 1000 {
+                return Ok(total);
+            }
+        }
     }
 }
 

@@ -6,6 +6,7 @@
 mod assistants;
 mod auth;
 mod bounds;
+mod crons;
 mod extract;
 mod openapi;
 mod respond;
@@ -80,6 +81,11 @@ pub(crate) fn router(state: AppRef) -> Router {
         .routes(routes!(runs::stateless_wait))
         .routes(routes!(runs::batch))
         .routes(routes!(runs::cancel_many))
+        .routes(routes!(crons::create_for_thread))
+        .routes(routes!(crons::create))
+        .routes(routes!(crons::search))
+        .routes(routes!(crons::count))
+        .routes(routes!(crons::get_one, crons::update, crons::delete))
         .routes(routes!(store::get_item, store::put_item, store::delete_item))
         .routes(routes!(store::search))
         .routes(routes!(store::namespaces))

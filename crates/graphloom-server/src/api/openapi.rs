@@ -24,6 +24,7 @@ use utoipa::OpenApi as _;
         (name = "stateless-runs", description = "Runs on a temporary thread"),
         (name = "store", description = "Long-term memory"),
         (name = "system", description = "Health, information, metrics, this document"),
+        (name = "crons", description = "Schedules that create runs"),
     )
 )]
 struct Base;

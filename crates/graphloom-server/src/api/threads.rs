@@ -27,10 +27,19 @@ fn ttl_value(v: Option<Value>) -> ApiResult<Option<Value>> {
         }
         Some(Value::Object(o)) if o.get("ttl").is_some_and(Value::is_number) => {
             super::bounds::thread_ttl(o.get("ttl").unwrap_or(&Value::Null))?;
+            match o.get("strategy") {
+                None | Some(Value::Null) => {}
+                Some(Value::String(s)) if crate::db::TtlStrategy::parse(s).is_some() => {}
+                Some(other) => {
+                    return Err(ApiError::invalid(format!(
+                        "ttl strategy must be \"delete\" or \"keep_latest\", not {other}"
+                    )))
+                }
+            }
             Ok(Some(Value::Object(o)))
         }
         Some(other) => Err(ApiError::invalid(format!(
-            "ttl must be minutes or {{\"strategy\": \"delete\", \"ttl\": minutes}}, not {other}"
+            "ttl must be minutes or {{\"strategy\": \"delete\" | \"keep_latest\", \"ttl\": minutes}}, not {other}"
         ))),
     }
 }

@@ -18,6 +18,10 @@ pub use graphloom_server_db::{
     AssistantPatch, AssistantQuery, Db, DbError, DbResult, Lease, NewRun, SortOrder, ThreadOutcome,
     ThreadQuery,
 };
+pub use graphloom_server_db::{
+    CronDb, CronPatch, CronQuery, CronTick, DefaultTtl, DueCron, ExpiredThread, Fired, NewCron, NewWebhook,
+    RetentionDb, TtlStrategy, WebhookDb, WebhookDelivery, WebhookStatus,
+};
 #[cfg(feature = "sqlite")]
 pub use graphloom_sqlite::server::SqliteDb;
 
@@ -25,7 +29,7 @@ pub use crate::config::Database;
 use crate::start_error::StartError;
 use file_lock::FileLock;
 use graphloom_core::checkpoint::DynCheckpointer;
-use graphloom_core::store::DynStore;
+use graphloom_core::store::{DynStore, TtlConfig};
 use std::sync::Arc;
 
 /// An open database: the server's tables, the checkpointer and the store on it, and (on
@@ -42,15 +46,15 @@ pub(crate) struct Opened {
 /// # Errors
 /// The database cannot be opened or migrated, another server holds the SQLite file, or
 /// this build lacks the backend.
-pub(crate) async fn open(database: &Database) -> Result<Opened, StartError> {
+pub(crate) async fn open(database: &Database, store_ttl: TtlConfig) -> Result<Opened, StartError> {
     match database {
-        Database::Sqlite(path) => open_sqlite(path).await,
-        Database::Postgres(url) => open_postgres(url).await,
+        Database::Sqlite(path) => open_sqlite(path, store_ttl).await,
+        Database::Postgres(url) => open_postgres(url, store_ttl).await,
     }
 }
 
 #[cfg(feature = "sqlite")]
-async fn open_sqlite(path: &std::path::Path) -> Result<Opened, StartError> {
+async fn open_sqlite(path: &std::path::Path, store_ttl: TtlConfig) -> Result<Opened, StartError> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|source| StartError::CreateDir {
             path: dir.to_owned(),
@@ -65,7 +69,11 @@ async fn open_sqlite(path: &std::path::Path) -> Result<Opened, StartError> {
         .await
         .map_err(StartError::storage("SQLite database"))?;
     let saver = shared.saver();
-    let store = shared.store().await.map_err(StartError::storage("store"))?;
+    let store = shared
+        .store()
+        .await
+        .map_err(StartError::storage("store"))?
+        .with_ttl(store_ttl);
     let db = SqliteDb::new(shared)
         .await
         .map_err(StartError::database("opening the server's tables"))?;
@@ -91,18 +99,19 @@ async fn open_sqlite(path: &std::path::Path) -> Result<Opened, StartError> {
 
 #[cfg(not(feature = "sqlite"))]
 #[allow(clippy::unused_async)]
-async fn open_sqlite(_path: &std::path::Path) -> Result<Opened, StartError> {
+async fn open_sqlite(_path: &std::path::Path, _store_ttl: TtlConfig) -> Result<Opened, StartError> {
     Err(StartError::Unsupported("SQLite", "sqlite"))
 }
 
 #[cfg(feature = "postgres")]
-async fn open_postgres(url: &str) -> Result<Opened, StartError> {
+async fn open_postgres(url: &str, store_ttl: TtlConfig) -> Result<Opened, StartError> {
     let saver = graphloom_postgres::PostgresSaver::connect(url)
         .await
         .map_err(StartError::storage("PostgreSQL checkpointer"))?;
     let store = graphloom_postgres::PostgresStore::connect(url)
         .await
-        .map_err(StartError::storage("PostgreSQL store"))?;
+        .map_err(StartError::storage("PostgreSQL store"))?
+        .with_ttl(store_ttl);
     let db = PgDb::connect(url)
         .await
         .map_err(StartError::database("opening the server's tables"))?;
@@ -116,6 +125,6 @@ async fn open_postgres(url: &str) -> Result<Opened, StartError> {
 
 #[cfg(not(feature = "postgres"))]
 #[allow(clippy::unused_async)]
-async fn open_postgres(_url: &str) -> Result<Opened, StartError> {
+async fn open_postgres(_url: &str, _store_ttl: TtlConfig) -> Result<Opened, StartError> {
     Err(StartError::Unsupported("PostgreSQL", "postgres"))
 }

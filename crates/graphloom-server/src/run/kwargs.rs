@@ -67,7 +67,7 @@ pub struct RunKwargs {
     /// What a streaming client's disconnect does.
     #[serde(default)]
     pub on_disconnect: OnDisconnect,
-    /// Stored; not called yet.
+    /// Where the run's end is POSTed.
     #[serde(default)]
     pub webhook: Option<String>,
     /// Stored.

@@ -87,7 +87,8 @@ pub struct RunRequest {
     #[serde(default)]
     #[schema(inline)]
     pub on_completion: Option<OnCompletion>,
-    /// Accepted and stored; not called yet.
+    /// A URL the run's end is POSTed to (see the server's `webhook` module): https, and
+    /// not a loopback, private or link-local host unless the server allows it.
     #[serde(default)]
     pub webhook: Option<String>,
     /// Accepted and stored.

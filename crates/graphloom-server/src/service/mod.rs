@@ -8,6 +8,7 @@
 //! | [`threads`] | loading a thread of an owner, thread CRUD, copy, prune, state and history |
 //! | [`runs`] | enqueueing a run (claimed at creation when a worker slot is free), finding, listing, cancelling, waiting for a run's end and following its events |
 //! | [`store`] | the store as an owner sees it (under the owner's hidden label) |
+//! | [`crons`] | crons: creating, changing, searching them, and firing their due ticks |
 //! | [`system`] | the graphs served, the metrics |
 //!
 //! Services take the shared [`AppState`](crate::state::AppState) and the owner the request
@@ -15,6 +16,7 @@
 //! internal causes are logged, never answered).
 
 pub(crate) mod assistants;
+pub(crate) mod crons;
 pub(crate) mod runs;
 pub(crate) mod store;
 pub(crate) mod system;

@@ -73,6 +73,9 @@ pub(super) async fn finish(mut exec: RunExecution, ended: Ended) {
         }
     }
     let outcome = thread_outcome(&exec, &ended).await;
+    if let (Some(url), false) = (&exec.kwargs.webhook, ended.rollback()) {
+        crate::webhook::enqueue(&exec.state, url, &exec.run, status, &outcome, ended.started).await;
+    }
     match record(&exec, &ended, status, &outcome).await {
         Ok(true) => {}
         Ok(false) => {

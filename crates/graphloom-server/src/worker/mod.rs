@@ -1,6 +1,7 @@
 //! The worker pool: claims runs from the durable queue, executes each as a
 //! [`RunExecution`](execution::RunExecution) in named steps (claim, heartbeat and
-//! shutdown watch, stream into the event sink, finish), and sweeps expired threads.
+//! shutdown watch, stream into the event sink, finish); it starts the cron scheduler, the
+//! webhook dispatcher and the retention sweeper beside them.
 //!
 //! | file | step |
 //! |---|---|
@@ -29,8 +30,8 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 /// this way; local ones wake a worker at once).
 const POLL: Duration = Duration::from_millis(250);
 
-/// Start the workers, the task that waits for runs claimed at creation at shutdown, and
-/// the TTL sweeper.
+/// Start the workers, the task that waits for runs claimed at creation at shutdown, the
+/// cron scheduler, the webhook dispatcher and the retention sweeper.
 pub(crate) fn start(state: Arc<AppState>) -> Vec<tokio::task::JoinHandle<()>> {
     let workers = state.config.workers;
     let slots = Arc::clone(state.slots.get_or_init(|| Arc::new(Semaphore::new(workers))));
@@ -46,7 +47,9 @@ pub(crate) fn start(state: Arc<AppState>) -> Vec<tokio::task::JoinHandle<()>> {
             let _ = slots.acquire_many(all).await;
         }
     }));
-    handles.push(tokio::spawn(sweeper(state)));
+    handles.push(tokio::spawn(crate::scheduler::run(Arc::clone(&state))));
+    handles.push(tokio::spawn(crate::webhook::run(Arc::clone(&state))));
+    handles.push(tokio::spawn(crate::retention::run(state)));
     handles
 }
 
@@ -107,28 +110,6 @@ async fn worker_loop(state: Arc<AppState>, slots: Arc<Semaphore>) {
                 tracing::warn!(error = %e, "claiming a run failed");
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
-        }
-    }
-}
-
-/// Deletes threads whose TTL has passed, and forgets expired run logs (which runs being
-/// created otherwise do), so an idle server lets them go too.
-async fn sweeper(state: Arc<AppState>) {
-    let mut shutdown = state.shutdown.subscribe();
-    loop {
-        tokio::select! {
-            () = tokio::time::sleep(Duration::from_secs(30)) => {}
-            _ = shutdown.changed() => return,
-        }
-        state.broker.sweep_now();
-        match state.db.expired_threads(100).await {
-            Ok(ids) => {
-                for id in ids {
-                    let _ = state.checkpointer.delete_thread(&id).await;
-                    let _ = state.db.delete_thread_any(&id).await;
-                }
-            }
-            Err(e) => tracing::warn!(error = %e, "ttl sweep failed"),
         }
     }
 }

@@ -13,6 +13,7 @@
 //! | `read.rs` | `get_tuple`, `list`: rows to tuples, append chains resolved, the value cache |
 //! | `write.rs` | `put`, `put_writes`, deletes |
 //! | `copy.rs` | `copy_thread` |
+//! | `prune.rs` | `prune_to_latest` (retention's `keep_latest`) |
 //! | `rows.rs` | the row types: how each is read, encoded and inserted |
 //! | `aad.rs` | the associated data each stored value is sealed with |
 //! | `cache.rs` | the bounded cache of resolved channel values |
@@ -20,6 +21,7 @@
 mod aad;
 pub(crate) mod cache;
 mod copy;
+mod prune;
 mod read;
 mod rows;
 mod write;
@@ -296,6 +298,10 @@ impl Checkpointer for SqliteSaver {
 
     async fn delete_thread(&self, thread_id: &str) -> Result<()> {
         self.delete_thread_now(thread_id).await
+    }
+
+    async fn prune_to_latest(&self, thread_id: &str) -> Result<usize> {
+        self.prune_to_latest_now(thread_id).await
     }
 
     async fn copy_thread(&self, source: &str, target: &str) -> Result<()> {

@@ -17,12 +17,18 @@
 //! | `runs.rs` | the run queue: create, claim, lease, finish, cancel |
 //! | `events.rs` | stored events of resumable runs |
 //! | `rows.rs` | the row types and typed columns |
+//! | `crons.rs` | crons, and firing a tick with its run in one transaction |
+//! | `webhooks.rs` | the webhook delivery queue |
+//! | `retention.rs` | threads whose time to live has passed |
 
 mod assistants;
+mod crons;
 mod events;
+mod retention;
 mod rows;
 mod runs;
 mod threads;
+mod webhooks;
 
 use crate::error::ServerResultExt;
 use crate::{SqliteDatabase, SqliteOptions};
@@ -314,5 +320,113 @@ impl Db for SqliteDb {
 
     async fn delete_run_events(&self, run_id: &str) -> DbResult<()> {
         events::delete(self, run_id).await
+    }
+}
+
+#[async_trait]
+impl graphloom_server_db::CronDb for SqliteDb {
+    async fn create_cron(
+        &self,
+        new: &graphloom_server_db::NewCron,
+    ) -> DbResult<graphloom_server_db::models::Cron> {
+        crons::create(self, new).await
+    }
+
+    async fn get_cron(
+        &self,
+        owner: &str,
+        cron_id: &str,
+    ) -> DbResult<Option<graphloom_server_db::models::Cron>> {
+        crons::get(self, owner, cron_id)
+    }
+
+    async fn patch_cron(
+        &self,
+        owner: &str,
+        cron_id: &str,
+        patch: &graphloom_server_db::CronPatch,
+    ) -> DbResult<Option<graphloom_server_db::models::Cron>> {
+        crons::patch(self, owner, cron_id, patch).await
+    }
+
+    async fn delete_cron(&self, owner: &str, cron_id: &str) -> DbResult<bool> {
+        crons::delete(self, owner, cron_id).await
+    }
+
+    async fn search_crons(
+        &self,
+        owner: &str,
+        q: &graphloom_server_db::CronQuery,
+    ) -> DbResult<(Vec<graphloom_server_db::models::Cron>, i64)> {
+        crons::search(self, owner, q).await
+    }
+
+    async fn due_crons(&self, now_us: i64, limit: i64) -> DbResult<Vec<graphloom_server_db::DueCron>> {
+        crons::due(self, now_us, limit).await
+    }
+
+    async fn fire_cron(
+        &self,
+        tick: &graphloom_server_db::CronTick,
+        run: Option<&NewRun>,
+    ) -> DbResult<graphloom_server_db::Fired> {
+        crons::fire(self, tick, run).await
+    }
+}
+
+#[async_trait]
+impl graphloom_server_db::WebhookDb for SqliteDb {
+    async fn enqueue_webhook(&self, new: &graphloom_server_db::NewWebhook) -> DbResult<bool> {
+        webhooks::enqueue(self, new).await
+    }
+
+    async fn claim_webhook(
+        &self,
+        worker: &str,
+        lease: Duration,
+    ) -> DbResult<Option<graphloom_server_db::WebhookDelivery>> {
+        webhooks::claim(self, worker, lease).await
+    }
+
+    async fn webhook_delivered(&self, run_id: &str, worker: &str) -> DbResult<bool> {
+        webhooks::delivered(self, run_id, worker).await
+    }
+
+    async fn webhook_failed(
+        &self,
+        run_id: &str,
+        worker: &str,
+        error: &str,
+        retry_in: Option<Duration>,
+    ) -> DbResult<bool> {
+        webhooks::failed(self, run_id, worker, error, retry_in).await
+    }
+
+    async fn webhook_status(&self, run_id: &str) -> DbResult<Option<graphloom_server_db::WebhookStatus>> {
+        webhooks::status(self, run_id)
+    }
+
+    async fn prune_webhooks(&self, before_us: i64, limit: i64) -> DbResult<usize> {
+        webhooks::prune(self, before_us, limit).await
+    }
+}
+
+#[async_trait]
+impl graphloom_server_db::RetentionDb for SqliteDb {
+    async fn expired_threads_for(
+        &self,
+        now_us: i64,
+        default: Option<graphloom_server_db::DefaultTtl>,
+        limit: i64,
+    ) -> DbResult<Vec<graphloom_server_db::ExpiredThread>> {
+        retention::expired(self, now_us, default, limit).await
+    }
+
+    async fn mark_retained(&self, thread_id: &str, now_us: i64) -> DbResult<()> {
+        retention::mark_retained(self, thread_id, now_us).await
+    }
+
+    async fn thread_exists(&self, thread_id: &str) -> DbResult<bool> {
+        retention::exists(self, thread_id)
     }
 }

@@ -46,6 +46,33 @@ fn thread_active(c: &Connection, thread_id: &str) -> DbResult<bool> {
 
 pub(super) async fn create(db: &SqliteDb, new: &NewRun) -> DbResult<Run> {
     let now = now_micros();
+    let op = insert_op(new, now)?;
+    let claimed = db.write(op).await?;
+    Ok(created(&new.run, now, claimed))
+}
+
+/// The run as created at `now`: `running` when it was claimed at once.
+pub(super) fn created(r: &Run, now: i64, claimed: bool) -> Run {
+    let at = rfc3339_from_micros(now);
+    Run {
+        created_at: at.clone(),
+        updated_at: at,
+        status: if claimed {
+            RunStatus::Running
+        } else {
+            RunStatus::Pending
+        },
+        ..r.clone()
+    }
+}
+
+/// The write that creates `new` at `now` (with its multitask strategy, claimed at once
+/// when it asks and can be), to run in a writer transaction: whether it was claimed. A
+/// missing thread or a `reject` on a busy thread fail before anything is written.
+pub(super) fn insert_op(
+    new: &NewRun,
+    now: i64,
+) -> DbResult<impl FnOnce(&Connection) -> DbResult<bool> + Send + 'static> {
     let r = &new.run;
     let (metadata, kwargs) = (text(&r.metadata)?, text(&r.kwargs)?);
     let due = new.delay.map_or(now, |d| after(now, d));
@@ -58,50 +85,49 @@ pub(super) async fn create(db: &SqliteDb, new: &NewRun) -> DbResult<Run> {
     );
     let (reject_if_busy, cancel_active) = (new.reject_if_busy, new.cancel_active);
     let (thread_metadata, claim) = (new.thread_metadata.clone(), new.claim.clone());
-    let claimed = db
-        .write(move |c| {
-            let (run_id, thread_id, owner, assistant_id, strategy) = row;
-            let stored_metadata: Option<Value> = c
-                .prepare_cached("SELECT metadata FROM server_threads WHERE thread_id = ?1")
-                .db()?
-                .query_row(params![thread_id], |r| r.get(0))
-                .optional()
-                .db()?;
-            let Some(stored_metadata) = stored_metadata else {
-                return Err(DbError::Backend(format!("thread {thread_id} not found")));
-            };
-            if reject_if_busy && thread_active(c, &thread_id)? {
-                return Err(DbError::Busy(thread_id));
-            }
-            if let Some(action) = cancel_active {
-                let pending = match action {
-                    CancelAction::Interrupt => {
-                        "UPDATE server_runs SET status = 'interrupted', updated_at = ?1 \
+    Ok(move |c: &Connection| {
+        let (run_id, thread_id, owner, assistant_id, strategy) = row;
+        let stored_metadata: Option<Value> = c
+            .prepare_cached("SELECT metadata FROM server_threads WHERE thread_id = ?1")
+            .db()?
+            .query_row(params![thread_id], |r| r.get(0))
+            .optional()
+            .db()?;
+        let Some(stored_metadata) = stored_metadata else {
+            return Err(DbError::Backend(format!("thread {thread_id} not found")));
+        };
+        if reject_if_busy && thread_active(c, &thread_id)? {
+            return Err(DbError::Busy(thread_id));
+        }
+        if let Some(action) = cancel_active {
+            let pending = match action {
+                CancelAction::Interrupt => {
+                    "UPDATE server_runs SET status = 'interrupted', updated_at = ?1 \
                          WHERE thread_id = ?2 AND status = 'pending'"
-                    }
-                    CancelAction::Rollback => {
-                        "DELETE FROM server_runs WHERE thread_id = ?2 AND status = 'pending' AND ?1 IS NOT NULL"
-                    }
-                };
-                exec(c, pending, params![now, thread_id])?;
-                exec(
-                    c,
-                    "UPDATE server_runs SET cancel_action = ?1, updated_at = ?2 \
+                }
+                CancelAction::Rollback => {
+                    "DELETE FROM server_runs WHERE thread_id = ?2 AND status = 'pending' AND ?1 IS NOT NULL"
+                }
+            };
+            exec(c, pending, params![now, thread_id])?;
+            exec(
+                c,
+                "UPDATE server_runs SET cancel_action = ?1, updated_at = ?2 \
                      WHERE thread_id = ?3 AND status = 'running'",
-                    params![action.as_str(), now, thread_id],
-                )?;
-            }
-            // Claimed at once: inserted running (no pending row to update, no index
-            // entries written twice).
-            let claim = match claim {
-                Some(held) if due <= now && !thread_active(c, &thread_id)? => Some(held),
-                _ => None,
-            };
-            let (status, worker, lease_expires_at, attempt) = match &claim {
-                Some((worker, lease)) => ("running", Some(worker.as_str()), Some(after(now, *lease)), 1),
-                None => ("pending", None, None, 0),
-            };
-            let inserted = exec(
+                params![action.as_str(), now, thread_id],
+            )?;
+        }
+        // Claimed at once: inserted running (no pending row to update, no index
+        // entries written twice).
+        let claim = match claim {
+            Some(held) if due <= now && !thread_active(c, &thread_id)? => Some(held),
+            _ => None,
+        };
+        let (status, worker, lease_expires_at, attempt) = match &claim {
+            Some((worker, lease)) => ("running", Some(worker.as_str()), Some(after(now, *lease)), 1),
+            None => ("pending", None, None, 0),
+        };
+        let inserted = exec(
                 c,
                 "INSERT INTO server_runs (run_id, thread_id, owner, assistant_id, created_at, updated_at, status, \
                  metadata, kwargs, multitask_strategy, due_at, worker, lease_expires_at, attempt) \
@@ -122,24 +148,24 @@ pub(super) async fn create(db: &SqliteDb, new: &NewRun) -> DbResult<Run> {
                     attempt
                 ],
             )?;
-            if inserted == 0 {
-                return Err(DbError::Conflict(format!("run {run_id}")));
+        if inserted == 0 {
+            return Err(DbError::Conflict(format!("run {run_id}")));
+        }
+        // The thread: the run's graph in its metadata, busy if claimed; one update.
+        let merged = match &thread_metadata {
+            Some(m) => {
+                let mut merged = match stored_metadata {
+                    Value::Object(o) => o,
+                    _ => Map::new(),
+                };
+                merge(&mut merged, m);
+                Some(text(&merged)?)
             }
-            // The thread: the run's graph in its metadata, busy if claimed; one update.
-            let merged = match &thread_metadata {
-                Some(m) => {
-                    let mut merged = match stored_metadata {
-                        Value::Object(o) => o,
-                        _ => Map::new(),
-                    };
-                    merge(&mut merged, m);
-                    Some(text(&merged)?)
-                }
-                None => None,
-            };
-            let claimed = claim.is_some();
-            if merged.is_some() || claimed {
-                exec(
+            None => None,
+        };
+        let claimed = claim.is_some();
+        if merged.is_some() || claimed {
+            exec(
                     c,
                     "UPDATE server_threads SET metadata = COALESCE(?1, metadata), updated_at = ?2, \
                      status = CASE WHEN ?3 THEN 'busy' ELSE status END, \
@@ -147,20 +173,8 @@ pub(super) async fn create(db: &SqliteDb, new: &NewRun) -> DbResult<Run> {
                      WHERE thread_id = ?4",
                     params![merged, now, claimed, thread_id],
                 )?;
-            }
-            Ok(claimed)
-        })
-        .await?;
-    let at = rfc3339_from_micros(now);
-    Ok(Run {
-        created_at: at.clone(),
-        updated_at: at,
-        status: if claimed {
-            RunStatus::Running
-        } else {
-            RunStatus::Pending
-        },
-        ..r.clone()
+        }
+        Ok(claimed)
     })
 }
 

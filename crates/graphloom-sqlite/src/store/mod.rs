@@ -523,27 +523,43 @@ impl Store for SqliteStore {
         self.namespaces(opts).await
     }
 
+    /// Deletes in batches of [`SWEEP_BATCH`] items, each its own write: a large sweep never
+    /// holds the writer (and the runs' commits behind it) for long.
     async fn sweep_expired(&self) -> Result<usize> {
-        self.db
-            .write(|conn| {
-                let now = now_ms();
-                conn.prepare_cached(
-                    "DELETE FROM store_vectors WHERE EXISTS (
-                        SELECT 1 FROM store_items i
-                        WHERE i.prefix = store_vectors.prefix AND i.key = store_vectors.key
-                          AND i.expires_at <= ?)",
-                )
-                .and_then(|mut stmt| stmt.execute([now]))
-                .sql()?;
-                let done = conn
-                    .prepare_cached("DELETE FROM store_items WHERE expires_at <= ?")
-                    .and_then(|mut stmt| stmt.execute([now]))
+        let mut total = 0;
+        loop {
+            let done = self
+                .db
+                .write(|conn| {
+                    let now = now_ms();
+                    conn.prepare_cached(
+                        "DELETE FROM store_vectors WHERE EXISTS (
+                            SELECT 1 FROM store_items i
+                            WHERE i.prefix = store_vectors.prefix AND i.key = store_vectors.key
+                              AND i.rowid IN (SELECT rowid FROM store_items WHERE expires_at <= ?1 ORDER BY rowid LIMIT ?2))",
+                    )
+                    .and_then(|mut stmt| stmt.execute(rusqlite::params![now, SWEEP_BATCH]))
                     .sql()?;
-                Ok(done)
-            })
-            .await
+                    let done = conn
+                        .prepare_cached(
+                            "DELETE FROM store_items WHERE rowid IN \
+                             (SELECT rowid FROM store_items WHERE expires_at <= ?1 ORDER BY rowid LIMIT ?2)",
+                        )
+                        .and_then(|mut stmt| stmt.execute(rusqlite::params![now, SWEEP_BATCH]))
+                        .sql()?;
+                    Ok(done)
+                })
+                .await?;
+            total += done;
+            if done < SWEEP_BATCH as usize {
+                return Ok(total);
+            }
+        }
     }
 }
+
+/// Expired items deleted per write by [`Store::sweep_expired`].
+const SWEEP_BATCH: i64 = 1000;
 
 #[cfg(test)]
 mod tests {

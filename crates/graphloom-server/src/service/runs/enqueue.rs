@@ -4,7 +4,7 @@
 
 use super::public;
 use crate::broker::Reader;
-use crate::db::{DbError, NewRun};
+use crate::db::{CronTick, DbError, Fired, NewRun};
 use crate::error::{ApiError, ApiResult};
 use crate::models::{
     now_rfc3339, Assistant, CancelAction, ClaimedRun, MultitaskStrategy, Run, RunStatus, Thread,
@@ -54,11 +54,34 @@ pub(crate) struct Enqueued {
 
 /// Resolve, check and queue a run (see the module docs).
 pub(crate) async fn enqueue(state: &AppRef, s: Submit) -> ApiResult<Enqueued> {
+    enqueue_at(state, s, None)
+        .await?
+        .map_err(|not| ApiError::internal(format!("a run was not created: {not:?}")))
+}
+
+/// [`enqueue()`] for a cron's tick: the run is created only while `tick` is still due,
+/// in the transaction that moves the cron on (`Db::fire_cron`). `Ok(Err(..))` says why no
+/// run was created (the tick was taken by another replica, the thread is gone or busy);
+/// a stateless run's new thread is then deleted again.
+pub(crate) async fn enqueue_tick(
+    state: &AppRef,
+    s: Submit,
+    tick: &CronTick,
+) -> ApiResult<Result<Enqueued, Fired>> {
+    enqueue_at(state, s, Some(tick)).await
+}
+
+async fn enqueue_at(
+    state: &AppRef,
+    s: Submit,
+    tick: Option<&CronTick>,
+) -> ApiResult<Result<Enqueued, Fired>> {
     let assistant = assistants::resolve(state, &s.owner, &s.request.assistant_id).await?;
     if !state.graphs.contains_key(&assistant.graph_id) {
         return Err(ApiError::not_found(format!("graph {}", assistant.graph_id)));
     }
     check_input(state, &assistant.graph_id, s.request.input.as_ref())?;
+    crate::webhook::check_url(&state.config.webhooks, s.request.webhook.as_deref())?;
     let thread = thread_of(state, &s, &assistant).await?;
     let kwargs = kwargs(&s, &assistant)?;
     let strategy = s.request.multitask_strategy.unwrap_or_default();
@@ -89,17 +112,25 @@ pub(crate) async fn enqueue(state: &AppRef, s: Submit) -> ApiResult<Enqueued> {
         claim: None,
     };
     let resumable = kwargs.stream_resumable;
-    let (run, reader) = create(state, new, kwargs, s.hold).await?;
-    Ok(Enqueued {
+    let (run, reader) = match create(state, new, kwargs, s.hold, tick).await? {
+        Ok(created) => created,
+        Err(not) => {
+            if s.thread_id.is_none() {
+                let _ = state.db.delete_thread_any(&thread.thread_id).await;
+            }
+            return Ok(Err(not));
+        }
+    };
+    Ok(Ok(Enqueued {
         run: public(run),
         resumable,
         reader,
-    })
+    }))
 }
 
 /// Check a run's input against its graph: its input schema, then a decode as the run
 /// will do (what the schema lets through, the run must be able to decode).
-fn check_input(state: &AppRef, graph_id: &str, input: Option<&Value>) -> ApiResult<()> {
+pub(crate) fn check_input(state: &AppRef, graph_id: &str, input: Option<&Value>) -> ApiResult<()> {
     let Some(input) = input.filter(|v| !v.is_null()) else {
         return Ok(());
     };
@@ -225,7 +256,8 @@ async fn create(
     mut new: NewRun,
     kwargs: RunKwargs,
     hold: Hold,
-) -> ApiResult<(Run, Option<Reader>)> {
+    tick: Option<&CronTick>,
+) -> ApiResult<Result<(Run, Option<Reader>), Fired>> {
     let slot = worker::free_slot(state);
     if slot.is_some() {
         new.claim = Some((state.worker_id.clone(), state.config.lease));
@@ -236,7 +268,16 @@ async fn create(
         Hold::Events => state.broker.reader(&new.run.run_id),
         Hold::Outcome => state.broker.waiter(&new.run.run_id),
     };
-    let run = state.db.create_run(&new).await?;
+    let run = match tick {
+        None => state.db.create_run(&new).await?,
+        Some(tick) => match state.db.fire_cron(tick, Some(&new)).await? {
+            Fired::Run(run) => run,
+            not => {
+                state.broker.abandon(&new.run.run_id);
+                return Ok(Err(not));
+            }
+        },
+    };
     if let Some(action) = new.cancel_active {
         state.cancel_local_thread(&run.thread_id, action);
     }
@@ -258,5 +299,5 @@ async fn create(
             run
         }
     };
-    Ok((run, reader))
+    Ok(Ok((run, reader)))
 }
