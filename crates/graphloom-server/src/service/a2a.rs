@@ -154,7 +154,7 @@ fn input_of(state: &AppRef, a: &Assistant, msg: &A2aMessage) -> Result<Value, Rp
     for p in &msg.parts {
         match p {
             Part::Text(t) => texts.push(t.as_str()),
-            Part::Data(Value::Object(d)) => input.extend(d.clone()),
+            Part::Data(Value::Object(d)) => input.extend(d.iter().map(|(k, v)| (k.clone(), integral(v)))),
             Part::Data(_) => return Err(RpcError::invalid("a data part must hold an object")),
         }
     }
@@ -168,6 +168,22 @@ fn input_of(state: &AppRef, a: &Assistant, msg: &A2aMessage) -> Result<Value, Rp
         input.insert("messages".into(), json!([agents::user_message(&texts.join("\n"))]));
     }
     Ok(Value::Object(input))
+}
+
+/// `v` with whole floating-point numbers as integers: a 1.0 client's data parts are
+/// protobuf `Value`s, whose numbers are all doubles (`2` arrives as `2.0`), and an integer
+/// field must still read them.
+fn integral(v: &Value) -> Value {
+    match v {
+        Value::Number(n) if n.is_f64() => match n.as_f64() {
+            // Within ±2^53 a double holds the integer exactly.
+            Some(f) if f.fract() == 0.0 && f.abs() <= 9_007_199_254_740_992.0 => json!(f as i64),
+            _ => v.clone(),
+        },
+        Value::Array(a) => Value::Array(a.iter().map(integral).collect()),
+        Value::Object(m) => Value::Object(m.iter().map(|(k, x)| (k.clone(), integral(x))).collect()),
+        _ => v.clone(),
+    }
 }
 
 /// The text of a message as the graphs store it (a string, or content blocks).
