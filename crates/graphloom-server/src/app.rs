@@ -70,8 +70,10 @@ impl ServerBuilder {
     where
         L: tower::Layer<axum::routing::Route> + Clone + Send + Sync + 'static,
         L::Service: tower::Service<axum::extract::Request> + Clone + Send + Sync + 'static,
-        <L::Service as tower::Service<axum::extract::Request>>::Response: axum::response::IntoResponse + 'static,
-        <L::Service as tower::Service<axum::extract::Request>>::Error: Into<std::convert::Infallible> + 'static,
+        <L::Service as tower::Service<axum::extract::Request>>::Response:
+            axum::response::IntoResponse + 'static,
+        <L::Service as tower::Service<axum::extract::Request>>::Error:
+            Into<std::convert::Infallible> + 'static,
         <L::Service as tower::Service<axum::extract::Request>>::Future: Send + 'static,
     {
         self.custom.push_layer(layer);

@@ -24,7 +24,9 @@ struct Sum {
 
 fn sum(deps: &GraphDeps) -> graphloom_core::Result<CompiledGraph<Sum>> {
     StateGraph::<Sum>::new()
-        .add_node("add", |s: Arc<Sum>, _rt| async move { Ok(SumUpdate::new().total(s.a + s.b)) })
+        .add_node("add", |s: Arc<Sum>, _rt| async move {
+            Ok(SumUpdate::new().total(s.a + s.b))
+        })
         .add_edge(START, "add")
         .add_edge("add", END)
         .checkpointer_dyn(Arc::clone(&deps.checkpointer))
@@ -65,19 +67,51 @@ async fn drive(cfg: ServerConfig) {
         }
         rb.send()
     };
-    let (st, card) = split(get(format!("/.well-known/agent-card.json?assistant_id={echo}"), Some("key-ann")).await.unwrap()).await;
+    let (st, card) = split(
+        get(
+            format!("/.well-known/agent-card.json?assistant_id={echo}"),
+            Some("key-ann"),
+        )
+        .await
+        .unwrap(),
+    )
+    .await;
     assert_eq!((st, card["name"].as_str()), (200, Some("echo")), "{card}");
     assert_eq!(card["url"], format!("{}/a2a/{echo}", s.url));
-    let (st, b) = split(get("/.well-known/agent-card.json".into(), Some("key-ann")).await.unwrap()).await;
+    let (st, b) = split(
+        get("/.well-known/agent-card.json".into(), Some("key-ann"))
+            .await
+            .unwrap(),
+    )
+    .await;
     assert_eq!(st, 400, "{b}");
-    let (st, _) = split(get(format!("/a2a/{echo}/.well-known/agent-card.json"), None).await.unwrap()).await;
+    let (st, _) = split(
+        get(format!("/a2a/{echo}/.well-known/agent-card.json"), None)
+            .await
+            .unwrap(),
+    )
+    .await;
     assert_eq!(st, 401);
-    let (st, _) = split(get("/a2a/no-such-assistant/.well-known/agent-card.json".into(), Some("key-ann")).await.unwrap()).await;
+    let (st, _) = split(
+        get(
+            "/a2a/no-such-assistant/.well-known/agent-card.json".into(),
+            Some("key-ann"),
+        )
+        .await
+        .unwrap(),
+    )
+    .await;
     assert_eq!(st, 404);
 
     // Ann's task is hers: bob's `tasks/get` does not find it.
-    let sent = rpc(&s, "key-ann", &echo, "message/send",
-        json!({"message": {"role": "user", "messageId": "x1", "parts": [{"kind": "text", "text": "mine"}]}})).await;
+    let sent = rpc(
+        &s,
+        "key-ann",
+        &echo,
+        "message/send",
+        json!({"message": {"role": "user", "messageId": "x1", "parts": [{"kind": "text", "text": "mine"}]}}),
+    )
+    .await;
     assert_eq!(sent["result"]["status"]["state"], "completed", "{sent}");
     let task = sent["result"]["id"].as_str().unwrap();
     let got = rpc(&s, "key-ann", &echo, "tasks/get", json!({"id": task})).await;
@@ -89,12 +123,33 @@ async fn drive(cfg: ServerConfig) {
     assert_eq!(got["error"]["code"], -32001, "{got}");
 
     // Bad requests: typed JSON-RPC errors, nothing run.
-    let (_, before) = split(s.http.post(s.u("/threads/count")).header("x-api-key", "key-ann").json(&json!({})).send().await.unwrap()).await;
+    let (_, before) = split(
+        s.http
+            .post(s.u("/threads/count"))
+            .header("x-api-key", "key-ann")
+            .json(&json!({}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
     for (method, params, code) in [
         ("message/send", json!({}), -32602),
-        ("message/send", json!({"message": {"role": "user", "parts": []}}), -32602),
-        ("message/send", json!({"message": {"role": "user", "parts": [{"kind": "file", "file": {"uri": "file:///etc/passwd"}}]}}), -32005),
-        ("SendMessage", json!({"message": {"role": "ROLE_USER", "parts": [{"url": "https://x.test/a"}]}}), -32005),
+        (
+            "message/send",
+            json!({"message": {"role": "user", "parts": []}}),
+            -32602,
+        ),
+        (
+            "message/send",
+            json!({"message": {"role": "user", "parts": [{"kind": "file", "file": {"uri": "file:///etc/passwd"}}]}}),
+            -32005,
+        ),
+        (
+            "SendMessage",
+            json!({"message": {"role": "ROLE_USER", "parts": [{"url": "https://x.test/a"}]}}),
+            -32005,
+        ),
         ("tasks/get", json!({}), -32602),
         ("tasks/resubscribe", json!({"id": task}), -32601),
     ] {
@@ -103,14 +158,29 @@ async fn drive(cfg: ServerConfig) {
         assert_eq!(b["id"], "r1");
     }
     let (st, b) = split(
-        s.http.post(s.u(&format!("/a2a/{echo}"))).header("x-api-key", "key-ann")
-            .header("content-type", "application/json").body("{oops").send().await.unwrap(),
+        s.http
+            .post(s.u(&format!("/a2a/{echo}")))
+            .header("x-api-key", "key-ann")
+            .header("content-type", "application/json")
+            .body("{oops")
+            .send()
+            .await
+            .unwrap(),
     )
     .await;
     assert_eq!((st, b["error"]["code"].as_i64()), (200, Some(-32700)), "{b}");
     let b = rpc(&s, "key-ann", "no-such-assistant", "message/send", json!({})).await;
     assert_eq!(b["error"]["code"], -32602, "{b}");
-    let (_, after) = split(s.http.post(s.u("/threads/count")).header("x-api-key", "key-ann").json(&json!({})).send().await.unwrap()).await;
+    let (_, after) = split(
+        s.http
+            .post(s.u("/threads/count"))
+            .header("x-api-key", "key-ann")
+            .json(&json!({}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
     assert_eq!(before, after);
     s.stop().await;
 }

@@ -19,7 +19,12 @@ struct Teams;
 
 impl Auth for Teams {
     async fn authenticate(&self, req: &axum::http::request::Parts) -> Result<Identity, AuthError> {
-        let header = |k: &str| req.headers.get(k).and_then(|v| v.to_str().ok()).map(str::to_owned);
+        let header = |k: &str| {
+            req.headers
+                .get(k)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
         let user = header("x-user").ok_or_else(|| AuthError::unauthenticated("x-user is missing"))?;
         let team = header("x-team").unwrap_or_else(|| "none".into());
         Ok(Identity::new("acme")
@@ -38,7 +43,9 @@ impl Auth for Teams {
         }
         let team = req.identity.extra["team"].clone();
         Ok(match req.resource {
-            Resource::Threads | Resource::Runs => Grant::allow().filter("team", team.clone()).stamp("team", team),
+            Resource::Threads | Resource::Runs => {
+                Grant::allow().filter("team", team.clone()).stamp("team", team)
+            }
             _ => Grant::allow(),
         })
     }
@@ -68,7 +75,13 @@ async fn start(cfg: ServerConfig) -> TestServer {
     TestServer::start_with(cfg, |b| b.graph("whoami", factory(whoami)).auth(Teams)).await
 }
 
-async fn call(s: &TestServer, who: (&str, &str), method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+async fn call(
+    s: &TestServer,
+    who: (&str, &str),
+    method: &str,
+    path: &str,
+    body: Option<Value>,
+) -> (u16, Value) {
     let mut rb = s
         .http
         .request(reqwest::Method::from_bytes(method.as_bytes()).unwrap(), s.u(path))
@@ -90,7 +103,14 @@ async fn filters_and_stamps(s: &TestServer) {
     assert_eq!((st, b["detail"].as_str()), (401, Some("x-user is missing")));
 
     // A thread is stamped with the creator's team (over what the client sent).
-    let (st, t) = call(s, RED, "POST", "/threads", Some(json!({"metadata": {"team": "blue", "k": 1}}))).await;
+    let (st, t) = call(
+        s,
+        RED,
+        "POST",
+        "/threads",
+        Some(json!({"metadata": {"team": "blue", "k": 1}})),
+    )
+    .await;
     assert_eq!(st, 200, "{t}");
     assert_eq!(t["metadata"]["team"], "red");
     assert_eq!(t["metadata"]["k"], 1);
@@ -105,27 +125,65 @@ async fn filters_and_stamps(s: &TestServer) {
         ("GET", format!("/threads/{red}/state"), None),
         ("GET", format!("/threads/{red}/history"), None),
         ("POST", format!("/threads/{red}/history"), Some(json!({}))),
-        ("PATCH", format!("/threads/{red}"), Some(json!({"metadata": {"x": 1}}))),
-        ("POST", format!("/threads/{red}/state"), Some(json!({"values": {"decision": "x"}}))),
+        (
+            "PATCH",
+            format!("/threads/{red}"),
+            Some(json!({"metadata": {"x": 1}})),
+        ),
+        (
+            "POST",
+            format!("/threads/{red}/state"),
+            Some(json!({"values": {"decision": "x"}})),
+        ),
         ("POST", format!("/threads/{red}/copy"), Some(json!({}))),
         ("GET", format!("/threads/{red}/runs"), None),
-        ("POST", format!("/threads/{red}/runs/wait"), Some(json!({"assistant_id": "whoami"}))),
+        (
+            "POST",
+            format!("/threads/{red}/runs/wait"),
+            Some(json!({"assistant_id": "whoami"})),
+        ),
     ] {
         let (st, b) = call(s, BLUE, m, &p, body).await;
         assert_eq!(st, 404, "{m} {p}: {b}");
         assert_eq!(b["detail"], format!("thread {red} not found"), "{m} {p}");
     }
     let (_, found) = call(s, BLUE, "POST", "/threads/search", Some(json!({"limit": 100}))).await;
-    let ids: Vec<&str> = found.as_array().unwrap().iter().map(|t| t["thread_id"].as_str().unwrap()).collect();
+    let ids: Vec<&str> = found
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["thread_id"].as_str().unwrap())
+        .collect();
     assert_eq!(ids, [blue.as_str()]);
     let (_, n) = call(s, BLUE, "POST", "/threads/count", Some(json!({}))).await;
     assert_eq!(n, 1);
     // Asking for the other team's metadata finds nothing, not the other team's threads.
-    let (st, found) = call(s, BLUE, "POST", "/threads/search", Some(json!({"metadata": {"team": "red"}}))).await;
+    let (st, found) = call(
+        s,
+        BLUE,
+        "POST",
+        "/threads/search",
+        Some(json!({"metadata": {"team": "red"}})),
+    )
+    .await;
     assert_eq!((st, found), (200, json!([])));
-    let (_, n) = call(s, BLUE, "POST", "/threads/count", Some(json!({"metadata": {"team": "red"}}))).await;
+    let (_, n) = call(
+        s,
+        BLUE,
+        "POST",
+        "/threads/count",
+        Some(json!({"metadata": {"team": "red"}})),
+    )
+    .await;
     assert_eq!(n, 0);
-    let (_, found) = call(s, RED, "POST", "/threads/search", Some(json!({"metadata": {"k": 1}}))).await;
+    let (_, found) = call(
+        s,
+        RED,
+        "POST",
+        "/threads/search",
+        Some(json!({"metadata": {"k": 1}})),
+    )
+    .await;
     assert_eq!(found.as_array().unwrap().len(), 1);
 
     // A run on one's own thread: its metadata stamped, the identity in its context.
@@ -134,8 +192,10 @@ async fn filters_and_stamps(s: &TestServer) {
         RED,
         "POST",
         &format!("/threads/{red}/runs/wait"),
-        Some(json!({"assistant_id": "whoami", "input": human("hi"), "context": {"mine": 7},
-            "config": {"configurable": {"langgraph_auth_user_id": "forged"}}})),
+        Some(
+            json!({"assistant_id": "whoami", "input": human("hi"), "context": {"mine": 7},
+            "config": {"configurable": {"langgraph_auth_user_id": "forged"}}}),
+        ),
     )
     .await;
     assert_eq!(st, 200, "{out}");
@@ -147,7 +207,10 @@ async fn filters_and_stamps(s: &TestServer) {
     let (_, runs) = call(s, RED, "GET", &format!("/threads/{red}/runs"), None).await;
     let run = &runs[0];
     assert_eq!(run["metadata"]["team"], "red");
-    assert_eq!(run["kwargs"]["config"]["configurable"]["langgraph_auth_user_id"], "acme");
+    assert_eq!(
+        run["kwargs"]["config"]["configurable"]["langgraph_auth_user_id"],
+        "acme"
+    );
     let run_id = run["run_id"].as_str().unwrap();
     let (st, _) = call(s, BLUE, "GET", &format!("/threads/{red}/runs/{run_id}"), None).await;
     assert_eq!(st, 404);
@@ -171,12 +234,33 @@ async fn filters_and_stamps(s: &TestServer) {
     assert_eq!((st, b["detail"].as_str()), (403, Some("only admin deletes")));
     let (st, _) = call(s, RED, "GET", &format!("/threads/{red}"), None).await;
     assert_eq!(st, 200);
-    let (st, _) = call(s, ("intern", "red"), "POST", "/store/items/search", Some(json!({}))).await;
+    let (st, _) = call(
+        s,
+        ("intern", "red"),
+        "POST",
+        "/store/items/search",
+        Some(json!({})),
+    )
+    .await;
     assert_eq!(st, 403);
-    let (st, b) = call(s, RED, "PUT", "/store/items", Some(json!({"namespace": ["a"], "key": "k", "value": {"v": 1}}))).await;
+    let (st, b) = call(
+        s,
+        RED,
+        "PUT",
+        "/store/items",
+        Some(json!({"namespace": ["a"], "key": "k", "value": {"v": 1}})),
+    )
+    .await;
     assert_eq!(st, 204, "{b}");
     // Prune deletes only the threads the filter shows; the admin of red cannot touch blue.
-    let (st, b) = call(s, RED_ADMIN, "POST", "/threads/prune", Some(json!({"thread_ids": [red, blue]}))).await;
+    let (st, b) = call(
+        s,
+        RED_ADMIN,
+        "POST",
+        "/threads/prune",
+        Some(json!({"thread_ids": [red, blue]})),
+    )
+    .await;
     assert_eq!(st, 200, "{b}");
     let (st, _) = call(s, BLUE, "GET", &format!("/threads/{blue}"), None).await;
     assert_eq!(st, 200);
@@ -229,7 +313,10 @@ async fn every_documented_route_is_authorised_as_an_action() {
             }
         }
     }
-    assert!(missing.is_empty(), "routes without a rule (or system routes with one): {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "routes without a rule (or system routes with one): {missing:?}"
+    );
     assert_eq!(
         route_action(&axum::http::Method::DELETE, "/runs/crons/{cron_id}"),
         Some((Resource::Crons, Action::Delete))

@@ -50,7 +50,13 @@ async fn user_routes_and_layers_share_the_servers_auth() {
     // Behind auth: refused without a key, the identity with one, the layer saw it first.
     let (st, b) = s.get("/me").await;
     assert_eq!(st, 401, "{b}");
-    let r = s.http.get(s.u("/me")).header("x-api-key", "key-ann").send().await.unwrap();
+    let r = s
+        .http
+        .get(s.u("/me"))
+        .header("x-api-key", "key-ann")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.headers()["x-tagged"], "ann");
     let (st, b) = split(r).await;
     assert_eq!((st, b), (200, json!({"identity": "ann", "layer_saw": "ann"})));

@@ -15,7 +15,9 @@ use std::path::PathBuf;
 const SECRET: &str = "a test secret that is long enough for HS256";
 
 fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
 }
 
 fn now() -> i64 {
@@ -29,7 +31,12 @@ fn now() -> i64 {
 }
 
 fn hs(claims: &Value, secret: &str) -> String {
-    encode(&Header::new(Algorithm::HS256), claims, &EncodingKey::from_secret(secret.as_bytes())).unwrap()
+    encode(
+        &Header::new(Algorithm::HS256),
+        claims,
+        &EncodingKey::from_secret(secret.as_bytes()),
+    )
+    .unwrap()
 }
 
 fn rs(claims: &Value, kid: Option<&str>) -> String {
@@ -50,7 +57,10 @@ fn b64(v: &Value) -> String {
     let bytes = v.to_string().into_bytes();
     let mut out = String::new();
     for chunk in bytes.chunks(3) {
-        let n = chunk.iter().enumerate().fold(0u32, |n, (i, b)| n | (u32::from(*b) << (16 - 8 * i)));
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, b)| n | (u32::from(*b) << (16 - 8 * i)));
         for i in 0..=chunk.len() {
             out.push(char::from(ABC[((n >> (18 - 6 * i)) & 63) as usize]));
         }
@@ -58,7 +68,13 @@ fn b64(v: &Value) -> String {
     out
 }
 
-async fn with_token(s: &TestServer, token: &str, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
+async fn with_token(
+    s: &TestServer,
+    token: &str,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<Value>,
+) -> (u16, Value) {
     let mut rb = s.http.request(method, s.u(path)).bearer_auth(token);
     if let Some(b) = body {
         rb = rb.json(&b);
@@ -79,7 +95,15 @@ async fn refuses(s: &TestServer, good: &str, bad: &[(String, &str)]) {
         assert_eq!(st, 401, "{why}: {b}");
         assert!(b["detail"].as_str().unwrap().contains(why), "{why}: {b}");
     }
-    let (st, _) = split(s.http.post(s.u("/threads")).json(&json!({})).send().await.unwrap()).await;
+    let (st, _) = split(
+        s.http
+            .post(s.u("/threads"))
+            .json(&json!({}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
     assert_eq!(st, 401);
     assert_eq!(thread_count(s, good).await, 0);
 }
@@ -132,16 +156,22 @@ async fn hs256_tokens_act_as_their_subject_and_bad_ones_are_refused() {
     assert_eq!(st, 200, "{run}");
     let configurable = &run["kwargs"]["config"]["configurable"];
     assert_eq!(configurable["langgraph_auth_user_id"], "ann");
-    assert_eq!(configurable["langgraph_auth_permissions"], json!(["read", "write"]));
+    assert_eq!(
+        configurable["langgraph_auth_permissions"],
+        json!(["read", "write"])
+    );
     assert_eq!(configurable["langgraph_auth_user"]["iss"], "https://id.test");
     s.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rs256_tokens_are_checked_against_the_jwks_file() {
-    let jwt = Jwt::rs256_jwks_file(fixture("jwt_rs256_test_jwks.json")).unwrap().audience("graphloom");
+    let jwt = Jwt::rs256_jwks_file(fixture("jwt_rs256_test_jwks.json"))
+        .unwrap()
+        .audience("graphloom");
     let s = TestServer::sqlite_with(|_| {}, |b| b.auth(jwt)).await;
-    let claims = |exp: i64| json!({"sub": "ann", "aud": "graphloom", "exp": exp, "permissions": ["threads:write"]});
+    let claims =
+        |exp: i64| json!({"sub": "ann", "aud": "graphloom", "exp": exp, "permissions": ["threads:write"]});
     let good = rs(&claims(now() + 600), Some("test-key-1"));
     refuses(
         &s,
@@ -151,12 +181,21 @@ async fn rs256_tokens_are_checked_against_the_jwks_file() {
             (rs(&claims(now() + 600), Some("another-key")), "kid"),
             (hs(&claims(now() + 600), SECRET), "algorithm"),
             (unsigned(&claims(now() + 600)), "invalid token"),
-            (rs(&json!({"sub": "ann", "aud": "other", "exp": now() + 600}), Some("test-key-1")), "audience"),
+            (
+                rs(
+                    &json!({"sub": "ann", "aud": "other", "exp": now() + 600}),
+                    Some("test-key-1"),
+                ),
+                "audience",
+            ),
             // A valid signature over other claims: the payload swapped.
             (
                 {
                     let real = rs(&claims(now() + 600), Some("test-key-1"));
-                    let other = rs(&json!({"sub": "root", "aud": "graphloom", "exp": now() + 600}), Some("test-key-1"));
+                    let other = rs(
+                        &json!({"sub": "root", "aud": "graphloom", "exp": now() + 600}),
+                        Some("test-key-1"),
+                    );
                     let (h, rest) = real.split_once('.').unwrap();
                     let sig = rest.split_once('.').unwrap().1;
                     let payload = other.split('.').nth(1).unwrap();

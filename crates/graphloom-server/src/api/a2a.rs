@@ -59,7 +59,10 @@ async fn rpc(
     body: axum::body::Bytes,
 ) -> Response {
     let Ok(req) = serde_json::from_slice::<Value>(&body) else {
-        return rpc_error(&Value::Null, &RpcError::new(RpcError::PARSE, "invalid JSON payload"));
+        return rpc_error(
+            &Value::Null,
+            &RpcError::new(RpcError::PARSE, "invalid JSON payload"),
+        );
     };
     let id = req.get("id").cloned().unwrap_or(Value::Null);
     let method = req.get("method").and_then(Value::as_str);

@@ -35,7 +35,11 @@ pub(crate) fn routes(state: &AppRef) -> axum::Router<AppRef> {
         .with_max_request_body_bytes(state.config.body_limit)
         .with_sse_keep_alive(None);
     let service = StreamableHttpService::new(
-        move || Ok(Tools { state: Arc::clone(&s) }),
+        move || {
+            Ok(Tools {
+                state: Arc::clone(&s),
+            })
+        },
         Arc::new(NeverSessionManager::default()),
         config,
     );
@@ -57,7 +61,13 @@ struct Offered {
 fn tool_name(name: &str) -> String {
     let mut out: String = name
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.') { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
         .take(128)
         .collect();
     if out.is_empty() {
@@ -78,7 +88,9 @@ fn identity_of(ctx: &RequestContext<RoleServer>) -> Arc<Identity> {
 
 fn refused(e: &ApiError) -> ErrorData {
     match e.status.as_u16() {
-        401 | 403 | 404 | 422 => ErrorData::invalid_params(e.detail.clone(), Some(json!({"status": e.status.as_u16()}))),
+        401 | 403 | 404 | 422 => {
+            ErrorData::invalid_params(e.detail.clone(), Some(json!({"status": e.status.as_u16()})))
+        }
         _ => ErrorData::internal_error(e.detail.clone(), None),
     }
 }
@@ -97,7 +109,9 @@ fn tool_error(kind: &str, detail: String, extra: Value) -> CallToolResult {
 impl Tools {
     /// The tools of the caller, in a stable order (names made unique by the assistant id).
     async fn offered(&self, identity: &Identity) -> Result<Vec<Offered>, ErrorData> {
-        let list = agents::visible(&self.state, identity).await.map_err(|e| refused(&e))?;
+        let list = agents::visible(&self.state, identity)
+            .await
+            .map_err(|e| refused(&e))?;
         let mut taken = HashSet::new();
         let mut out = Vec::with_capacity(list.len());
         for a in list {
@@ -197,12 +211,16 @@ impl ServerHandler for Tools {
             Ok(i) => i,
             Err(r) => return Ok(r.into()),
         };
-        let done =
-            agents::run_to_end(&self.state, &identity, &tool.assistant, None, input, Map::new()).await;
+        let done = agents::run_to_end(&self.state, &identity, &tool.assistant, None, input, Map::new()).await;
         let out = match done {
             Ok(o) => o,
             Err(e) if e.status.is_client_error() => {
-                return Ok(tool_error("invalid_arguments", e.detail, json!({"status": e.status.as_u16()})).into())
+                return Ok(tool_error(
+                    "invalid_arguments",
+                    e.detail,
+                    json!({"status": e.status.as_u16()}),
+                )
+                .into())
             }
             Err(e) => return Err(refused(&e)),
         };

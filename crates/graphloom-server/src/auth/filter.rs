@@ -38,7 +38,9 @@ impl Filter {
         let mut out = Self::default();
         for (k, v) in filter {
             out = match v {
-                Value::Object(op) if op.len() == 1 && op.contains_key("$eq") => out.eq(k.clone(), op["$eq"].clone()),
+                Value::Object(op) if op.len() == 1 && op.contains_key("$eq") => {
+                    out.eq(k.clone(), op["$eq"].clone())
+                }
                 Value::Object(op) if op.len() == 1 && op.contains_key("$contains") => {
                     match &op["$contains"] {
                         Value::Array(all) => all.iter().fold(out, |f, x| f.contains(k.clone(), x.clone())),
@@ -95,7 +97,10 @@ fn and_values(a: Value, b: &Value) -> Option<Value> {
     match (a, b) {
         (Value::Array(mut x), Value::Array(y)) => {
             for v in y {
-                if !x.iter().any(|have| json_contains(have, v) && json_contains(v, have)) {
+                if !x
+                    .iter()
+                    .any(|have| json_contains(have, v) && json_contains(v, have))
+                {
                     x.push(v.clone());
                 }
             }
@@ -127,8 +132,13 @@ mod tests {
 
     #[test]
     fn equality_and_membership_match_as_langgraph_filters() {
-        let f = Filter::from_json(&map(json!({"team": "red", "users": {"$contains": "ann"}, "tier": {"$eq": 2}}))).unwrap();
-        assert!(f.matches(&map(json!({"team": "red", "users": ["bob", "ann"], "tier": 2, "x": 1}))));
+        let f = Filter::from_json(&map(
+            json!({"team": "red", "users": {"$contains": "ann"}, "tier": {"$eq": 2}}),
+        ))
+        .unwrap();
+        assert!(f.matches(&map(
+            json!({"team": "red", "users": ["bob", "ann"], "tier": 2, "x": 1})
+        )));
         assert!(!f.matches(&map(json!({"team": "red", "users": ["bob"], "tier": 2}))));
         assert!(!f.matches(&map(json!({"team": "blue", "users": ["ann"], "tier": 2}))));
         assert!(!f.matches(&map(json!({"users": ["ann"], "tier": 2}))));
@@ -143,7 +153,10 @@ mod tests {
             f.within(&map(json!({"users": ["bob"], "x": 1}))),
             Some(map(json!({"team": "red", "users": ["ann", "bob"], "x": 1})))
         );
-        assert_eq!(f.within(&map(json!({"team": "red"}))), Some(map(json!({"team": "red", "users": ["ann"]}))));
+        assert_eq!(
+            f.within(&map(json!({"team": "red"}))),
+            Some(map(json!({"team": "red", "users": ["ann"]})))
+        );
         assert_eq!(f.within(&map(json!({"team": "blue"}))), None);
         let f = f.eq("team", "blue");
         assert!(!f.matches(&map(json!({"team": "red", "users": ["ann"]}))));

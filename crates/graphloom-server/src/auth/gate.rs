@@ -37,7 +37,12 @@ pub(crate) async fn gate(State(state): State<AppRef>, req: Request, next: Next) 
 
 /// Authorise the request's route; the request to handle (its body maybe rewritten), or
 /// the answer instead.
-async fn authorize(state: &AppRef, identity: &Identity, mut parts: Parts, body: Body) -> Result<Request, Response> {
+async fn authorize(
+    state: &AppRef,
+    identity: &Identity,
+    mut parts: Parts,
+    body: Body,
+) -> Result<Request, Response> {
     let Some(rule) = parts
         .extensions
         .get::<MatchedPath>()
@@ -46,16 +51,23 @@ async fn authorize(state: &AppRef, identity: &Identity, mut parts: Parts, body: 
         return Ok(Request::from_parts(parts, body));
     };
     let params: Vec<(String, String)> =
-        match <RawPathParams as axum::extract::FromRequestParts<AppRef>>::from_request_parts(&mut parts, state).await {
+        match <RawPathParams as axum::extract::FromRequestParts<AppRef>>::from_request_parts(
+            &mut parts, state,
+        )
+        .await
+        {
             Ok(p) => p.iter().map(|(k, v)| (k.to_owned(), v.to_owned())).collect(),
             Err(_) => Vec::new(),
         };
     let param = |name: &str| params.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
-    let has_body = matches!(parts.method, Method::POST | Method::PUT | Method::PATCH | Method::DELETE);
+    let has_body = matches!(
+        parts.method,
+        Method::POST | Method::PUT | Method::PATCH | Method::DELETE
+    );
     let bytes = if has_body {
-        axum::body::to_bytes(body, usize::MAX)
-            .await
-            .map_err(|_| ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "request body too large").into_response())?
+        axum::body::to_bytes(body, usize::MAX).await.map_err(|_| {
+            ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "request body too large").into_response()
+        })?
     } else {
         Bytes::new()
     };
@@ -116,11 +128,16 @@ async fn apply_filter<'p>(
         Check::Nothing => Ok(false),
         Check::Refuse => Err(ApiError::new(
             StatusCode::FORBIDDEN,
-            format!("a metadata filter cannot be applied to {}", rule.resource.as_str()),
+            format!(
+                "a metadata filter cannot be applied to {}",
+                rule.resource.as_str()
+            ),
         )
         .into_response()),
         Check::Thread => {
-            let Some(id) = param("thread_id") else { return Ok(false) };
+            let Some(id) = param("thread_id") else {
+                return Ok(false);
+            };
             match state.db.get_thread(owner, id).await {
                 Ok(Some(t)) if !filter.matches(&t.metadata) => Err(hidden(format!("thread {id}"))),
                 Ok(_) => Ok(false),
@@ -128,7 +145,9 @@ async fn apply_filter<'p>(
             }
         }
         Check::Assistant => {
-            let Some(id) = param("assistant_id") else { return Ok(false) };
+            let Some(id) = param("assistant_id") else {
+                return Ok(false);
+            };
             match crate::service::assistants::resolve(state, owner, id).await {
                 Ok(a) if !filter.matches(&a.metadata) => Err(hidden(format!("assistant {id}"))),
                 _ => Ok(false),
@@ -187,7 +206,11 @@ fn stamp(rule: &Rule, grant: &Grant, body: &mut Value) -> bool {
         if !matches!(v, Value::Object(_) | Value::Null) {
             return false;
         }
-        let mut meta = v.get("metadata").and_then(Value::as_object).cloned().unwrap_or_default();
+        let mut meta = v
+            .get("metadata")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
         for (k, x) in &grant.metadata {
             meta.insert(k.clone(), x.clone());
         }

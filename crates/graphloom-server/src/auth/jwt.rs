@@ -102,7 +102,10 @@ impl Jwt {
     /// Tokens signed with HS256 and this shared secret.
     #[must_use]
     pub fn hs256(secret: impl AsRef<[u8]>) -> Self {
-        Self::with(Keys::Secret(DecodingKey::from_secret(secret.as_ref())), Algorithm::HS256)
+        Self::with(
+            Keys::Secret(DecodingKey::from_secret(secret.as_ref())),
+            Algorithm::HS256,
+        )
     }
 
     /// Tokens signed with RS256 by one of the RSA keys of this JSON Web Key Set (chosen
@@ -214,7 +217,9 @@ fn refused(e: &jsonwebtoken::errors::Error) -> AuthError {
         ErrorKind::ExpiredSignature => "the token has expired",
         ErrorKind::ImmatureSignature => "the token is not valid yet",
         ErrorKind::InvalidSignature => "invalid token signature",
-        ErrorKind::InvalidAlgorithm | ErrorKind::InvalidAlgorithmName => "invalid token: algorithm not allowed",
+        ErrorKind::InvalidAlgorithm | ErrorKind::InvalidAlgorithmName => {
+            "invalid token: algorithm not allowed"
+        }
         ErrorKind::InvalidIssuer => "invalid token issuer",
         ErrorKind::InvalidAudience => "invalid token audience",
         ErrorKind::MissingRequiredClaim(_) => "invalid token: a required claim is missing",
@@ -225,14 +230,21 @@ fn refused(e: &jsonwebtoken::errors::Error) -> AuthError {
 
 /// An identity from verified claims.
 fn identity_of(claims: Map<String, Value>, identity_claim: &str) -> Result<Identity, AuthError> {
-    let Some(id) = claims.get(identity_claim).and_then(Value::as_str).filter(|s| !s.is_empty()) else {
+    let Some(id) = claims
+        .get(identity_claim)
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+    else {
         return Err(AuthError::unauthenticated(format!(
             "invalid token: no `{identity_claim}` claim"
         )));
     };
     let mut identity = Identity::new(id);
     identity.display_name = claims.get("name").and_then(Value::as_str).map(str::to_owned);
-    identity.permissions = match (claims.get("permissions"), claims.get("scope").or_else(|| claims.get("scp"))) {
+    identity.permissions = match (
+        claims.get("permissions"),
+        claims.get("scope").or_else(|| claims.get("scp")),
+    ) {
         (Some(Value::Array(p)), _) | (None, Some(Value::Array(p))) => {
             p.iter().filter_map(Value::as_str).map(str::to_owned).collect()
         }

@@ -72,8 +72,12 @@ pub(crate) fn rule_of(method: &Method, path: &str) -> Option<Rule> {
     let m = method.as_str();
     match (m, path) {
         ("POST", "/assistants") => rule(Assistants, Create, Nothing, Stamp::Body),
-        ("POST", "/assistants/search") => rule(Assistants, Search, Check::Search(Empty::List), Stamp::Nothing),
-        ("POST", "/assistants/count") => rule(Assistants, Search, Check::Search(Empty::Count), Stamp::Nothing),
+        ("POST", "/assistants/search") => {
+            rule(Assistants, Search, Check::Search(Empty::List), Stamp::Nothing)
+        }
+        ("POST", "/assistants/count") => {
+            rule(Assistants, Search, Check::Search(Empty::Count), Stamp::Nothing)
+        }
         (
             "GET",
             "/assistants/{assistant_id}"
@@ -82,7 +86,9 @@ pub(crate) fn rule_of(method: &Method, path: &str) -> Option<Rule> {
             | "/assistants/{assistant_id}/subgraphs"
             | "/assistants/{assistant_id}/subgraphs/{namespace}",
         )
-        | ("POST", "/assistants/{assistant_id}/versions") => rule(Assistants, Read, Assistant, Stamp::Nothing),
+        | ("POST", "/assistants/{assistant_id}/versions") => {
+            rule(Assistants, Read, Assistant, Stamp::Nothing)
+        }
         ("PATCH", "/assistants/{assistant_id}") => rule(Assistants, Update, Assistant, Stamp::Body),
         ("POST", "/assistants/{assistant_id}/latest") => rule(Assistants, Update, Assistant, Stamp::Nothing),
         ("DELETE", "/assistants/{assistant_id}") => rule(Assistants, Delete, Assistant, Stamp::Nothing),
@@ -107,9 +113,12 @@ pub(crate) fn rule_of(method: &Method, path: &str) -> Option<Rule> {
         ("POST", "/threads/{thread_id}/copy") => rule(Threads, Create, Thread, Stamp::Nothing),
         ("DELETE", "/threads/{thread_id}") => rule(Threads, Delete, Thread, Stamp::Nothing),
 
-        ("POST", "/threads/{thread_id}/runs" | "/threads/{thread_id}/runs/stream" | "/threads/{thread_id}/runs/wait") => {
-            rule(Runs, Create, Thread, Stamp::Body)
-        }
+        (
+            "POST",
+            "/threads/{thread_id}/runs"
+            | "/threads/{thread_id}/runs/stream"
+            | "/threads/{thread_id}/runs/wait",
+        ) => rule(Runs, Create, Thread, Stamp::Body),
         ("POST", "/runs" | "/runs/stream" | "/runs/wait") => rule(Runs, Create, Nothing, Stamp::Body),
         ("POST", "/runs/batch") => rule(Runs, Create, Nothing, Stamp::Each),
         ("GET", "/threads/{thread_id}/runs") => rule(Runs, Search, Thread, Stamp::Nothing),

@@ -108,7 +108,11 @@ pub(crate) fn parse_message(params: &Value) -> Result<A2aMessage, RpcError> {
     let role = match m.get("role").and_then(Value::as_str) {
         Some("user" | "ROLE_USER") | None => Role::User,
         Some("agent" | "ROLE_AGENT") => Role::Agent,
-        Some(other) => return Err(RpcError::invalid(format!("params.message.role: unknown role {other:?}"))),
+        Some(other) => {
+            return Err(RpcError::invalid(format!(
+                "params.message.role: unknown role {other:?}"
+            )))
+        }
     };
     let raw_parts = m
         .get("parts")
@@ -121,7 +125,11 @@ pub(crate) fn parse_message(params: &Value) -> Result<A2aMessage, RpcError> {
             parts.push(Part::Text(t.to_owned()));
         } else if let (Some("data") | None, Some(d)) = (kind, p.get("data")) {
             parts.push(Part::Data(d.clone()));
-        } else if kind == Some("file") || p.get("raw").is_some() || p.get("url").is_some() || p.get("file").is_some() {
+        } else if kind == Some("file")
+            || p.get("raw").is_some()
+            || p.get("url").is_some()
+            || p.get("file").is_some()
+        {
             return Err(RpcError::new(
                 RpcError::CONTENT_TYPE_NOT_SUPPORTED,
                 format!("params.message.parts[{i}]: file parts are not supported"),
@@ -135,7 +143,12 @@ pub(crate) fn parse_message(params: &Value) -> Result<A2aMessage, RpcError> {
     if parts.is_empty() {
         return Err(RpcError::invalid("params.message.parts is empty"));
     }
-    let text = |k: &str| m.get(k).and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_owned);
+    let text = |k: &str| {
+        m.get(k)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+    };
     Ok(A2aMessage {
         role,
         parts,
@@ -165,7 +178,10 @@ fn input_of(state: &AppRef, a: &Assistant, msg: &A2aMessage) -> Result<Value, Rp
                 a.assistant_id, a.graph_id
             )));
         }
-        input.insert("messages".into(), json!([agents::user_message(&texts.join("\n"))]));
+        input.insert(
+            "messages".into(),
+            json!([agents::user_message(&texts.join("\n"))]),
+        );
     }
     Ok(Value::Object(input))
 }
@@ -237,9 +253,16 @@ fn task_of(run: &Run, has_messages: bool, out: &Value, mut history: Vec<A2aMessa
             m.as_str().map_or_else(|| m.to_string(), str::to_owned)
         });
         task.status_message = Some(agent_message(vec![Part::Text(why)], id, ctx));
-    } else if let Some(list) = out.get("__interrupt__").filter(|v| v.as_array().is_some_and(|l| !l.is_empty())) {
+    } else if let Some(list) = out
+        .get("__interrupt__")
+        .filter(|v| v.as_array().is_some_and(|l| !l.is_empty()))
+    {
         task.state = TaskState::InputRequired;
-        task.status_message = Some(agent_message(vec![Part::Data(json!({"interrupts": list}))], id, ctx));
+        task.status_message = Some(agent_message(
+            vec![Part::Data(json!({"interrupts": list}))],
+            id,
+            ctx,
+        ));
     } else if has_messages {
         let last = out
             .get("messages")
@@ -362,7 +385,10 @@ pub(crate) async fn get(
         .get_thread(&identity.identity, &run.thread_id)
         .await
         .map_err(ApiError::from)?;
-    if thread.as_ref().is_some_and(|t| !grant.filter.matches(&t.metadata)) {
+    if thread
+        .as_ref()
+        .is_some_and(|t| !grant.filter.matches(&t.metadata))
+    {
         return Err(not_found());
     }
     let mut task = match run.status {

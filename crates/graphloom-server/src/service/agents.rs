@@ -18,7 +18,15 @@ pub(crate) const MESSAGES_TEXT: &str = "The user message to send to the agent.";
 /// The assistants `identity` may search (its own and the system ones, narrowed by its
 /// grant's filter), oldest first.
 pub(crate) async fn visible(state: &AppRef, identity: &Identity) -> ApiResult<Vec<Assistant>> {
-    let grant = auth::check(state, identity, Resource::Assistants, Action::Search, None, &Value::Null).await?;
+    let grant = auth::check(
+        state,
+        identity,
+        Resource::Assistants,
+        Action::Search,
+        None,
+        &Value::Null,
+    )
+    .await?;
     let q = AssistantQuery {
         limit: MAX_PAGE,
         sort_by: Some("created_at".into()),
@@ -34,7 +42,15 @@ pub(crate) async fn visible(state: &AppRef, identity: &Identity) -> ApiResult<Ve
 
 /// The assistant `id` as `identity` may read it (404 when hidden by its grant's filter).
 pub(crate) async fn readable(state: &AppRef, identity: &Identity, id: &str) -> ApiResult<Assistant> {
-    let grant = auth::check(state, identity, Resource::Assistants, Action::Read, Some(id), &Value::Null).await?;
+    let grant = auth::check(
+        state,
+        identity,
+        Resource::Assistants,
+        Action::Read,
+        Some(id),
+        &Value::Null,
+    )
+    .await?;
     let a = super::assistants::resolve(state, &identity.identity, id).await?;
     if !grant.filter.matches(&a.metadata) {
         return Err(ApiError::not_found(format!("assistant {id}")));
@@ -112,7 +128,15 @@ pub(crate) async fn start(
         "metadata": metadata,
         "if_not_exists": "create",
     });
-    let grant = auth::check(state, identity, Resource::Runs, Action::Create, thread_id.as_deref(), &body).await?;
+    let grant = auth::check(
+        state,
+        identity,
+        Resource::Runs,
+        Action::Create,
+        thread_id.as_deref(),
+        &body,
+    )
+    .await?;
     if let Some(Value::Object(m)) = body.get_mut("metadata") {
         m.extend(grant.metadata.clone());
     }
@@ -133,7 +157,8 @@ pub(crate) async fn start(
         hold: Hold::Outcome,
     };
     // The run carries the whole identity (permissions, claims) into its config.
-    let Enqueued { run, reader, .. } = auth::scope(Arc::clone(identity), runs::enqueue(state, submit)).await?;
+    let Enqueued { run, reader, .. } =
+        auth::scope(Arc::clone(identity), runs::enqueue(state, submit)).await?;
     Ok(Started { run, reader })
 }
 

@@ -21,7 +21,9 @@ pub async fn python() -> PathBuf {
 /// Run `tests/interop/<script>` with `args`; its last stdout line, a JSON summary whose
 /// `ok` is true (else the test fails with the script's output).
 pub async fn drive(python: &Path, script: &str, args: &[&str]) -> Value {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop").join(script);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/interop")
+        .join(script);
     let child = tokio::process::Command::new(python)
         .arg(&path)
         .args(args)
