@@ -49,7 +49,10 @@ async fn bad_interop_requests_are_typed_errors_and_run_nothing() {
         assert!(status < 500, "{path} {short}: {status} {v}");
         if path.starts_with("/a2a") {
             assert_eq!(status, 200, "{path} {short}: {v}");
-            assert!(v["error"]["code"].as_i64().is_some_and(|c| c < -32000 + 1), "{short}: {v}");
+            assert!(
+                v["error"]["code"].as_i64().is_some_and(|c| c < -32000 + 1),
+                "{short}: {v}"
+            );
         }
         if status == 200 && path == "/mcp" {
             let is_error = v["result"]["isError"] == json!(true) || v.get("error").is_some();

@@ -410,11 +410,11 @@ const RUN_KEYS: [&str; 3] = [
 /// being handled when it is `owner`'s, else (a run started by the server for `owner`,
 /// as a cron's) `owner` alone. Nothing with auth off (`owner` `""`).
 pub(crate) fn stamp_run(owner: &str, configurable: &mut Option<Value>, context: &mut Value) {
-    let current = CURRENT.try_with(Arc::clone).ok().filter(|i| i.identity == owner);
-    let identity = match current {
-        Some(i) => Some(i),
-        None if owner.is_empty() => None,
-        None => Some(Arc::new(Identity::new(owner))),
+    let identity = if owner.is_empty() {
+        None
+    } else {
+        let current = CURRENT.try_with(Arc::clone).ok().filter(|i| i.identity == owner);
+        Some(current.unwrap_or_else(|| Arc::new(Identity::new(owner))))
     };
     let set = |m: &mut Map<String, Value>| {
         for k in RUN_KEYS {
@@ -479,4 +479,36 @@ pub(crate) async fn check(
 #[must_use]
 pub fn route_action(method: &axum::http::Method, path: &str) -> Option<(Resource, Action)> {
     rules::rule_of(method, path).map(|r| (r.resource, r.action))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_run_carries_the_identity_it_acts_for_and_never_a_forged_one() {
+        let forged = || Some(json!({"langgraph_auth_user_id": "root", "k": 1}));
+        // Auth off: the forged keys go, nothing is added.
+        let (mut conf, mut ctx) = (forged(), json!({"langgraph_auth_user": "root", "c": 2}));
+        stamp_run("", &mut conf, &mut ctx);
+        assert_eq!((conf, ctx), (Some(json!({"k": 1})), json!({"c": 2})));
+        // A request's identity, whole.
+        let ann = Arc::new(
+            Identity::new("ann")
+                .with_permissions(["w"])
+                .with_extra("team", "red"),
+        );
+        let (mut conf, mut ctx) = (forged(), json!({}));
+        scope(ann, async { stamp_run("ann", &mut conf, &mut ctx) }).await;
+        let conf = conf.unwrap();
+        assert_eq!(conf["langgraph_auth_user_id"], "ann");
+        assert_eq!(conf["langgraph_auth_permissions"], json!(["w"]));
+        assert_eq!(conf["langgraph_auth_user"]["team"], "red");
+        assert_eq!(ctx, json!({}));
+        // Outside a request (a run the server starts for an owner): the owner alone.
+        let (mut conf, mut ctx) = (None, json!({"c": 2}));
+        stamp_run("bob", &mut conf, &mut ctx);
+        assert_eq!(conf.unwrap()["langgraph_auth_user"]["identity"], "bob");
+        assert_eq!(ctx["langgraph_auth_user_id"], "bob");
+    }
 }
