@@ -82,5 +82,18 @@ export npm_config_cache="${npm_config_cache:-$HOME/.cache/graphloom/npm}"
 export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1
 # ---------------------------------------------------------------------------------------------
 
+# --- Python venvs ----------------------------------------------------------------------------
+# The official Python clients (langgraph-sdk, mcp, a2a-sdk) run from venvs the tests create
+# with `python3 -m venv` and fill from PyPI.
+if ! python3 -c "import venv, ensurepip" >/dev/null 2>&1; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "python3 with venv is not installed and we are not root: run 'apt-get install -y python3-venv'" >&2
+    exit 1
+  fi
+  apt-get update
+  DEBIAN_FRONTEND=noninteractive apt-get install -y python3 python3-venv
+fi
+# ---------------------------------------------------------------------------------------------
+
 cargo nextest run --workspace --all-features --no-fail-fast
 cargo test --workspace --all-features --doc

@@ -41,6 +41,7 @@
 //! ```
 
 mod graphs;
+mod jwt;
 mod ops;
 mod render;
 mod threads;
@@ -120,6 +121,8 @@ enum Cmd {
         otlp_endpoint: Option<String>,
         #[command(flatten)]
         ops: ops::OpsArgs,
+        #[command(flatten)]
+        jwt: jwt::JwtArgs,
     },
     /// Run a graph here and show what happens, node by node.
     Run {
@@ -238,6 +241,7 @@ struct ServeArgs {
     cors: Vec<String>,
     otlp_endpoint: Option<String>,
     ops: ops::OpsArgs,
+    jwt: jwt::JwtArgs,
 }
 
 /// A `--<flag> SECS` value as a duration longer than zero.
@@ -260,6 +264,7 @@ async fn serve(args: ServeArgs, graphs: &Graphs) -> anyhow::Result<()> {
         cors,
         otlp_endpoint,
         ops,
+        jwt,
     } = args;
     let mut cfg = match &db.database_url {
         Some(url) => ServerConfig::postgres(url.clone()),
@@ -286,8 +291,12 @@ async fn serve(args: ServeArgs, graphs: &Graphs) -> anyhow::Result<()> {
         let (key, owner) = k.split_once('=').unwrap_or((k.as_str(), k.as_str()));
         cfg.api_keys.insert(key.to_owned(), owner.to_owned());
     }
-    let auth_off = cfg.api_keys.is_empty();
+    let jwt = jwt.build(!cfg.api_keys.is_empty())?;
+    let auth_off = cfg.api_keys.is_empty() && jwt.is_none();
     let mut builder = Server::builder(cfg);
+    if let Some(jwt) = jwt {
+        builder = builder.auth(jwt);
+    }
     for e in graphs.all() {
         builder = builder.graph(e.id, Arc::clone(&e.factory));
     }
@@ -297,7 +306,7 @@ async fn serve(args: ServeArgs, graphs: &Graphs) -> anyhow::Result<()> {
         .with_context(|| format!("cannot listen on {addr}"))?;
     let local = listener.local_addr()?;
     if auth_off && !local.ip().is_loopback() {
-        eprintln!("warning: listening on {local} with auth off; pass --api-key to require keys");
+        eprintln!("warning: listening on {local} with auth off; pass --api-key or --jwt-secret to require credentials");
     }
     let store = match &db.database_url {
         Some(_) => "PostgreSQL".to_owned(),
@@ -375,6 +384,7 @@ async fn main_inner(cli: Cli, graphs: &Graphs) -> anyhow::Result<()> {
             cors,
             otlp_endpoint,
             ops,
+            jwt,
         } => {
             check_model()?;
             serve(
@@ -389,6 +399,7 @@ async fn main_inner(cli: Cli, graphs: &Graphs) -> anyhow::Result<()> {
                     cors,
                     otlp_endpoint,
                     ops,
+                    jwt,
                 },
                 graphs,
             )

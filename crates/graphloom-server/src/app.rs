@@ -18,6 +18,8 @@ use tokio::sync::{watch, Notify};
 pub struct ServerBuilder {
     config: ServerConfig,
     graphs: Vec<(String, GraphFactory)>,
+    auth: Option<Arc<dyn crate::auth::DynAuth>>,
+    custom: crate::custom::Custom,
 }
 
 impl ServerBuilder {
@@ -27,7 +29,55 @@ impl ServerBuilder {
         Self {
             config,
             graphs: Vec::new(),
+            auth: None,
+            custom: crate::custom::Custom::default(),
         }
+    }
+
+    /// Authenticate and authorise requests with `auth` (see [`crate::auth`]) instead of
+    /// [`ServerConfig::api_keys`], which are then not read.
+    #[must_use]
+    pub fn auth(mut self, auth: impl crate::auth::Auth) -> Self {
+        self.auth = Some(Arc::new(auth));
+        self
+    }
+
+    /// Serve `router`'s routes beside the server's, behind its auth: a request that does
+    /// not authenticate is refused with 401 before the route runs, and handlers read the
+    /// caller with the [`Identity`](crate::auth::Identity) extractor
+    /// (`Extension<Identity>`). The paths must not overlap the server's (axum refuses
+    /// overlapping routes when the router is built).
+    #[must_use]
+    pub fn routes(mut self, router: axum::Router) -> Self {
+        self.custom.routes.push(router);
+        self
+    }
+
+    /// Serve `router`'s routes beside the server's without auth (a health check, a
+    /// webhook receiver with its own check).
+    #[must_use]
+    pub fn public_routes(mut self, router: axum::Router) -> Self {
+        self.custom.public.push(router);
+        self
+    }
+
+    /// Wrap every route (the server's and the user's) in a tower `layer`, as
+    /// `axum::Router::layer` does. Behind auth it runs after authentication (the
+    /// request's [`Identity`](crate::auth::Identity) is in its extensions) and before the
+    /// handler; a layer added later wraps those added before it.
+    #[must_use]
+    pub fn layer<L>(mut self, layer: L) -> Self
+    where
+        L: tower::Layer<axum::routing::Route> + Clone + Send + Sync + 'static,
+        L::Service: tower::Service<axum::extract::Request> + Clone + Send + Sync + 'static,
+        <L::Service as tower::Service<axum::extract::Request>>::Response:
+            axum::response::IntoResponse + 'static,
+        <L::Service as tower::Service<axum::extract::Request>>::Error:
+            Into<std::convert::Infallible> + 'static,
+        <L::Service as tower::Service<axum::extract::Request>>::Future: Send + 'static,
+    {
+        self.custom.push_layer(layer);
+        self
     }
 
     /// Register a graph under `graph_id`; it gets a system assistant.
@@ -71,6 +121,10 @@ impl ServerBuilder {
             shutdown,
             validators,
             openapi: std::sync::OnceLock::new(),
+            auth: self
+                .auth
+                .unwrap_or_else(|| crate::auth::from_config(&self.config.api_keys)),
+            custom: self.custom,
             config: self.config,
             file_lock: Mutex::new(file_lock),
         });

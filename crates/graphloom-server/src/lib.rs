@@ -18,8 +18,10 @@
 
 mod api;
 pub mod app;
+pub mod auth;
 pub mod broker;
 pub mod config;
+mod custom;
 pub mod db;
 pub mod error;
 pub mod hosted;

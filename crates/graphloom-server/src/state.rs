@@ -58,6 +58,10 @@ pub struct AppState {
     /// The SQLite file's lock (none on PostgreSQL), released when `Server::serve` is
     /// done or the state is dropped.
     pub(crate) file_lock: Mutex<Option<FileLock>>,
+    /// Who requests are and what they may do.
+    pub(crate) auth: Arc<dyn crate::auth::DynAuth>,
+    /// The user's routes and layers.
+    pub(crate) custom: crate::custom::Custom,
 }
 
 impl AppState {

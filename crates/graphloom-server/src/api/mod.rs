@@ -3,11 +3,13 @@
 //! [`extract`]), checks the numbers against [`bounds`], calls a [`crate::service`], and
 //! builds the response.
 
+mod a2a;
 mod assistants;
 mod auth;
 mod bounds;
 mod crons;
 mod extract;
+mod mcp;
 mod openapi;
 mod respond;
 mod run_output;
@@ -23,7 +25,6 @@ use axum::http::{HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Router;
-use std::sync::Arc;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::cors::{AllowOrigin, Any, CorsLayer};
 use tower_http::limit::RequestBodyLimitLayer;
@@ -89,22 +90,21 @@ pub(crate) fn router(state: AppRef) -> Router {
         .routes(routes!(store::get_item, store::put_item, store::delete_item))
         .routes(routes!(store::search))
         .routes(routes!(store::namespaces))
-        .merge(if public { OpenApiRouter::new() } else { about() })
-        .layer(axum::middleware::from_fn_with_state(
-            Arc::clone(&state),
-            auth::require_key,
-        ));
+        .merge(if public { OpenApiRouter::new() } else { about() });
     let secured: Vec<String> = api.get_openapi().paths.paths.keys().cloned().collect();
+    // With the interop endpoints and the user's routes, behind the auth gate.
+    let api = crate::custom::secured(api, &state);
     let open = OpenApiRouter::new().routes(routes!(system::ok)).merge(if public {
         about()
     } else {
         OpenApiRouter::new()
     });
+    let open = crate::custom::open(open, &state);
     let (api, doc) = api.merge(open).split_for_parts();
     let secured: Vec<&str> = secured.iter().map(String::as_str).collect();
     let _ = state
         .openapi
-        .set(openapi::finish(&doc, &secured, !state.config.api_keys.is_empty()));
+        .set(openapi::finish(&doc, &secured, state.auth.is_on()));
     let mut app = api
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "no such route") })
         // A handler that panics answers a JSON 500 instead of dropping the connection.
@@ -133,6 +133,12 @@ pub(crate) fn router(state: AppRef) -> Router {
         );
     }
     app.with_state(state)
+}
+
+/// The interop endpoints: `/mcp` (assistants as MCP tools) and `/a2a/{assistant_id}`
+/// (assistants as A2A agents), with their agent cards.
+pub(crate) fn interop(state: &AppRef) -> Router<AppRef> {
+    mcp::routes(state).merge(a2a::routes())
 }
 
 /// Handle the request under its `x-request-id` (set by the layer outside), so that errors

@@ -4,6 +4,8 @@
 //!
 //! | module | owns |
 //! |---|---|
+//! | [`a2a`] | assistants as A2A agents: a message as a run on its context's thread, the run as a task |
+//! | [`agents`] | assistants offered to other protocols (MCP tools, A2A agents): which ones an identity may use, their input, a run to its end |
 //! | [`assistants`] | resolving an assistant id (or a graph id), assistant CRUD, versions, schemas |
 //! | [`threads`] | loading a thread of an owner, thread CRUD, copy, prune, state and history |
 //! | [`runs`] | enqueueing a run (claimed at creation when a worker slot is free), finding, listing, cancelling, waiting for a run's end and following its events |
@@ -15,6 +17,8 @@
 //! acts for, and answer [`ApiError`](crate::error)s (a typed status and detail;
 //! internal causes are logged, never answered).
 
+pub(crate) mod a2a;
+pub(crate) mod agents;
 pub(crate) mod assistants;
 pub(crate) mod crons;
 pub(crate) mod runs;

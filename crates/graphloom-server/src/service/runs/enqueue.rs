@@ -199,15 +199,17 @@ fn kwargs(s: &Submit, assistant: &Assistant) -> ApiResult<RunKwargs> {
     let r = &s.request;
     // The request's config is bounded at the edge, the assistant's when it was stored.
     let config = merge(&assistant.config, r.config.as_ref().unwrap_or(&Value::Null));
-    let config = match config {
+    let mut config = match config {
         Value::Null => RunConfig::default(),
         v => RunConfig::deserialize(&v).map_err(|e| ApiError::invalid(format!("config: {e}")))?,
     };
+    let mut context = merge(&assistant.context, r.context.as_ref().unwrap_or(&Value::Null));
+    crate::auth::stamp_run(&s.owner, &mut config.configurable, &mut context);
     Ok(RunKwargs {
         input: r.input.clone(),
         command: r.command.clone(),
         config,
-        context: merge(&assistant.context, r.context.as_ref().unwrap_or(&Value::Null)),
+        context,
         metadata: r.metadata.clone().unwrap_or_default(),
         stream_mode: r
             .stream_mode
