@@ -73,6 +73,7 @@ impl ServerBuilder {
             openapi: std::sync::OnceLock::new(),
             config: self.config,
             file_lock: Mutex::new(file_lock),
+            thread_signals: crate::protocol::ThreadSignals::default(),
         });
         Ok(Server { state })
     }

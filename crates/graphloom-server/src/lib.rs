@@ -25,6 +25,7 @@ pub mod error;
 pub mod hosted;
 pub mod metrics;
 pub mod models;
+pub mod protocol;
 mod owner_store;
 pub mod run;
 mod service;

@@ -58,6 +58,8 @@ pub struct AppState {
     /// The SQLite file's lock (none on PostgreSQL), released when `Server::serve` is
     /// done or the state is dropped.
     pub(crate) file_lock: Mutex<Option<FileLock>>,
+    /// Wakes the thread-protocol followers of a thread when a command queues a run on it.
+    pub(crate) thread_signals: crate::protocol::ThreadSignals,
 }
 
 impl AppState {

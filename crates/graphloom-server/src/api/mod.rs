@@ -13,6 +13,9 @@ mod run_output;
 mod runs;
 mod store;
 mod system;
+mod thread_commands;
+mod thread_stream;
+mod thread_ws;
 mod threads;
 
 use crate::error::ApiError;
@@ -80,6 +83,9 @@ pub(crate) fn router(state: AppRef) -> Router {
         .routes(routes!(runs::stateless_wait))
         .routes(routes!(runs::batch))
         .routes(routes!(runs::cancel_many))
+        .routes(routes!(thread_stream::command))
+        .routes(routes!(thread_stream::events, thread_ws::socket))
+        .routes(routes!(thread_stream::join))
         .routes(routes!(store::get_item, store::put_item, store::delete_item))
         .routes(routes!(store::search))
         .routes(routes!(store::namespaces))

@@ -19,6 +19,7 @@ pub(crate) mod runs;
 pub(crate) mod store;
 pub(crate) mod system;
 pub(crate) mod threads;
+pub(crate) mod thread_stream;
 
 use crate::error::{ApiError, ApiResult};
 
