@@ -213,6 +213,12 @@ impl Server {
         res
     }
 
+    /// Threads that thread-protocol streams (SSE or WebSocket) of this process follow now.
+    #[must_use]
+    pub fn followed_threads(&self) -> usize {
+        self.state.thread_signals.followed()
+    }
+
     /// The registered graph ids.
     #[must_use]
     pub fn graph_ids(&self) -> Vec<String> {

@@ -5,6 +5,7 @@
 
 mod assistants;
 mod auth;
+mod cors;
 mod bounds;
 mod extract;
 mod openapi;
@@ -21,13 +22,12 @@ mod threads;
 use crate::error::ApiError;
 use crate::state::AppRef;
 use axum::extract::Request;
-use axum::http::{HeaderValue, StatusCode};
+use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 use std::sync::Arc;
 use tower_http::catch_panic::CatchPanicLayer;
-use tower_http::cors::{AllowOrigin, Any, CorsLayer};
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
@@ -117,20 +117,8 @@ pub(crate) fn router(state: AppRef) -> Router {
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(TraceLayer::new_for_http())
         .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid));
-    if !state.config.cors_origins.is_empty() {
-        let origins = &state.config.cors_origins;
-        let allow = if origins.iter().any(|o| o == "*") {
-            AllowOrigin::any()
-        } else {
-            AllowOrigin::list(origins.iter().filter_map(|o| HeaderValue::from_str(o).ok()))
-        };
-        app = app.layer(
-            CorsLayer::new()
-                .allow_origin(allow)
-                .allow_methods(Any)
-                .allow_headers(Any)
-                .expose_headers(Any),
-        );
+    if let Some(cors) = cors::layer(&state.config.cors_origins) {
+        app = app.layer(cors);
     }
     app.with_state(state)
 }

@@ -2,18 +2,20 @@
 //! an upgrade): commands in, their answers and the thread's events out, on one socket.
 //!
 //! Subscriptions (`subscription.subscribe` / `unsubscribe` / `reconnect`) belong to the
-//! socket. The socket follows the thread from its latest run on and keeps that run's
-//! events (up to [`REPLAY_EVENTS`] and [`REPLAY_BYTES`]), so a subscription replays the
-//! latest run's matching events before the live ones, as the reference server does.
+//! socket. A subscription first replays the matching events of the thread's latest run,
+//! read from the run's log when it is made, as the reference server does; the socket
+//! follows the thread from its latest run on and sends each subscription the live events
+//! after what its replay covered (sequence numbers order them), each event once.
 //!
 //! Memory stays bounded whatever the client does: frames larger than [`MAX_FRAME`] close
 //! the socket (1009) after an error frame; what goes out passes through a queue of
 //! [`OUT_QUEUE`] frames, and a client that reads nothing for [`SEND_TIMEOUT`] while that
-//! queue is full is disconnected (1008), so nothing piles up for it.
+//! queue is full loses its connection, so nothing piles up for it.
 
 use super::auth::Owner;
 use super::thread_commands::dispatch;
 use crate::protocol::{error_frame, success_frame, BadFrame, Command, ErrorCode, Event, Filter, ProtocolError};
+use crate::service::thread_stream::commands::{latest_run_events, Ctx};
 use crate::service::thread_stream::follow::{follow_thread, Item, Start};
 use crate::state::AppRef;
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
@@ -21,20 +23,18 @@ use axum::extract::{Path, State};
 use axum::response::Response;
 use futures::{SinkExt, StreamExt};
 use serde_json::{json, Value};
-use std::collections::VecDeque;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
 /// Largest frame a client may send.
 pub(crate) const MAX_FRAME: usize = 1024 * 1024;
 /// Frames queued for a client before the session waits for it.
-const OUT_QUEUE: usize = 256;
-/// How long the session waits for a client that reads nothing before disconnecting it.
-const SEND_TIMEOUT: Duration = Duration::from_secs(20);
-/// Events of the latest run kept for subscriptions' replays (at most).
-const REPLAY_EVENTS: usize = 20_000;
-/// Bytes of events of the latest run kept for replays (about, at most).
-const REPLAY_BYTES: usize = 32 * 1024 * 1024;
+const OUT_QUEUE: usize = 32;
+/// How long the session waits for a client that reads nothing before dropping the
+/// connection.
+const SEND_TIMEOUT: Duration = Duration::from_secs(10);
+/// Subscriptions one socket may hold.
+const MAX_SUBSCRIPTIONS: usize = 256;
 
 #[utoipa::path(get, path = "/threads/{thread_id}/stream/events", tag = "thread-protocol",
     summary = "The thread-centric protocol over a WebSocket",
@@ -52,38 +52,13 @@ pub(crate) async fn socket(
         .on_upgrade(move |socket| session(state, owner, thread_id, socket))
 }
 
-/// The latest run's events, bounded.
-#[derive(Default)]
-struct Replay {
-    events: VecDeque<(Event, usize)>,
-    bytes: usize,
-}
-
-impl Replay {
-    fn push(&mut self, ev: Event, size: usize) {
-        self.bytes += size;
-        self.events.push_back((ev, size));
-        while self.events.len() > REPLAY_EVENTS || self.bytes > REPLAY_BYTES {
-            match self.events.pop_front() {
-                Some((_, s)) => self.bytes -= s,
-                None => break,
-            }
-        }
-    }
-
-    fn clear(&mut self) {
-        self.events.clear();
-        self.bytes = 0;
-    }
-}
-
 struct Session {
     state: AppRef,
     owner: String,
     thread_id: String,
     out: mpsc::Sender<Message>,
-    subs: Vec<(String, Filter)>,
-    replay: Replay,
+    /// The subscriptions: id, filter, and the last sequence number its replay covered.
+    subs: Vec<(String, Filter, Option<u64>)>,
     last_seq: u64,
 }
 
@@ -98,7 +73,7 @@ enum End {
 async fn session(state: AppRef, owner: String, thread_id: String, socket: WebSocket) {
     let (mut sink, mut incoming) = socket.split();
     let (tx, mut rx) = mpsc::channel::<Message>(OUT_QUEUE);
-    let writer = tokio::spawn(async move {
+    let mut writer = tokio::spawn(async move {
         while let Some(m) = rx.recv().await {
             let closing = matches!(m, Message::Close(_));
             if sink.send(m).await.is_err() || closing {
@@ -119,7 +94,6 @@ async fn session(state: AppRef, owner: String, thread_id: String, socket: WebSoc
         thread_id,
         out: tx,
         subs: Vec::new(),
-        replay: Replay::default(),
         last_seq: 0,
     };
     let end = loop {
@@ -157,16 +131,21 @@ async fn session(state: AppRef, owner: String, thread_id: String, socket: WebSoc
             }
         }
     };
-    if matches!(end, End::Stalled) {
-        tracing::debug!(thread_id = %s.thread_id, "closing a thread WebSocket whose client does not read");
-        let _ = s.out.try_send(Message::Close(Some(CloseFrame {
-            code: 1008,
-            reason: "the client does not read".into(),
-        })));
-    }
-    drop(s);
     drop(follower);
-    let _ = writer.await;
+    match end {
+        End::Stalled => {
+            // The writer may be stuck on a socket the client does not read: drop it, and
+            // with it the connection.
+            tracing::debug!(thread_id = %s.thread_id, "closing a thread WebSocket whose client does not read");
+            writer.abort();
+        }
+        End::Gone => {
+            drop(s);
+            if tokio::time::timeout(SEND_TIMEOUT, &mut writer).await.is_err() {
+                writer.abort();
+            }
+        }
+    }
 }
 
 impl Session {
@@ -186,16 +165,17 @@ impl Session {
     /// Events (and run starts) from the thread.
     async fn item(&mut self, item: Item) -> Result<(), End> {
         match item {
-            Item::RunStarted => self.replay.clear(),
-            Item::KeepAlive => {}
+            Item::RunStarted | Item::KeepAlive => {}
             Item::Events(evs) => {
                 for ev in evs {
                     self.last_seq = self.last_seq.max(ev.seq);
-                    let text = ev.to_json().to_string();
-                    if self.subs.iter().any(|(_, f)| f.matches(&ev)) {
-                        self.send_text(text.clone()).await?;
+                    let wanted = self
+                        .subs
+                        .iter()
+                        .any(|(_, f, after)| after.is_none_or(|a| ev.seq > a) && f.matches(&ev));
+                    if wanted {
+                        self.send_text(ev.to_json().to_string()).await?;
                     }
-                    self.replay.push(ev, text.len());
                 }
             }
         }
@@ -224,34 +204,39 @@ impl Session {
         self.send_json(&frame).await
     }
 
-    /// Add a subscription and replay the latest run's matching events after `after`
-    /// (a sequence number; `None`: all of them).
-    async fn subscribe(&mut self, params: &Value, after: Option<u64>) -> Result<Value, Failure> {
+    /// Add a subscription: replay the latest run's matching events (after sequence
+    /// number `after`, when given), read from the run's log now, then the live ones after
+    /// them.
+    async fn subscribe(&mut self, params: &Value, after: Option<&Value>) -> Result<Value, Failure> {
         let filter = Filter::parse(params)?;
-        let mut replayed = 0;
-        let texts: Vec<String> = self
-            .replay
-            .events
-            .iter()
-            .filter(|(e, _)| after.is_none_or(|a| e.seq > a) && filter.matches(e))
-            .map(|(e, _)| e.to_json().to_string())
-            .collect();
-        for t in texts {
-            self.send_text(t).await.map_err(Failure::End)?;
-            replayed += 1;
-        }
-        if self.subs.len() >= 256 {
+        if self.subs.len() >= MAX_SUBSCRIPTIONS {
             return Err(ProtocolError::invalid("at most 256 subscriptions on one socket").into());
         }
+        let ctx = Ctx {
+            state: &self.state,
+            owner: &self.owner,
+            thread_id: &self.thread_id,
+        };
+        let events = latest_run_events(&ctx).await?;
+        let covered = events.iter().map(|e| e.seq).max();
+        let after = after.and_then(|a| position(a, &events));
+        let mut replayed = 0;
+        for e in events.iter().filter(|e| after.is_none_or(|a| e.seq > a) && filter.matches(e)) {
+            self.send_text(e.to_json().to_string()).await.map_err(Failure::End)?;
+            replayed += 1;
+        }
+        if let Some(c) = covered {
+            self.last_seq = self.last_seq.max(c);
+        }
         let id = uuid::Uuid::new_v4().to_string();
-        self.subs.push((id.clone(), filter));
+        self.subs.push((id.clone(), filter, covered));
         Ok(json!({"subscription_id": id, "replayed_events": replayed}))
     }
 
     fn unsubscribe(&mut self, params: &Value) -> Result<Value, Failure> {
         let id = params.get("subscription_id").and_then(Value::as_str).unwrap_or_default();
         let before = self.subs.len();
-        self.subs.retain(|(s, _)| s != id);
+        self.subs.retain(|(s, _, _)| s != id);
         if self.subs.len() == before {
             return Err(ProtocolError::new(ErrorCode::NoSuchSubscription, format!("Unknown subscription: {id}")).into());
         }
@@ -264,19 +249,31 @@ impl Session {
         if !params.get("channels").and_then(Value::as_array).is_some_and(|c| !c.is_empty()) {
             return Err(ProtocolError::invalid("subscription.reconnect requires a non-empty channels array.").into());
         }
-        let after = match params.get("last_event_id") {
-            Some(Value::String(s)) => s.parse::<u64>().ok().or_else(|| {
-                self.replay.events.iter().find(|(e, _)| &e.event_id == s).map(|(e, _)| e.seq)
-            }),
-            Some(Value::Number(n)) => n.as_u64(),
-            _ => None,
-        };
-        let sub = self.subscribe(params, after).await?;
+        let sub = self.subscribe(params, params.get("last_event_id")).await?;
         Ok(json!({
             "restored": true,
             "missed_events": sub["replayed_events"],
             "subscription_id": sub["subscription_id"],
         }))
+    }
+}
+
+/// The sequence number a reconnect goes on after: a number, or an event id of the
+/// latest run's `events` (`<run id>:<n>:<i>`: the `i`-th event made from event `n`).
+fn position(last: &Value, events: &[Event]) -> Option<u64> {
+    match last {
+        Value::Number(n) => n.as_u64(),
+        Value::String(s) => s.parse::<u64>().ok().or_else(|| {
+            if let Some(e) = events.iter().find(|e| &e.event_id == s) {
+                return Some(e.seq);
+            }
+            let mut parts = s.rsplitn(3, ':');
+            let i: u64 = parts.next()?.parse().ok()?;
+            let n: u64 = parts.next()?.parse().ok()?;
+            let ordinal = events.first()?.seq >> 32;
+            Some(crate::protocol::seq(ordinal, n, i))
+        }),
+        _ => None,
     }
 }
 

@@ -24,7 +24,7 @@
 //! two streams at once drops the copies.
 
 pub mod filter;
-mod signals;
+pub mod signals;
 mod messages;
 pub mod translate;
 

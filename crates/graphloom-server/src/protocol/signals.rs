@@ -1,20 +1,67 @@
-//! [`ThreadSignals`]: wakes the followers of a thread in this process when a command
-//! queues a run on it, so a stream that waits for the thread's next run does not wait
-//! for its next poll of the database (runs queued elsewhere are found by that poll).
+//! [`ThreadSignals`]: the threads followed by thread-protocol streams in this process.
+//! A run queued on such a thread wakes its followers at once (runs queued elsewhere are
+//! found by their next poll of the database), and this process's log of the run is held
+//! from its creation on, so a follower that gets to it after it ended (a quick run that
+//! keeps no events for replay) still reads it from its start.
 
-use std::collections::HashMap;
+use crate::broker::Reader;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use tokio::sync::Notify;
 
-/// The wake-ups of the threads followed in this process.
+/// Runs of one thread whose logs are held for its followers (the latest ones).
+const HELD_RUNS: usize = 16;
+
+/// What the followers of one thread share.
+#[derive(Default)]
+pub struct Followed {
+    notify: Notify,
+    held: Mutex<VecDeque<(String, Reader)>>,
+}
+
+impl std::fmt::Debug for Followed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Followed").finish_non_exhaustive()
+    }
+}
+
+impl Followed {
+    /// Wait until a run is queued on the thread (or `timeout`); true when woken.
+    pub async fn wait(&self, timeout: std::time::Duration) -> bool {
+        let notified = self.notify.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        tokio::time::timeout(timeout, notified).await.is_ok()
+    }
+
+    /// Whether this process's log of run `run_id` is held from its start.
+    #[must_use]
+    pub fn holds(&self, run_id: &str) -> bool {
+        self.held
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .any(|(id, _)| id == run_id)
+    }
+}
+
+/// The threads followed in this process.
 #[derive(Default, Debug)]
 pub struct ThreadSignals {
-    threads: Mutex<HashMap<String, Weak<Notify>>>,
+    threads: Mutex<HashMap<String, Weak<Followed>>>,
 }
 
 impl ThreadSignals {
-    /// The wake-up of `thread_id`, held by a follower for as long as it follows it.
-    pub fn watch(&self, thread_id: &str) -> Arc<Notify> {
+    fn get(&self, thread_id: &str) -> Option<Arc<Followed>> {
+        self.threads
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(thread_id)
+            .and_then(Weak::upgrade)
+    }
+
+    /// Follow `thread_id` for as long as the handle is kept.
+    pub fn watch(&self, thread_id: &str) -> Arc<Followed> {
         let mut map = self.threads.lock().unwrap_or_else(PoisonError::into_inner);
         // Forget the threads nobody follows any more (the map holds only followed ones).
         if map.len() > 64 {
@@ -23,21 +70,37 @@ impl ThreadSignals {
         if let Some(n) = map.get(thread_id).and_then(Weak::upgrade) {
             return n;
         }
-        let n = Arc::new(Notify::new());
+        let n = Arc::new(Followed::default());
         map.insert(thread_id.to_owned(), Arc::downgrade(&n));
         n
     }
 
+    /// Whether a stream of this process follows `thread_id`.
+    #[must_use]
+    pub fn is_followed(&self, thread_id: &str) -> bool {
+        self.get(thread_id).is_some()
+    }
+
+    /// Hold run `run_id`'s log (`reader`, taken before the run can start) for the
+    /// followers of `thread_id`, and wake them.
+    pub fn run_queued(&self, thread_id: &str, run_id: &str, reader: Option<Reader>) {
+        let Some(f) = self.get(thread_id) else {
+            return;
+        };
+        if let Some(r) = reader {
+            let mut held = f.held.lock().unwrap_or_else(PoisonError::into_inner);
+            held.push_back((run_id.to_owned(), r));
+            while held.len() > HELD_RUNS {
+                held.pop_front();
+            }
+        }
+        f.notify.notify_waiters();
+    }
+
     /// Wake the followers of `thread_id`.
     pub fn notify(&self, thread_id: &str) {
-        let n = self
-            .threads
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(thread_id)
-            .and_then(Weak::upgrade);
-        if let Some(n) = n {
-            n.notify_waiters();
+        if let Some(f) = self.get(thread_id) {
+            f.notify.notify_waiters();
         }
     }
 
@@ -59,17 +122,23 @@ mod tests {
     use std::time::Duration;
 
     #[tokio::test]
-    async fn a_follower_is_woken_and_forgotten_when_it_goes() {
+    async fn a_follower_is_woken_holds_runs_and_is_forgotten_when_it_goes() {
         let s = ThreadSignals::default();
-        let n = s.watch("t");
-        let wait = n.notified();
-        tokio::pin!(wait);
-        wait.as_mut().enable();
-        s.notify("t");
-        tokio::time::timeout(Duration::from_secs(5), wait).await.unwrap();
-        assert_eq!(s.followed(), 1);
-        drop(n);
+        let broker = crate::broker::Broker::default();
+        let f = s.watch("t");
+        let waiting = {
+            let f = Arc::clone(&f);
+            tokio::spawn(async move { f.wait(Duration::from_secs(5)).await })
+        };
+        tokio::task::yield_now().await;
+        broker.open("r");
+        s.run_queued("t", "r", broker.reader("r"));
+        assert!(waiting.await.unwrap());
+        assert!(f.holds("r") && s.is_followed("t") && s.followed() == 1);
+        drop(f);
         assert_eq!(s.followed(), 0);
-        s.notify("t");
+        // Nobody follows: nothing is held.
+        s.run_queued("t", "r2", broker.reader("r"));
+        assert!(!s.is_followed("t"));
     }
 }

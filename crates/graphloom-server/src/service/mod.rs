@@ -20,6 +20,7 @@ pub(crate) mod store;
 pub(crate) mod system;
 pub(crate) mod threads;
 pub(crate) mod thread_stream;
+pub(crate) mod xray;
 
 use crate::error::{ApiError, ApiResult};
 

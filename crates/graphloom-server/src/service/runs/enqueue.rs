@@ -236,7 +236,14 @@ async fn create(
         Hold::Events => state.broker.reader(&new.run.run_id),
         Hold::Outcome => state.broker.waiter(&new.run.run_id),
     };
+    // Thread-protocol streams following the thread here read the run from its start.
+    let held = state
+        .thread_signals
+        .is_followed(&new.run.thread_id)
+        .then(|| state.broker.reader(&new.run.run_id))
+        .flatten();
     let run = state.db.create_run(&new).await?;
+    state.thread_signals.run_queued(&run.thread_id, &run.run_id, held);
     if let Some(action) = new.cancel_active {
         state.cancel_local_thread(&run.thread_id, action);
     }

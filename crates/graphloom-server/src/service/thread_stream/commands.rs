@@ -6,7 +6,7 @@ use super::{all_runs, graph_name, run_status};
 use crate::broker::Next;
 use crate::models::{MultitaskStrategy, Run, ThreadStatus};
 use crate::protocol::translate::RunTranslator;
-use crate::protocol::{ErrorCode, ProtocolError};
+use crate::protocol::{ErrorCode, Event, ProtocolError};
 use crate::run::{Command, IfNotExists, OneOrMany, RunRequest};
 use crate::service::runs::{enqueue, Hold, Submit};
 use crate::service::threads;
@@ -190,33 +190,56 @@ pub(crate) async fn tree(ctx: &Ctx<'_>, run_id: Option<&str>) -> Result<Value> {
     };
     let (ordinal, run) =
         found.ok_or_else(|| ProtocolError::new(ErrorCode::NoSuchRun, "No active run is bound to this thread."))?;
-    let mut t = RunTranslator::new(run.run_id.clone(), ordinal as u64, graph_name(run));
-    let mut cursor = 0;
-    // What this process holds of the run's log, then what the database stored after it.
-    while let Some(Next::Events(evs)) = ctx.state.broker.next(&run.run_id, cursor, Duration::ZERO).await {
-        if evs.is_empty() {
-            break;
-        }
-        for e in &evs {
-            t.push(e);
-            cursor = e.id + 1;
-        }
-    }
-    loop {
-        let evs = ctx.state.db.run_events(&run.run_id, cursor, 256).await.map_err(api)?;
-        if evs.is_empty() {
-            break;
-        }
-        for e in &evs {
-            t.push(e);
-            cursor = e.id + 1;
-        }
-    }
-    let status = run_status(ctx.state, ctx.owner, run).await;
-    if status.is_final() {
-        t.finish(cursor, status);
-    }
+    let (t, _) = translate_run(ctx.state, ctx.owner, ordinal as u64, run).await?;
     Ok(json!({"tree": t.tree()}))
+}
+
+/// Run `run` (the `ordinal`-th of its thread) translated from its start as far as its
+/// log goes now (this process's broker, then what the database stored after it), ended
+/// when the run has: the translator, and the events.
+pub(crate) async fn translate_run(
+    state: &AppRef,
+    owner: &str,
+    ordinal: u64,
+    run: &Run,
+) -> Result<(RunTranslator, Vec<Event>)> {
+    let mut t = RunTranslator::new(run.run_id.clone(), ordinal, graph_name(run));
+    let mut out = Vec::new();
+    let mut cursor = 0;
+    while let Some(Next::Events(evs)) = state.broker.next(&run.run_id, cursor, Duration::ZERO).await {
+        if evs.is_empty() {
+            break;
+        }
+        for e in &evs {
+            out.extend(t.push(e));
+            cursor = e.id + 1;
+        }
+    }
+    // Read after the status: a run is marked ended only once its events are stored.
+    let status = run_status(state, owner, run).await;
+    loop {
+        let evs = state.db.run_events(&run.run_id, cursor, 256).await.map_err(api)?;
+        if evs.is_empty() {
+            break;
+        }
+        for e in &evs {
+            out.extend(t.push(e));
+            cursor = e.id + 1;
+        }
+    }
+    if status.is_final() {
+        out.extend(t.finish(cursor, status));
+    }
+    Ok((t, out))
+}
+
+/// The events of the thread's latest run so far (what a WebSocket subscription replays).
+pub(crate) async fn latest_run_events(ctx: &Ctx<'_>) -> Result<Vec<Event>> {
+    let runs = all_runs(ctx.state, ctx.owner, ctx.thread_id).await;
+    let Some((ordinal, run)) = runs.iter().enumerate().last() else {
+        return Ok(Vec::new());
+    };
+    Ok(translate_run(ctx.state, ctx.owner, ordinal as u64, run).await?.1)
 }
 
 /// `state.get`: the thread's values (only `keys`, when given) and checkpoint.

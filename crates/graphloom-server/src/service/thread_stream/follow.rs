@@ -13,9 +13,9 @@ use crate::service::runs::is_resumable;
 use crate::state::AppRef;
 use futures::stream::BoxStream;
 use futures::{Stream, StreamExt};
+use crate::protocol::signals::Followed;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::Notify;
 
 /// How often a follower waiting for a thread's next run asks the database (a command of
 /// this process wakes it at once).
@@ -56,7 +56,7 @@ struct ThreadFollower {
     state: AppRef,
     owner: String,
     thread_id: String,
-    wake: Arc<Notify>,
+    wake: Arc<Followed>,
     start: Start,
     since: Option<u64>,
     /// The ordinal of the next run to follow (`None` until the first listing).
@@ -168,19 +168,23 @@ impl ThreadFollower {
             self.next = Some(next);
             let run = runs.get(usize::try_from(ordinal).ok()?)?.clone();
             let resumable = is_resumable(&run);
+            // This process's log of a run queued while the thread was followed is held
+            // from its start.
+            let held = self.wake.holds(&run.run_id);
             // An ended run whose events were not kept has nothing to replay.
-            if run.status.is_final() && !resumable {
+            if run.status.is_final() && !resumable && !held {
                 continue;
             }
-            let cursor = if resumable {
+            let cursor = if resumable || held {
                 0
             } else {
                 self.state.broker.len(&run.run_id)
             };
+            let reader = if held { self.state.broker.reader(&run.run_id) } else { None };
             let from = Follow {
                 cursor,
                 resumable,
-                reader: None,
+                reader,
                 cancel_on_disconnect: false,
             };
             let frames = events::follow(self.state.clone(), self.owner.clone(), run.clone(), from).boxed();
@@ -200,11 +204,7 @@ impl ThreadFollower {
 
     /// Wait for a run to be queued on the thread; a keep-alive every few seconds.
     async fn wait(&mut self) -> Option<Item> {
-        let notified = self.wake.notified();
-        tokio::pin!(notified);
-        notified.as_mut().enable();
-        let woken = tokio::time::timeout(POLL, notified).await.is_ok();
-        if woken {
+        if self.wake.wait(POLL).await {
             return None;
         }
         self.idle_for += POLL;

@@ -13,9 +13,9 @@ use futures::stream::BoxStream;
 use futures::{Stream, StreamExt};
 use serde_json::{json, Value};
 use std::collections::VecDeque;
+use crate::protocol::signals::Followed;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::Notify;
 
 /// How often a join waiting for the thread's next run asks the database.
 const POLL: Duration = Duration::from_millis(500);
@@ -51,7 +51,7 @@ struct Joiner {
     thread_id: String,
     /// Event names asked for (`None`: all).
     modes: Option<Vec<String>>,
-    wake: Arc<Notify>,
+    wake: Arc<Followed>,
     after: After,
     next: Option<usize>,
     current: Option<(Run, BoxStream<'static, Frame>, bool)>,
@@ -98,10 +98,7 @@ impl Joiner {
                 continue;
             }
             if !self.open_next().await {
-                let notified = self.wake.notified();
-                tokio::pin!(notified);
-                notified.as_mut().enable();
-                if tokio::time::timeout(POLL, notified).await.is_err() {
+                if !self.wake.wait(POLL).await {
                     self.idle_for += POLL;
                     if self.idle_for >= KEEPALIVE {
                         self.idle_for = Duration::ZERO;
@@ -184,18 +181,20 @@ impl Joiner {
         };
         self.next = Some(next + 1);
         let resumable = is_resumable(&run);
+        let held = self.wake.holds(&run.run_id);
         let cursor = match cursor_for {
-            Some(c) if resumable => c,
-            _ if resumable && !run.status.is_final() => 0,
+            Some(c) if resumable || held => c,
+            _ if held || (resumable && !run.status.is_final()) => 0,
             _ => self.state.broker.len(&run.run_id),
         };
-        if run.status.is_final() && !resumable && cursor_for.is_none() {
+        if run.status.is_final() && !resumable && !held && cursor_for.is_none() {
             return true;
         }
+        let reader = if held { self.state.broker.reader(&run.run_id) } else { None };
         let from = Follow {
             cursor,
             resumable,
-            reader: None,
+            reader,
             cancel_on_disconnect: false,
         };
         let frames = events::follow(self.state.clone(), self.owner.clone(), run.clone(), from).boxed();
