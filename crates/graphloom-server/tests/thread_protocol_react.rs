@@ -13,7 +13,9 @@ use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_use_stream_page_chats_and_approves_in_chromium() {
-    let s = TestServer::sqlite_with(|_| {}, |b| b.graph("weather", graphloom_server::factory(weather::graph))).await;
+    // Tokens 40 ms apart, as a provider sends them: the page must show the answer growing.
+    let paced = |deps: &graphloom_server::GraphDeps| weather::paced_graph(deps, Duration::from_millis(40));
+    let s = TestServer::sqlite_with(|_| {}, |b| b.graph("weather", graphloom_server::factory(paced))).await;
     let chromium = std::env::var("GRAPHLOOM_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".to_owned());
     assert!(
         std::path::Path::new(&chromium).exists(),

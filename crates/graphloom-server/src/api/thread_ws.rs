@@ -4,8 +4,7 @@
 //! Subscriptions (`subscription.subscribe` / `unsubscribe` / `reconnect`) belong to the
 //! socket. A subscription first replays the matching events of the thread's latest run,
 //! read from the run's log when it is made, as the reference server does; the socket
-//! follows the thread from its latest run on and sends each subscription the live events
-//! after what its replay covered (sequence numbers order them), each event once.
+//! follows the thread from there and sends each event once, when a subscription wants it.
 //!
 //! Memory stays bounded whatever the client does: frames larger than [`MAX_FRAME`] close
 //! the socket (1009) after an error frame; what goes out passes through a queue of
@@ -15,12 +14,13 @@
 use super::auth::Owner;
 use super::thread_commands::dispatch;
 use crate::protocol::{error_frame, success_frame, BadFrame, Command, ErrorCode, Event, Filter, ProtocolError};
-use crate::service::thread_stream::commands::{latest_run_events, Ctx};
-use crate::service::thread_stream::follow::{follow_thread, Item, Start};
+use crate::service::thread_stream::commands::{latest_run, Ctx};
+use crate::service::thread_stream::follow::{follow_thread, follow_thread_from, Item, Start};
 use crate::state::AppRef;
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{Path, State};
 use axum::response::Response;
+use futures::stream::BoxStream;
 use futures::{SinkExt, StreamExt};
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -57,8 +57,11 @@ struct Session {
     owner: String,
     thread_id: String,
     out: mpsc::Sender<Message>,
-    /// The subscriptions: id, filter, and the last sequence number its replay covered.
-    subs: Vec<(String, Filter, Option<u64>)>,
+    /// The subscriptions: id and filter.
+    subs: Vec<(String, Filter)>,
+    /// The thread's events, in order: every subscription's live events come from it.
+    follower: BoxStream<'static, Item>,
+    /// The last sequence number the socket has dealt with.
     last_seq: u64,
 }
 
@@ -82,18 +85,14 @@ async fn session(state: AppRef, owner: String, thread_id: String, socket: WebSoc
         }
         let _ = sink.close().await;
     });
-    let mut follower = Box::pin(follow_thread(
-        state.clone(),
-        owner.clone(),
-        thread_id.clone(),
-        Start::LatestRun,
-    ));
+    let follower = follow_thread(state.clone(), owner.clone(), thread_id.clone(), Start::LatestRun).boxed();
     let mut s = Session {
         state,
         owner,
         thread_id,
         out: tx,
         subs: Vec::new(),
+        follower,
         last_seq: 0,
     };
     let end = loop {
@@ -122,7 +121,7 @@ async fn session(state: AppRef, owner: String, thread_id: String, socket: WebSoc
                     break end;
                 }
             }
-            item = follower.next() => {
+            item = s.follower.next() => {
                 if let Some(item) = item {
                     if let Err(end) = s.item(item).await {
                         break end;
@@ -131,7 +130,6 @@ async fn session(state: AppRef, owner: String, thread_id: String, socket: WebSoc
             }
         }
     };
-    drop(follower);
     match end {
         End::Stalled => {
             // The writer may be stuck on a socket the client does not read: drop it, and
@@ -150,7 +148,7 @@ async fn session(state: AppRef, owner: String, thread_id: String, socket: WebSoc
 
 impl Session {
     /// Queue a frame for the client; `Stalled` when it has not read for too long.
-    async fn send_text(&self, text: String) -> Result<(), End> {
+    async fn send_text(&mut self, text: String) -> Result<(), End> {
         match tokio::time::timeout(SEND_TIMEOUT, self.out.send(Message::Text(text.into()))).await {
             Ok(Ok(())) => Ok(()),
             Ok(Err(_)) => Err(End::Gone),
@@ -158,7 +156,7 @@ impl Session {
         }
     }
 
-    async fn send_json(&self, v: &Value) -> Result<(), End> {
+    async fn send_json(&mut self, v: &Value) -> Result<(), End> {
         self.send_text(v.to_string()).await
     }
 
@@ -166,18 +164,7 @@ impl Session {
     async fn item(&mut self, item: Item) -> Result<(), End> {
         match item {
             Item::RunStarted | Item::KeepAlive => {}
-            Item::Events(evs) => {
-                for ev in evs {
-                    self.last_seq = self.last_seq.max(ev.seq);
-                    let wanted = self
-                        .subs
-                        .iter()
-                        .any(|(_, f, after)| after.is_none_or(|a| ev.seq > a) && f.matches(&ev));
-                    if wanted {
-                        self.send_text(ev.to_json().to_string()).await?;
-                    }
-                }
-            }
+            Item::Events(evs) => self.deliver(&evs).await?,
         }
         Ok(())
     }
@@ -204,9 +191,22 @@ impl Session {
         self.send_json(&frame).await
     }
 
-    /// Add a subscription: replay the latest run's matching events (after sequence
-    /// number `after`, when given), read from the run's log now, then the live ones after
-    /// them.
+    /// Send each of `evs` (once) when a subscription wants it.
+    async fn deliver(&mut self, evs: &[Event]) -> Result<(), End> {
+        for ev in evs {
+            self.last_seq = self.last_seq.max(ev.seq);
+            if self.subs.iter().any(|(_, f)| f.matches(ev)) {
+                self.send_text(ev.to_json().to_string()).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Add a subscription, replaying the matching events of the thread's latest run (after
+    /// `after`, when given). The run is read from its log now: the new subscription gets its
+    /// replay, in order, then the subscriptions already there what of the run they have not
+    /// had yet (an event both want goes twice; the client keeps one, by its id), and the
+    /// socket follows the thread from there.
     async fn subscribe(&mut self, params: &Value, after: Option<&Value>) -> Result<Value, Failure> {
         let filter = Filter::parse(params)?;
         if self.subs.len() >= MAX_SUBSCRIPTIONS {
@@ -217,26 +217,28 @@ impl Session {
             owner: &self.owner,
             thread_id: &self.thread_id,
         };
-        let events = latest_run_events(&ctx).await?;
-        let covered = events.iter().map(|e| e.seq).max();
-        let after = after.and_then(|a| position(a, &events));
         let mut replayed = 0;
-        for e in events.iter().filter(|e| after.is_none_or(|a| e.seq > a) && filter.matches(e)) {
-            self.send_text(e.to_json().to_string()).await.map_err(Failure::End)?;
-            replayed += 1;
-        }
-        if let Some(c) = covered {
-            self.last_seq = self.last_seq.max(c);
+        if let Some(latest) = latest_run(&ctx).await? {
+            let after = after.and_then(|a| position(a, &latest.events));
+            for e in latest.events.iter().filter(|e| after.is_none_or(|a| e.seq > a) && filter.matches(e)) {
+                self.send_text(e.to_json().to_string()).await.map_err(Failure::End)?;
+                replayed += 1;
+            }
+            let last = self.last_seq;
+            let fresh: Vec<Event> = latest.events.iter().filter(|e| e.seq > last).cloned().collect();
+            self.deliver(&fresh).await.map_err(Failure::End)?;
+            self.follower =
+                follow_thread_from(self.state.clone(), self.owner.clone(), self.thread_id.clone(), latest).boxed();
         }
         let id = uuid::Uuid::new_v4().to_string();
-        self.subs.push((id.clone(), filter, covered));
+        self.subs.push((id.clone(), filter));
         Ok(json!({"subscription_id": id, "replayed_events": replayed}))
     }
 
     fn unsubscribe(&mut self, params: &Value) -> Result<Value, Failure> {
         let id = params.get("subscription_id").and_then(Value::as_str).unwrap_or_default();
         let before = self.subs.len();
-        self.subs.retain(|(s, _, _)| s != id);
+        self.subs.retain(|(s, _)| s != id);
         if self.subs.len() == before {
             return Err(ProtocolError::new(ErrorCode::NoSuchSubscription, format!("Unknown subscription: {id}")).into());
         }

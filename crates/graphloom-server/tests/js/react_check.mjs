@@ -45,8 +45,10 @@ await new Promise((r) => server.listen(0, "127.0.0.1", r));
 const page_url = `http://127.0.0.1:${server.address().port}/?api=${encodeURIComponent(api)}`;
 
 const profile = fs.mkdtempSync(path.join(os.tmpdir(), "graphloom-chromium-"));
-const browser = await chromium.launch({
+// A fresh, empty profile (Playwright passes it as --user-data-dir).
+const browser = await chromium.launchPersistentContext(profile, {
   executablePath: process.env.GRAPHLOOM_CHROMIUM || "/usr/bin/chromium",
+  headless: true,
   args: [
     "--headless",
     "--no-sandbox",
@@ -56,7 +58,6 @@ const browser = await chromium.launch({
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
-    `--user-data-dir=${profile}`,
   ],
 });
 try {

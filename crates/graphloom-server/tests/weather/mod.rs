@@ -7,7 +7,12 @@
 
 use futures::future::BoxFuture;
 use graphloom_core::*;
-use graphloom_llm::{ChatChunk, ChatModel, ChatOptions, NodeResultExt, Reply, ScriptedModel};
+use futures::StreamExt;
+use graphloom_llm::{
+    ChatChunk, ChatModel, ChatOptions, ChunkAssembler, ChunkStream, DynChatModel, NodeResultExt, Reply,
+    ScriptedModel,
+};
+use std::time::Duration;
 use graphloom_prebuilt::{Tool, ToolError, ToolNode, ToolOutput, ToolRuntime};
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -34,6 +39,39 @@ pub fn model() -> ScriptedModel {
             ])
         }
     })
+}
+
+/// The scripted model with `gap` between its chunks, as a provider streams them (so that a
+/// page shows the answer growing rather than all at once).
+struct Paced {
+    inner: ScriptedModel,
+    gap: Duration,
+}
+
+impl ChatModel for Paced {
+    fn model_name(&self) -> &str {
+        self.inner.model_name()
+    }
+    fn provider(&self) -> &str {
+        self.inner.provider()
+    }
+    async fn invoke(&self, messages: &[Message], options: &ChatOptions) -> graphloom_llm::Result<Message> {
+        let mut chunks = self.stream(messages, options);
+        let mut asm = ChunkAssembler::with_provider("scripted");
+        while let Some(c) = chunks.next().await {
+            asm.push(&c?);
+        }
+        Ok(asm.finish())
+    }
+    fn stream(&self, messages: &[Message], options: &ChatOptions) -> ChunkStream {
+        let gap = self.gap;
+        Box::pin(self.inner.stream(messages, options).then(move |c| async move {
+            if !gap.is_zero() {
+                tokio::time::sleep(gap).await;
+            }
+            c
+        }))
+    }
 }
 
 struct GetWeather {
@@ -68,7 +106,15 @@ pub fn review_request() -> Value {
 }
 
 pub fn graph(deps: &graphloom_server::GraphDeps) -> graphloom_core::Result<CompiledGraph<Weather>> {
-    let model = Arc::new(model());
+    paced_graph(deps, Duration::ZERO)
+}
+
+/// [`graph`] with its model waiting `gap` before each chunk.
+pub fn paced_graph(
+    deps: &graphloom_server::GraphDeps,
+    gap: Duration,
+) -> graphloom_core::Result<CompiledGraph<Weather>> {
+    let model: Arc<dyn DynChatModel> = Arc::new(Paced { inner: model(), gap });
     let tool: Arc<dyn Tool> = Arc::new(GetWeather {
         schema: json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
     });

@@ -190,19 +190,30 @@ pub(crate) async fn tree(ctx: &Ctx<'_>, run_id: Option<&str>) -> Result<Value> {
     };
     let (ordinal, run) =
         found.ok_or_else(|| ProtocolError::new(ErrorCode::NoSuchRun, "No active run is bound to this thread."))?;
-    let (t, _) = translate_run(ctx.state, ctx.owner, ordinal as u64, run).await?;
-    Ok(json!({"tree": t.tree()}))
+    let t = translate_run(ctx.state, ctx.owner, ordinal as u64, run).await?;
+    Ok(json!({"tree": t.translator.tree()}))
+}
+
+/// A run translated from its start as far as its log goes now.
+pub(crate) struct TranslatedRun {
+    /// The run's position among its thread's runs.
+    pub ordinal: u64,
+    /// The run.
+    pub run: Run,
+    /// The translator, as the log left it (to go on from `cursor`).
+    pub translator: RunTranslator,
+    /// The events so far.
+    pub events: Vec<Event>,
+    /// The index of the next event of the run's log.
+    pub cursor: u64,
+    /// Whether the run had ended (its end's events are in `events`).
+    pub ended: bool,
 }
 
 /// Run `run` (the `ordinal`-th of its thread) translated from its start as far as its
 /// log goes now (this process's broker, then what the database stored after it), ended
-/// when the run has: the translator, and the events.
-pub(crate) async fn translate_run(
-    state: &AppRef,
-    owner: &str,
-    ordinal: u64,
-    run: &Run,
-) -> Result<(RunTranslator, Vec<Event>)> {
+/// when the run has.
+pub(crate) async fn translate_run(state: &AppRef, owner: &str, ordinal: u64, run: &Run) -> Result<TranslatedRun> {
     let mut t = RunTranslator::new(run.run_id.clone(), ordinal, graph_name(run));
     let mut out = Vec::new();
     let mut cursor = 0;
@@ -227,19 +238,27 @@ pub(crate) async fn translate_run(
             cursor = e.id + 1;
         }
     }
-    if status.is_final() {
+    let ended = status.is_final();
+    if ended {
         out.extend(t.finish(cursor, status));
     }
-    Ok((t, out))
+    Ok(TranslatedRun {
+        ordinal,
+        run: run.clone(),
+        translator: t,
+        events: out,
+        cursor,
+        ended,
+    })
 }
 
-/// The events of the thread's latest run so far (what a WebSocket subscription replays).
-pub(crate) async fn latest_run_events(ctx: &Ctx<'_>) -> Result<Vec<Event>> {
+/// The thread's latest run translated so far (what a WebSocket subscription replays).
+pub(crate) async fn latest_run(ctx: &Ctx<'_>) -> Result<Option<TranslatedRun>> {
     let runs = all_runs(ctx.state, ctx.owner, ctx.thread_id).await;
     let Some((ordinal, run)) = runs.iter().enumerate().last() else {
-        return Ok(Vec::new());
+        return Ok(None);
     };
-    Ok(translate_run(ctx.state, ctx.owner, ordinal as u64, run).await?.1)
+    Ok(Some(translate_run(ctx.state, ctx.owner, ordinal as u64, run).await?))
 }
 
 /// `state.get`: the thread's values (only `keys`, when given) and checkpoint.

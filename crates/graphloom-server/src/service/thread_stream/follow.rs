@@ -3,6 +3,7 @@
 //! run executing elsewhere, as the run-centric streams read it) and turned into protocol
 //! events by a [`RunTranslator`]; then the thread's next runs, as they are queued.
 
+use super::commands::TranslatedRun;
 use super::{all_runs, graph_name, run_status};
 use crate::broker::RunEventRecord;
 use crate::models::Run;
@@ -63,6 +64,49 @@ struct ThreadFollower {
     next: Option<u64>,
     current: Option<Current>,
     idle_for: Duration,
+}
+
+/// The protocol events of thread `thread_id` of `owner` after `from` (a run translated so
+/// far): the rest of that run, then the runs after it.
+pub(crate) fn follow_thread_from(
+    state: AppRef,
+    owner: String,
+    thread_id: String,
+    from: TranslatedRun,
+) -> impl Stream<Item = Item> + Send {
+    let wake = state.thread_signals.watch(&thread_id);
+    let current = (!from.ended).then(|| {
+        let resumable = is_resumable(&from.run);
+        let reader = state.broker.reader(&from.run.run_id);
+        let follow = Follow {
+            cursor: from.cursor,
+            resumable,
+            reader,
+            cancel_on_disconnect: false,
+        };
+        let frames = events::follow(state.clone(), owner.clone(), from.run.clone(), follow).boxed();
+        Current {
+            run: from.run,
+            translator: from.translator,
+            frames,
+            cursor: from.cursor,
+        }
+    });
+    let init = ThreadFollower {
+        state,
+        owner,
+        thread_id,
+        wake,
+        start: Start::LatestRun,
+        since: None,
+        next: Some(from.ordinal + 1),
+        current,
+        idle_for: Duration::ZERO,
+    };
+    futures::stream::unfold(init, |mut f| async move {
+        let item = f.next_item().await;
+        Some((item, f))
+    })
 }
 
 /// The protocol events of thread `thread_id` of `owner` from `start` on, for as long as
