@@ -18,7 +18,10 @@ async fn server() -> TestServer {
 }
 
 async fn server_with(tune: impl FnOnce(&mut graphloom_server::ServerConfig)) -> TestServer {
-    TestServer::sqlite_with(tune, |b| b.graph("weather", graphloom_server::factory(weather::graph))).await
+    TestServer::sqlite_with(tune, |b| {
+        b.graph("weather", graphloom_server::factory(weather::graph))
+    })
+    .await
 }
 
 fn new_thread() -> String {
@@ -34,7 +37,10 @@ fn start(id: u64) -> Value {
 }
 
 /// Read an SSE response until `until` holds for an event's data (at most 20 s).
-async fn read_until(r: reqwest::Response, until: impl Fn(&str, &Value) -> bool) -> Vec<(String, Value, Option<String>)> {
+async fn read_until(
+    r: reqwest::Response,
+    until: impl Fn(&str, &Value) -> bool,
+) -> Vec<(String, Value, Option<String>)> {
     assert_eq!(r.status(), 200);
     let mut bytes = r.bytes_stream();
     let mut buf = String::new();
@@ -71,7 +77,8 @@ async fn thread_events(s: &TestServer, thread: &str, body: Value) -> reqwest::Re
 fn root_terminal(_: &str, v: &Value) -> bool {
     v["method"] == "lifecycle"
         && v["params"]["namespace"] == json!([])
-        && ["completed", "interrupted", "failed"].contains(&v["params"]["data"]["event"].as_str().unwrap_or(""))
+        && ["completed", "interrupted", "failed"]
+            .contains(&v["params"]["data"]["event"].as_str().unwrap_or(""))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -80,39 +87,112 @@ async fn bad_commands_get_typed_error_frames_and_the_server_keeps_serving() {
     let s = server_with(|c| c.body_limit = 64 * 1024).await;
     let t = new_thread();
     let cases = [
-        (json!({"id": 1, "method": "state.teleport", "params": {}}), 200, "unknown_command"),
-        (json!({"id": 2, "method": "run.start", "params": {}}), 200, "invalid_argument"),
-        (json!({"id": 3, "method": "run.start", "params": {"assistant_id": "nope", "input": {}}}), 200, "invalid_argument"),
-        (json!({"id": 4, "method": "run.start", "params": {"assistant_id": "weather", "config": "fast"}}), 200, "invalid_argument"),
-        (json!({"id": 5, "method": "input.respond", "params": {"namespace": [], "interrupt_id": "x", "response": 1}}), 200, "no_such_run"),
-        (json!({"id": 6, "method": "input.respond", "params": {"namespace": []}}), 200, "invalid_argument"),
-        (json!({"id": 7, "method": "agent.getTree", "params": {}}), 200, "no_such_run"),
-        (json!({"id": 8, "method": "state.fork", "params": {}}), 200, "invalid_argument"),
-        (json!({"id": 9, "method": "subscription.unsubscribe", "params": {"subscription_id": "s"}}), 200, "no_such_subscription"),
-        (json!({"id": 10, "method": "input.inject", "params": {"namespace": [], "message": {"role": "robot", "content": "x"}}}), 200, "invalid_argument"),
+        (
+            json!({"id": 1, "method": "state.teleport", "params": {}}),
+            200,
+            "unknown_command",
+        ),
+        (
+            json!({"id": 2, "method": "run.start", "params": {}}),
+            200,
+            "invalid_argument",
+        ),
+        (
+            json!({"id": 3, "method": "run.start", "params": {"assistant_id": "nope", "input": {}}}),
+            200,
+            "invalid_argument",
+        ),
+        (
+            json!({"id": 4, "method": "run.start", "params": {"assistant_id": "weather", "config": "fast"}}),
+            200,
+            "invalid_argument",
+        ),
+        (
+            json!({"id": 5, "method": "input.respond", "params": {"namespace": [], "interrupt_id": "x", "response": 1}}),
+            200,
+            "no_such_run",
+        ),
+        (
+            json!({"id": 6, "method": "input.respond", "params": {"namespace": []}}),
+            200,
+            "invalid_argument",
+        ),
+        (
+            json!({"id": 7, "method": "agent.getTree", "params": {}}),
+            200,
+            "no_such_run",
+        ),
+        (
+            json!({"id": 8, "method": "state.fork", "params": {}}),
+            200,
+            "invalid_argument",
+        ),
+        (
+            json!({"id": 9, "method": "subscription.unsubscribe", "params": {"subscription_id": "s"}}),
+            200,
+            "no_such_subscription",
+        ),
+        (
+            json!({"id": 10, "method": "input.inject", "params": {"namespace": [], "message": {"role": "robot", "content": "x"}}}),
+            200,
+            "invalid_argument",
+        ),
         (json!({"id": 11}), 400, "invalid_argument"),
-        (json!({"id": 12, "method": "run.start", "params": [1]}), 400, "invalid_argument"),
+        (
+            json!({"id": 12, "method": "run.start", "params": [1]}),
+            400,
+            "invalid_argument",
+        ),
     ];
     for (body, status, code) in cases {
         let (st, frame) = command(&s, &t, body.clone()).await;
-        assert_eq!((st, frame["type"].as_str(), frame["error"].as_str()), (status, Some("error"), Some(code)), "{body} -> {frame}");
-        assert!(frame["message"].as_str().is_some_and(|m| !m.is_empty()), "{frame}");
+        assert_eq!(
+            (st, frame["type"].as_str(), frame["error"].as_str()),
+            (status, Some("error"), Some(code)),
+            "{body} -> {frame}"
+        );
+        assert!(
+            frame["message"].as_str().is_some_and(|m| !m.is_empty()),
+            "{frame}"
+        );
         if let Some(id) = body.get("id") {
             assert_eq!(&frame["id"], id);
         }
     }
     // Not JSON.
-    let r = s.http.post(s.u(&format!("/threads/{t}/commands"))).body("{not json").send().await.unwrap();
+    let r = s
+        .http
+        .post(s.u(&format!("/threads/{t}/commands")))
+        .body("{not json")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 400);
     let frame: Value = r.json().await.unwrap();
-    assert_eq!((frame["error"].as_str(), &frame["id"]), (Some("invalid_argument"), &Value::Null));
+    assert_eq!(
+        (frame["error"].as_str(), &frame["id"]),
+        (Some("invalid_argument"), &Value::Null)
+    );
     // A huge frame: refused at the edge, typed.
-    let huge = format!("{{\"id\": 1, \"method\": \"run.start\", \"params\": {{\"pad\": \"{}\"}}}}", "x".repeat(128 * 1024));
-    let r = s.http.post(s.u(&format!("/threads/{t}/commands"))).body(huge).send().await.unwrap();
+    let huge = format!(
+        "{{\"id\": 1, \"method\": \"run.start\", \"params\": {{\"pad\": \"{}\"}}}}",
+        "x".repeat(128 * 1024)
+    );
+    let r = s
+        .http
+        .post(s.u(&format!("/threads/{t}/commands")))
+        .body(huge)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 413);
     assert!(r.json::<Value>().await.unwrap()["detail"].is_string());
     // Bad stream filters are 400s naming what is wrong.
-    for body in [json!({"channels": ["bogus"]}), json!({"channels": []}), json!({"channels": ["values"], "since": "x"})] {
+    for body in [
+        json!({"channels": ["bogus"]}),
+        json!({"channels": []}),
+        json!({"channels": ["values"], "since": "x"}),
+    ] {
         let r = thread_events(&s, &t, body.clone()).await;
         assert_eq!(r.status(), 400, "{body}");
         assert!(r.json::<Value>().await.unwrap()["detail"].is_string());
@@ -121,7 +201,11 @@ async fn bad_commands_get_typed_error_frames_and_the_server_keeps_serving() {
     assert_eq!(s.get(&format!("/threads/{t}")).await.0, 404);
     let (st, ok) = command(&s, &t, start(20)).await;
     assert_eq!((st, ok["type"].as_str()), (200, Some("success")), "{ok}");
-    let evs = read_until(thread_events(&s, &t, json!({"channels": ["lifecycle"]})).await, root_terminal).await;
+    let evs = read_until(
+        thread_events(&s, &t, json!({"channels": ["lifecycle"]})).await,
+        root_terminal,
+    )
+    .await;
     assert_eq!(evs.last().unwrap().1["params"]["data"]["event"], "interrupted");
     // Now an answer to an interrupt that is not pending is refused by id.
     let (_, frame) = command(
@@ -141,11 +225,19 @@ async fn a_run_started_on_either_protocol_streams_on_the_other() {
     let t = new_thread();
     let (_, ok) = command(&s, &t, start(1)).await;
     let run_id = ok["result"]["run_id"].as_str().unwrap().to_owned();
-    let r = s.http.get(s.u(&format!("/threads/{t}/runs/{run_id}/stream"))).send().await.unwrap();
+    let r = s
+        .http
+        .get(s.u(&format!("/threads/{t}/runs/{run_id}/stream")))
+        .send()
+        .await
+        .unwrap();
     let body = r.text().await.unwrap();
     let events: Vec<String> = parse_sse(&body).into_iter().map(|(e, _, _)| e).collect();
     assert_eq!(events.first().map(String::as_str), Some("metadata"), "{events:?}");
-    assert!(events.iter().any(|e| e == "values") && events.iter().any(|e| e.starts_with("messages")), "{events:?}");
+    assert!(
+        events.iter().any(|e| e == "values") && events.iter().any(|e| e.starts_with("messages")),
+        "{events:?}"
+    );
     // Run-centric -> the thread's protocol stream, live.
     let (st, th) = s.post("/threads", json!({})).await;
     assert_eq!(st, 200);
@@ -153,7 +245,10 @@ async fn a_run_started_on_either_protocol_streams_on_the_other() {
     let stream = thread_events(&s, &t2, json!({"channels": ["lifecycle", "values"]})).await;
     let reader = tokio::spawn(read_until(stream, root_terminal));
     let (st, run) = s
-        .post(&format!("/threads/{t2}/runs"), json!({"assistant_id": "slow", "input": {"sleep_ms": 300}}))
+        .post(
+            &format!("/threads/{t2}/runs"),
+            json!({"assistant_id": "slow", "input": {"sleep_ms": 300}}),
+        )
         .await;
     assert_eq!(st, 200, "{run}");
     let evs = reader.await.unwrap();
@@ -163,7 +258,11 @@ async fn a_run_started_on_either_protocol_streams_on_the_other() {
         .filter_map(|(_, d, _)| d["params"]["data"]["event"].as_str())
         .collect();
     assert_eq!(lifecycle, ["running", "completed"], "{evs:#?}");
-    assert!(evs.iter().any(|(e, d, _)| e == "values" && d["params"]["data"]["steps"] == 1), "{evs:#?}");
+    assert!(
+        evs.iter()
+            .any(|(e, d, _)| e == "values" && d["params"]["data"]["steps"] == 1),
+        "{evs:#?}"
+    );
     s.stop().await;
 }
 
@@ -174,7 +273,11 @@ async fn the_threads_join_stream_follows_its_runs_and_resumes_after_an_id() {
     let (_, ok) = command(&s, &t, start(1)).await;
     assert_eq!(ok["type"], "success");
     // The first run is interrupted; the join stream takes the next one, the resume.
-    let lc = read_until(thread_events(&s, &t, json!({"channels": ["lifecycle"]})).await, root_terminal).await;
+    let lc = read_until(
+        thread_events(&s, &t, json!({"channels": ["lifecycle"]})).await,
+        root_terminal,
+    )
+    .await;
     assert_eq!(lc.last().unwrap().1["params"]["data"]["event"], "interrupted");
     let join = s
         .http
@@ -182,7 +285,9 @@ async fn the_threads_join_stream_follows_its_runs_and_resumes_after_an_id() {
         .send()
         .await
         .unwrap();
-    let reader = tokio::spawn(read_until(join, |e, d| e == "metadata" && d["status"] == "run_done"));
+    let reader = tokio::spawn(read_until(join, |e, d| {
+        e == "metadata" && d["status"] == "run_done"
+    }));
     let state = s.get(&format!("/threads/{t}/state")).await.1;
     let id = state["interrupts"][0]["id"].as_str().unwrap().to_owned();
     let (_, ok) = command(
@@ -195,11 +300,22 @@ async fn the_threads_join_stream_follows_its_runs_and_resumes_after_an_id() {
     let evs = reader.await.unwrap();
     let names: Vec<&str> = evs.iter().map(|(e, _, _)| e.as_str()).collect();
     assert_eq!(names.first(), Some(&"metadata"), "{names:?}");
-    assert!(names.iter().all(|n| ["metadata", "values"].contains(n) || n.starts_with("values|")), "{names:?}");
+    assert!(
+        names
+            .iter()
+            .all(|n| ["metadata", "values"].contains(n) || n.starts_with("values|")),
+        "{names:?}"
+    );
     let last_values = evs.iter().rev().find(|(e, _, _)| e == "values").unwrap();
-    assert_eq!(last_values.1["messages"].as_array().unwrap().last().unwrap()["content"], "review: approve");
+    assert_eq!(
+        last_values.1["messages"].as_array().unwrap().last().unwrap()["content"],
+        "review: approve"
+    );
     // Resuming after an event replays the rest of that run, then its end.
-    let (_, _, first_id) = evs.iter().find(|(e, _, id)| e == "values" && id.is_some()).unwrap();
+    let (_, _, first_id) = evs
+        .iter()
+        .find(|(e, _, id)| e == "values" && id.is_some())
+        .unwrap();
     let again = s
         .http
         .get(s.u(&format!("/threads/{t}/stream?stream_mode=values")))
@@ -215,8 +331,14 @@ async fn the_threads_join_stream_follows_its_runs_and_resumes_after_an_id() {
     s.stop().await;
 }
 
-async fn socket(s: &TestServer, thread: &str) -> tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>> {
-    let url = format!("{}/threads/{thread}/stream/events", s.url.replacen("http", "ws", 1));
+async fn socket(
+    s: &TestServer,
+    thread: &str,
+) -> tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>> {
+    let url = format!(
+        "{}/threads/{thread}/stream/events",
+        s.url.replacen("http", "ws", 1)
+    );
     tokio_tungstenite::connect_async(url).await.unwrap().0
 }
 
@@ -224,7 +346,10 @@ async fn next_json(
     ws: &mut tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
 ) -> Option<Value> {
     loop {
-        match tokio::time::timeout(Duration::from_secs(20), ws.next()).await.unwrap() {
+        match tokio::time::timeout(Duration::from_secs(20), ws.next())
+            .await
+            .unwrap()
+        {
             Some(Ok(Message::Text(t))) => return Some(serde_json::from_str(&t).unwrap()),
             Some(Ok(Message::Close(_))) | None | Some(Err(_)) => return None,
             Some(Ok(_)) => {}
@@ -239,21 +364,40 @@ async fn the_socket_answers_bad_frames_and_closes_on_a_huge_one() {
     let mut ws = socket(&s, &t).await;
     ws.send(Message::text("garbage")).await.unwrap();
     let f = next_json(&mut ws).await.unwrap();
-    assert_eq!((f["type"].as_str(), f["error"].as_str(), &f["id"]), (Some("error"), Some("invalid_argument"), &Value::Null));
-    ws.send(Message::text(r#"{"id": 3, "method": "nope"}"#)).await.unwrap();
+    assert_eq!(
+        (f["type"].as_str(), f["error"].as_str(), &f["id"]),
+        (Some("error"), Some("invalid_argument"), &Value::Null)
+    );
+    ws.send(Message::text(r#"{"id": 3, "method": "nope"}"#))
+        .await
+        .unwrap();
     let f = next_json(&mut ws).await.unwrap();
-    assert_eq!((f["id"].as_u64(), f["error"].as_str()), (Some(3), Some("unknown_command")));
-    ws.send(Message::text(r#"{"id": 4, "method": "subscription.subscribe", "params": {"channels": ["nope"]}}"#))
-        .await
-        .unwrap();
+    assert_eq!(
+        (f["id"].as_u64(), f["error"].as_str()),
+        (Some(3), Some("unknown_command"))
+    );
+    ws.send(Message::text(
+        r#"{"id": 4, "method": "subscription.subscribe", "params": {"channels": ["nope"]}}"#,
+    ))
+    .await
+    .unwrap();
     assert_eq!(next_json(&mut ws).await.unwrap()["error"], "invalid_argument");
-    ws.send(Message::text(r#"{"id": 5, "method": "subscription.subscribe", "params": {"channels": ["lifecycle"]}}"#))
-        .await
-        .unwrap();
+    ws.send(Message::text(
+        r#"{"id": 5, "method": "subscription.subscribe", "params": {"channels": ["lifecycle"]}}"#,
+    ))
+    .await
+    .unwrap();
     let ok = next_json(&mut ws).await.unwrap();
-    assert_eq!((ok["type"].as_str(), ok["result"]["replayed_events"].as_u64()), (Some("success"), Some(0)), "{ok}");
+    assert_eq!(
+        (ok["type"].as_str(), ok["result"]["replayed_events"].as_u64()),
+        (Some("success"), Some(0)),
+        "{ok}"
+    );
     // A frame over 1 MiB: an error frame, then the socket closes.
-    let big = format!(r#"{{"id": 6, "method": "run.start", "params": {{"pad": "{}"}}}}"#, "x".repeat(2 * 1024 * 1024));
+    let big = format!(
+        r#"{{"id": 6, "method": "run.start", "params": {{"pad": "{}"}}}}"#,
+        "x".repeat(2 * 1024 * 1024)
+    );
     let _ = ws.send(Message::text(big)).await;
     let mut saw_error = false;
     while let Some(f) = next_json(&mut ws).await {
@@ -262,7 +406,11 @@ async fn the_socket_answers_bad_frames_and_closes_on_a_huge_one() {
     assert!(saw_error, "no error frame before the close");
     // The server goes on.
     let mut ws = socket(&s, &t).await;
-    ws.send(Message::text(r#"{"id": 1, "method": "agent.getTree", "params": {}}"#)).await.unwrap();
+    ws.send(Message::text(
+        r#"{"id": 1, "method": "agent.getTree", "params": {}}"#,
+    ))
+    .await
+    .unwrap();
     assert_eq!(next_json(&mut ws).await.unwrap()["error"], "no_such_run");
     s.stop().await;
 }
@@ -280,9 +428,11 @@ async fn a_socket_that_never_reads_is_dropped_and_the_server_keeps_serving() {
     let stream = tcp.connect(addr).await.unwrap();
     let url = format!("ws://{addr}/threads/{t}/stream/events");
     let (mut ws, _) = tokio_tungstenite::client_async(url, stream).await.unwrap();
-    ws.send(Message::text(r#"{"id": 1, "method": "subscription.subscribe", "params": {"channels": ["values"]}}"#))
-        .await
-        .unwrap();
+    ws.send(Message::text(
+        r#"{"id": 1, "method": "subscription.subscribe", "params": {"channels": ["values"]}}"#,
+    ))
+    .await
+    .unwrap();
     // Runs whose values are large (a 512 KiB field, replaced by each run), and a client
     // that reads none of them: far more than the socket's buffers and the session's queue
     // hold.
@@ -305,7 +455,10 @@ async fn a_socket_that_never_reads_is_dropped_and_the_server_keeps_serving() {
         }
     })
     .await;
-    assert!(gave_up.is_ok(), "the server kept following the thread for a client that reads nothing");
+    assert!(
+        gave_up.is_ok(),
+        "the server kept following the thread for a client that reads nothing"
+    );
     // Reading now, the client gets what the buffers held, then the end.
     let mut frames = 0usize;
     let ended = tokio::time::timeout(Duration::from_secs(30), async {
@@ -318,8 +471,14 @@ async fn a_socket_that_never_reads_is_dropped_and_the_server_keeps_serving() {
         }
     })
     .await;
-    assert!(ended.is_ok(), "the stalled socket was not closed ({frames} frames read)");
-    assert!(frames < 81, "the server queued everything for a client that read nothing ({frames} frames)");
+    assert!(
+        ended.is_ok(),
+        "the stalled socket was not closed ({frames} frames read)"
+    );
+    assert!(
+        frames < 81,
+        "the server queued everything for a client that read nothing ({frames} frames)"
+    );
     assert_eq!(s.get("/ok").await.0, 200);
     s.stop().await;
 }
@@ -336,11 +495,22 @@ async fn cors_answers_studio_with_private_network_access() {
             .header("access-control-request-private-network", "true")
             .send()
     };
-    for origin in ["https://smith.langchain.com", "http://localhost:5173", "http://127.0.0.1:3000"] {
+    for origin in [
+        "https://smith.langchain.com",
+        "http://localhost:5173",
+        "http://127.0.0.1:3000",
+    ] {
         let r = preflight(origin).await.unwrap();
         let h = r.headers();
-        assert_eq!(h.get("access-control-allow-origin").and_then(|v| v.to_str().ok()), Some(origin));
-        assert_eq!(h.get("access-control-allow-private-network").and_then(|v| v.to_str().ok()), Some("true"));
+        assert_eq!(
+            h.get("access-control-allow-origin").and_then(|v| v.to_str().ok()),
+            Some(origin)
+        );
+        assert_eq!(
+            h.get("access-control-allow-private-network")
+                .and_then(|v| v.to_str().ok()),
+            Some("true")
+        );
     }
     let r = preflight("https://evil.example").await.unwrap();
     assert!(r.headers().get("access-control-allow-origin").is_none());
@@ -353,16 +523,31 @@ async fn the_graph_drawing_expands_subgraphs_with_xray() {
     let (st, plain) = s.get("/assistants/weather/graph").await;
     assert_eq!(st, 200);
     let ids = |g: &Value| -> Vec<String> {
-        g["nodes"].as_array().unwrap().iter().map(|n| n["id"].as_str().unwrap().to_owned()).collect()
+        g["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["id"].as_str().unwrap().to_owned())
+            .collect()
     };
     assert!(ids(&plain).contains(&"review".to_owned()));
     let (_, xray) = s.get("/assistants/weather/graph?xray=true").await;
     let nodes = ids(&xray);
-    assert!(nodes.contains(&"review:approve".to_owned()) && !nodes.contains(&"review".to_owned()), "{nodes:?}");
+    assert!(
+        nodes.contains(&"review:approve".to_owned()) && !nodes.contains(&"review".to_owned()),
+        "{nodes:?}"
+    );
     let edge = |a: &str, b: &str| {
-        xray["edges"].as_array().unwrap().iter().any(|e| e["source"] == a && e["target"] == b)
+        xray["edges"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["source"] == a && e["target"] == b)
     };
-    assert!(edge("agent", "review:approve") && edge("review:approve", "__end__"), "{xray}");
+    assert!(
+        edge("agent", "review:approve") && edge("review:approve", "__end__"),
+        "{xray}"
+    );
     assert_eq!(s.get("/assistants/weather/graph?xray=maybe").await.0, 422);
     s.stop().await;
 }

@@ -14,9 +14,18 @@ use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_js_client_drives_the_thread_protocol() {
-    let s = TestServer::sqlite_with(|_| {}, |b| b.graph("weather", graphloom_server::factory(weather::graph))).await;
+    let s = TestServer::sqlite_with(
+        |_| {},
+        |b| b.graph("weather", graphloom_server::factory(weather::graph)),
+    )
+    .await;
     let summary = js::node("thread_client.mjs", &s.url, &[], Duration::from_secs(120)).await;
-    let checks: Vec<&str> = summary["checks"].as_array().unwrap().iter().filter_map(|c| c.as_str()).collect();
+    let checks: Vec<&str> = summary["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c.as_str())
+        .collect();
     for want in [
         "sse:tokens arrive one by one",
         "sse:tool start and end",

@@ -14,7 +14,11 @@ use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_frames_match_the_reference_recording() {
-    let s = TestServer::sqlite_with(|_| {}, |b| b.graph("weather", graphloom_server::factory(weather::graph))).await;
+    let s = TestServer::sqlite_with(
+        |_| {},
+        |b| b.graph("weather", graphloom_server::factory(weather::graph)),
+    )
+    .await;
     let summary = js::node("reference/compare.mjs", &s.url, &[], Duration::from_secs(60)).await;
     let checks = summary["checks"].as_array().unwrap();
     for want in [

@@ -55,11 +55,20 @@ mod tests {
 
     #[test]
     fn origins_match_exactly_or_on_any_port() {
-        assert!(origin_matches("https://smith.langchain.com", "https://smith.langchain.com"));
-        assert!(!origin_matches("https://smith.langchain.com", "https://smith.langchain.com.evil"));
+        assert!(origin_matches(
+            "https://smith.langchain.com",
+            "https://smith.langchain.com"
+        ));
+        assert!(!origin_matches(
+            "https://smith.langchain.com",
+            "https://smith.langchain.com.evil"
+        ));
         assert!(origin_matches("http://localhost:*", "http://localhost:3000"));
         assert!(origin_matches("http://localhost:*", "http://localhost"));
-        assert!(!origin_matches("http://localhost:*", "http://localhost.evil:3000"));
+        assert!(!origin_matches(
+            "http://localhost:*",
+            "http://localhost.evil:3000"
+        ));
         assert!(!origin_matches("http://localhost:*", "http://localhost:30x0"));
         assert!(!origin_matches("http://localhost:*", "https://localhost:3000"));
     }

@@ -5,8 +5,8 @@
 
 mod assistants;
 mod auth;
-mod cors;
 mod bounds;
+mod cors;
 mod extract;
 mod openapi;
 mod respond;

@@ -142,7 +142,10 @@ fn run_start_request(p: &Value) -> Result<(RunRequest, Option<Duration>)> {
     if let Some(s) = p.get("multitask_strategy").or_else(|| p.get("multitaskStrategy")) {
         body.insert("multitask_strategy".into(), s.clone());
     }
-    if let Some(id) = p.pointer("/config/configurable/checkpoint_id").filter(|v| v.is_string()) {
+    if let Some(id) = p
+        .pointer("/config/configurable/checkpoint_id")
+        .filter(|v| v.is_string())
+    {
         body.insert("checkpoint_id".into(), id.clone());
     }
     run_request(Value::Object(body))
@@ -167,7 +170,11 @@ fn respond_request(p: &Value) -> Result<(Vec<Answer>, RunRequest)> {
         Some(Value::Array(list)) if !list.is_empty() && list.len() <= 256 => {
             list.iter().map(answer).collect::<Result<Vec<_>>>()?
         }
-        Some(_) => return Err(ProtocolError::invalid("responses must be a list of 1 to 256 answers.")),
+        Some(_) => {
+            return Err(ProtocolError::invalid(
+                "responses must be a list of 1 to 256 answers.",
+            ))
+        }
         None => vec![answer(p)?],
     };
     let mut body = Map::new();
@@ -239,7 +246,10 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(r.start_checkpoint().as_deref(), Some("c1"));
-        assert_eq!(r.multitask_strategy, Some(crate::models::MultitaskStrategy::Enqueue));
+        assert_eq!(
+            r.multitask_strategy,
+            Some(crate::models::MultitaskStrategy::Enqueue)
+        );
         let e = run_start_request(&json!({"input": {}})).unwrap_err();
         assert_eq!(e.message, "run.start requires an assistant_id.");
         let e = run_start_request(&json!({"assistant_id": "a", "config": "fast"})).unwrap_err();
@@ -248,7 +258,10 @@ mod tests {
 
     #[test]
     fn respond_takes_one_answer_or_several() {
-        let (a, r) = respond_request(&json!({"namespace": [], "interrupt_id": "i", "response": 1, "update": {"x": 2}})).unwrap();
+        let (a, r) = respond_request(
+            &json!({"namespace": [], "interrupt_id": "i", "response": 1, "update": {"x": 2}}),
+        )
+        .unwrap();
         assert_eq!((a.len(), a[0].interrupt_id.as_str()), (1, "i"));
         assert_eq!(r.command.and_then(|c| c.update), Some(json!({"x": 2})));
         let (a, _) = respond_request(&json!({"responses": [

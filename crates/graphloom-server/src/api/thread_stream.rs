@@ -48,19 +48,22 @@ pub(crate) async fn command(
 /// The body of `POST /threads/{id}/stream/events`: a filter, and where to start.
 fn stream_request(v: &Value) -> ApiResult<(Filter, Option<u64>)> {
     let filter = Filter::parse(v).map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e.message))?;
-    let since = match v.get("since") {
-        None | Some(Value::Null) => None,
-        Some(s) => Some(
-            s.as_u64()
-                .ok_or_else(|| ApiError::new(StatusCode::BAD_REQUEST, "since must be a non-negative integer"))?,
-        ),
-    };
+    let since =
+        match v.get("since") {
+            None | Some(Value::Null) => None,
+            Some(s) => Some(s.as_u64().ok_or_else(|| {
+                ApiError::new(StatusCode::BAD_REQUEST, "since must be a non-negative integer")
+            })?),
+        };
     Ok((filter, since))
 }
 
 fn event_stream_headers(res: &mut Response) {
     let h = res.headers_mut();
-    h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     h.insert("x-accel-buffering", HeaderValue::from_static("no"));
 }
@@ -82,7 +85,11 @@ pub(crate) async fn events(
     let bytes = items.filter_map(move |item| {
         let out = match item {
             Item::Events(evs) => {
-                let text: String = evs.iter().filter(|e| filter.matches(e)).map(|e| e.sse_frame()).collect();
+                let text: String = evs
+                    .iter()
+                    .filter(|e| filter.matches(e))
+                    .map(|e| e.sse_frame())
+                    .collect();
                 (!text.is_empty()).then(|| Bytes::from(text))
             }
             Item::KeepAlive => Some(Bytes::from_static(wire::HEARTBEAT.as_bytes())),
@@ -113,7 +120,10 @@ pub(crate) async fn join(
         .filter(|(k, _)| k == "stream_mode")
         .map(|(_, v)| v)
         .collect();
-    if let Some(bad) = modes.iter().find(|m| wire::parse_stream_modes(std::slice::from_ref(m)).is_err()) {
+    if let Some(bad) = modes
+        .iter()
+        .find(|m| wire::parse_stream_modes(std::slice::from_ref(m)).is_err())
+    {
         return Err(ApiError::invalid(format!("unknown stream mode {bad:?}")));
     }
     let after = headers

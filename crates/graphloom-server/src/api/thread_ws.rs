@@ -13,7 +13,9 @@
 
 use super::auth::Owner;
 use super::thread_commands::dispatch;
-use crate::protocol::{error_frame, success_frame, BadFrame, Command, ErrorCode, Event, Filter, ProtocolError};
+use crate::protocol::{
+    error_frame, success_frame, BadFrame, Command, ErrorCode, Event, Filter, ProtocolError,
+};
 use crate::service::thread_stream::commands::{latest_run, Ctx};
 use crate::service::thread_stream::follow::{follow_thread, follow_thread_from, Item, Start};
 use crate::state::AppRef;
@@ -220,15 +222,26 @@ impl Session {
         let mut replayed = 0;
         if let Some(latest) = latest_run(&ctx).await? {
             let after = after.and_then(|a| position(a, &latest.events));
-            for e in latest.events.iter().filter(|e| after.is_none_or(|a| e.seq > a) && filter.matches(e)) {
-                self.send_text(e.to_json().to_string()).await.map_err(Failure::End)?;
+            for e in latest
+                .events
+                .iter()
+                .filter(|e| after.is_none_or(|a| e.seq > a) && filter.matches(e))
+            {
+                self.send_text(e.to_json().to_string())
+                    .await
+                    .map_err(Failure::End)?;
                 replayed += 1;
             }
             let last = self.last_seq;
             let fresh: Vec<Event> = latest.events.iter().filter(|e| e.seq > last).cloned().collect();
             self.deliver(&fresh).await.map_err(Failure::End)?;
-            self.follower =
-                follow_thread_from(self.state.clone(), self.owner.clone(), self.thread_id.clone(), latest).boxed();
+            self.follower = follow_thread_from(
+                self.state.clone(),
+                self.owner.clone(),
+                self.thread_id.clone(),
+                latest,
+            )
+            .boxed();
         }
         let id = uuid::Uuid::new_v4().to_string();
         self.subs.push((id.clone(), filter));
@@ -236,11 +249,18 @@ impl Session {
     }
 
     fn unsubscribe(&mut self, params: &Value) -> Result<Value, Failure> {
-        let id = params.get("subscription_id").and_then(Value::as_str).unwrap_or_default();
+        let id = params
+            .get("subscription_id")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         let before = self.subs.len();
         self.subs.retain(|(s, _)| s != id);
         if self.subs.len() == before {
-            return Err(ProtocolError::new(ErrorCode::NoSuchSubscription, format!("Unknown subscription: {id}")).into());
+            return Err(ProtocolError::new(
+                ErrorCode::NoSuchSubscription,
+                format!("Unknown subscription: {id}"),
+            )
+            .into());
         }
         Ok(json!({}))
     }
@@ -248,8 +268,15 @@ impl Session {
     /// A subscription again after a lost connection: the latest run's matching events
     /// after `last_event_id` (an event id or a sequence number), then the live ones.
     async fn reconnect(&mut self, params: &Value) -> Result<Value, Failure> {
-        if !params.get("channels").and_then(Value::as_array).is_some_and(|c| !c.is_empty()) {
-            return Err(ProtocolError::invalid("subscription.reconnect requires a non-empty channels array.").into());
+        if params
+            .get("channels")
+            .and_then(Value::as_array)
+            .is_none_or(Vec::is_empty)
+        {
+            return Err(ProtocolError::invalid(
+                "subscription.reconnect requires a non-empty channels array.",
+            )
+            .into());
         }
         let sub = self.subscribe(params, params.get("last_event_id")).await?;
         Ok(json!({

@@ -168,9 +168,9 @@ impl Filter {
         match &self.namespaces {
             None => self.depth.is_none_or(|d| ns.len() <= d),
             Some(prefixes) if prefixes.is_empty() => self.depth.is_none_or(|d| ns.len() <= d),
-            Some(prefixes) => prefixes.iter().any(|p| {
-                is_prefix(p, ns) && self.depth.is_none_or(|d| ns.len() - p.len() <= d)
-            }),
+            Some(prefixes) => prefixes
+                .iter()
+                .any(|p| is_prefix(p, ns) && self.depth.is_none_or(|d| ns.len() - p.len() <= d)),
         }
     }
 }
@@ -226,10 +226,18 @@ mod tests {
         assert!(!f.matches(&ev(Method::Messages, &["a:1", "b:2"], json!({}))));
 
         let f = Filter::parse(&json!({"channels": ["custom:progress"]})).unwrap();
-        assert!(f.matches(&ev(Method::Custom, &[], json!({"name": "progress", "payload": 1}))));
+        assert!(f.matches(&ev(
+            Method::Custom,
+            &[],
+            json!({"name": "progress", "payload": 1})
+        )));
         assert!(!f.matches(&ev(Method::Custom, &[], json!({"payload": 1}))));
         let f = Filter::parse(&json!({"channels": ["custom"]})).unwrap();
-        assert!(f.matches(&ev(Method::Custom, &[], json!({"name": "progress", "payload": 1}))));
+        assert!(f.matches(&ev(
+            Method::Custom,
+            &[],
+            json!({"name": "progress", "payload": 1})
+        )));
     }
 
     #[test]

@@ -14,8 +14,14 @@ use std::collections::BTreeMap;
 /// One block being streamed.
 #[derive(Debug)]
 enum Block {
-    Text { index: usize, text: String },
-    Reasoning { index: usize, text: String },
+    Text {
+        index: usize,
+        text: String,
+    },
+    Reasoning {
+        index: usize,
+        text: String,
+    },
     Tool {
         index: usize,
         /// The tool-call chunks' own `index`.
@@ -98,7 +104,9 @@ impl MessageStreams {
             }
         }
         let msg = self.active.entry(key.clone()).or_insert_with(|| {
-            let id = id.clone().unwrap_or_else(|| format!("msg-{}", uuid::Uuid::new_v4()));
+            let id = id
+                .clone()
+                .unwrap_or_else(|| format!("msg-{}", uuid::Uuid::new_v4()));
             events.push(json!({"event": "message-start", "role": "ai", "id": id}));
             Active {
                 id,
@@ -114,7 +122,9 @@ impl MessageStreams {
                 for part in parts {
                     match part.get("type").and_then(Value::as_str) {
                         Some("text") => {
-                            if let Some(t) = part.get("text").and_then(Value::as_str).filter(|t| !t.is_empty()) {
+                            if let Some(t) =
+                                part.get("text").and_then(Value::as_str).filter(|t| !t.is_empty())
+                            {
                                 msg.text(t, false, (events, calls));
                             }
                         }
@@ -175,7 +185,10 @@ impl MessageStreams {
     }
 
     /// Finish every message (the run ended); each with its namespace and node.
-    pub(super) fn finish_all(&mut self, calls: &mut Vec<FinishedCall>) -> Vec<(Vec<String>, String, Vec<Value>)> {
+    pub(super) fn finish_all(
+        &mut self,
+        calls: &mut Vec<FinishedCall>,
+    ) -> Vec<(Vec<String>, String, Vec<Value>)> {
         let keys: Vec<_> = self.active.keys().cloned().collect();
         let mut out = Vec::new();
         for k in keys {
@@ -222,19 +235,27 @@ impl Active {
             let index = self.next_index();
             let (block, content) = if reasoning {
                 (
-                    Block::Reasoning { index, text: String::new() },
+                    Block::Reasoning {
+                        index,
+                        text: String::new(),
+                    },
                     json!({"type": "reasoning", "reasoning": ""}),
                 )
             } else {
                 (
-                    Block::Text { index, text: String::new() },
+                    Block::Text {
+                        index,
+                        text: String::new(),
+                    },
                     json!({"type": "text", "text": ""}),
                 )
             };
             events.push(json!({"event": "content-block-start", "index": index, "content": content}));
             self.current = Some(block);
         }
-        if let Some(Block::Text { index, text: acc } | Block::Reasoning { index, text: acc }) = &mut self.current {
+        if let Some(Block::Text { index, text: acc } | Block::Reasoning { index, text: acc }) =
+            &mut self.current
+        {
             acc.push_str(text);
             let delta = if reasoning {
                 json!({"type": "reasoning-delta", "reasoning": text})
@@ -267,7 +288,14 @@ impl Active {
                 args: String::new(),
             });
         }
-        if let Some(Block::Tool { index, id, name, args: acc, .. }) = &mut self.current {
+        if let Some(Block::Tool {
+            index,
+            id,
+            name,
+            args: acc,
+            ..
+        }) = &mut self.current
+        {
             if id.is_null() {
                 *id = tc.get("id").cloned().unwrap_or(Value::Null);
             }
@@ -332,14 +360,34 @@ mod tests {
         let mut m = MessageStreams::default();
         let (mut evs, mut calls) = (Vec::new(), Vec::new());
         let ns: Vec<String> = Vec::new();
-        m.chunk(&ns, "agent", &json!({"type": "AIMessageChunk", "id": "m1", "content": "Let me"}), (&mut evs, &mut calls));
-        m.chunk(&ns, "agent", &json!({"type": "AIMessageChunk", "id": "m1", "content": " look"}), (&mut evs, &mut calls));
-        m.chunk(&ns, "agent", &json!({"type": "AIMessageChunk", "id": "m1", "content": "",
-            "tool_call_chunks": [{"index": 0, "id": "c1", "name": "search", "args": "{\"q\": "}]}), (&mut evs, &mut calls));
-        m.chunk(&ns, "agent", &json!({"type": "AIMessageChunk", "id": "m1", "content": "",
+        m.chunk(
+            &ns,
+            "agent",
+            &json!({"type": "AIMessageChunk", "id": "m1", "content": "Let me"}),
+            (&mut evs, &mut calls),
+        );
+        m.chunk(
+            &ns,
+            "agent",
+            &json!({"type": "AIMessageChunk", "id": "m1", "content": " look"}),
+            (&mut evs, &mut calls),
+        );
+        m.chunk(
+            &ns,
+            "agent",
+            &json!({"type": "AIMessageChunk", "id": "m1", "content": "",
+            "tool_call_chunks": [{"index": 0, "id": "c1", "name": "search", "args": "{\"q\": "}]}),
+            (&mut evs, &mut calls),
+        );
+        m.chunk(
+            &ns,
+            "agent",
+            &json!({"type": "AIMessageChunk", "id": "m1", "content": "",
             "tool_call_chunks": [{"index": 0, "id": null, "name": null, "args": "\"rust\"}"}],
             "usage_metadata": {"input_tokens": 3, "output_tokens": 2, "total_tokens": 5},
-            "response_metadata": {"finish_reason": "tool_calls"}}), (&mut evs, &mut calls));
+            "response_metadata": {"finish_reason": "tool_calls"}}),
+            (&mut evs, &mut calls),
+        );
         assert_eq!(
             kinds(&evs),
             [
@@ -370,8 +418,18 @@ mod tests {
         let mut m = MessageStreams::default();
         let (mut evs, mut calls) = (Vec::new(), Vec::new());
         let ns = vec!["sub:1".to_owned()];
-        m.chunk(&ns, "a", &json!({"id": "m1", "content": "x"}), (&mut evs, &mut calls));
-        m.chunk(&ns, "a", &json!({"id": "m2", "content": "y"}), (&mut evs, &mut calls));
+        m.chunk(
+            &ns,
+            "a",
+            &json!({"id": "m1", "content": "x"}),
+            (&mut evs, &mut calls),
+        );
+        m.chunk(
+            &ns,
+            "a",
+            &json!({"id": "m2", "content": "y"}),
+            (&mut evs, &mut calls),
+        );
         assert_eq!(kinds(&evs).iter().filter(|k| *k == "message-finish").count(), 1);
         m.finish_node(&ns, "a", (&mut evs, &mut calls));
         assert_eq!(kinds(&evs).iter().filter(|k| *k == "message-finish").count(), 2);

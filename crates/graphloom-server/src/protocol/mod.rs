@@ -24,8 +24,8 @@
 //! two streams at once drops the copies.
 
 pub mod filter;
-pub mod signals;
 mod messages;
+pub mod signals;
 pub mod translate;
 
 pub use filter::{Channel, Filter};
@@ -269,7 +269,9 @@ impl Command {
         let (Some(id), Some(method)) = (id, method) else {
             return Err(BadFrame {
                 id,
-                error: ProtocolError::invalid("Protocol commands must include an integer id and string method."),
+                error: ProtocolError::invalid(
+                    "Protocol commands must include an integer id and string method.",
+                ),
             });
         };
         let params = match v.get("params") {
@@ -323,7 +325,10 @@ mod tests {
     #[test]
     fn commands_read_or_say_why_not() {
         let c = Command::parse(br#"{"id": 3, "method": "run.start", "params": {"a": 1}}"#).unwrap();
-        assert_eq!((c.id, c.method.as_str(), c.params.clone()), (3, "run.start", json!({"a": 1})));
+        assert_eq!(
+            (c.id, c.method.as_str(), c.params.clone()),
+            (3, "run.start", json!({"a": 1}))
+        );
         let c = Command::parse(br#"{"id": 4, "method": "agent.getTree"}"#).unwrap();
         assert_eq!(c.params, json!({}));
         let bad = Command::parse(b"not json").unwrap_err();

@@ -111,7 +111,11 @@ impl RunTranslator {
         }
         if base == "metadata" || base == "error" {
             if base == "error" {
-                let msg = rec.data.get("message").and_then(Value::as_str).unwrap_or("the run failed");
+                let msg = rec
+                    .data
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("the run failed");
                 self.error = Some(msg.to_owned());
             }
             return out;
@@ -133,19 +137,23 @@ impl RunTranslator {
                 self.emit(&mut out, Method::Custom, &ns, None, data);
             }
             "checkpoints" => {
-                let cfg_id = |c: Option<&Value>| {
-                    c.and_then(|c| c.pointer("/configurable/checkpoint_id")).cloned()
-                };
+                let cfg_id =
+                    |c: Option<&Value>| c.and_then(|c| c.pointer("/configurable/checkpoint_id")).cloned();
                 let mut env = Map::new();
                 env.insert("id".into(), cfg_id(rec.data.get("config")).unwrap_or(Value::Null));
                 if let Some(p) = cfg_id(rec.data.get("parent_config")).filter(|p| !p.is_null()) {
                     env.insert("parent_id".into(), p);
                 }
                 let meta = rec.data.get("metadata");
-                env.insert("step".into(), meta.and_then(|m| m.get("step")).cloned().unwrap_or(json!(0)));
+                env.insert(
+                    "step".into(),
+                    meta.and_then(|m| m.get("step")).cloned().unwrap_or(json!(0)),
+                );
                 env.insert(
                     "source".into(),
-                    meta.and_then(|m| m.get("source")).cloned().unwrap_or(json!("loop")),
+                    meta.and_then(|m| m.get("source"))
+                        .cloned()
+                        .unwrap_or(json!("loop")),
                 );
                 self.emit(&mut out, Method::Checkpoints, &ns, None, Value::Object(env));
             }
@@ -352,7 +360,11 @@ impl RunTranslator {
         if !is_chunk {
             return;
         }
-        let node = meta.get("langgraph_node").and_then(Value::as_str).unwrap_or("").to_owned();
+        let node = meta
+            .get("langgraph_node")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
         let mut evs = Vec::new();
         let mut calls = Vec::new();
         self.messages.chunk(ns, &node, chunk, (&mut evs, &mut calls));
@@ -403,7 +415,8 @@ impl RunTranslator {
                 .or_else(|| known.as_ref().map(|k| k.0.clone()))
                 .unwrap_or_default();
             let input = known.map_or(Value::Null, |k| k.1);
-            let started = json!({"event": "tool-started", "tool_call_id": call_id, "tool_name": name, "input": input});
+            let started =
+                json!({"event": "tool-started", "tool_call_id": call_id, "tool_name": name, "input": input});
             self.emit(out, Method::Tools, ns, Some(node), started);
             let ended = if m.get("status").and_then(Value::as_str) == Some("error") {
                 let message = match m.get("content") {
@@ -446,7 +459,12 @@ mod tests {
                     .get("event")
                     .and_then(Value::as_str)
                     .map_or(String::new(), |s| format!(":{s}"));
-                format!("{}{}{}", e.method.as_str(), what, if e.namespace.is_empty() { "" } else { "@sub" })
+                format!(
+                    "{}{}{}",
+                    e.method.as_str(),
+                    what,
+                    if e.namespace.is_empty() { "" } else { "@sub" }
+                )
             })
             .collect()
     }
@@ -458,16 +476,36 @@ mod tests {
         let log = [
             rec(0, "metadata", json!({"run_id": "r1", "attempt": 1})),
             rec(1, "values", json!({"messages": []})),
-            rec(2, "messages", json!([{"type": "AIMessageChunk", "id": "m1", "content": "",
+            rec(
+                2,
+                "messages",
+                json!([{"type": "AIMessageChunk", "id": "m1", "content": "",
                 "tool_call_chunks": [{"index": 0, "id": "c1", "name": "get_weather", "args": "{\"city\": \"Paris\"}"}]},
-                {"langgraph_node": "agent"}])),
-            rec(3, "updates", json!({"agent": {"messages": [{"type": "ai", "id": "m1", "content": "",
-                "tool_calls": [{"id": "c1", "name": "get_weather", "args": {"city": "Paris"}}]}]}})),
-            rec(4, "updates", json!({"tools": {"messages": [{"type": "tool", "tool_call_id": "c1",
-                "name": "get_weather", "content": "sunny"}]}})),
+                {"langgraph_node": "agent"}]),
+            ),
+            rec(
+                3,
+                "updates",
+                json!({"agent": {"messages": [{"type": "ai", "id": "m1", "content": "",
+                "tool_calls": [{"id": "c1", "name": "get_weather", "args": {"city": "Paris"}}]}]}}),
+            ),
+            rec(
+                4,
+                "updates",
+                json!({"tools": {"messages": [{"type": "tool", "tool_call_id": "c1",
+                "name": "get_weather", "content": "sunny"}]}}),
+            ),
             rec(5, "values|review:t1", json!({"messages": []})),
-            rec(6, "updates|review:t1", json!({"__interrupt__": [{"value": {"q": 1}, "id": "i1"}]})),
-            rec(7, "updates", json!({"__interrupt__": [{"value": {"q": 1}, "id": "i1"}]})),
+            rec(
+                6,
+                "updates|review:t1",
+                json!({"__interrupt__": [{"value": {"q": 1}, "id": "i1"}]}),
+            ),
+            rec(
+                7,
+                "updates",
+                json!({"__interrupt__": [{"value": {"q": 1}, "id": "i1"}]}),
+            ),
         ];
         for r in &log {
             all.extend(t.push(r));

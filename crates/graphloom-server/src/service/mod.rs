@@ -18,8 +18,8 @@ pub(crate) mod assistants;
 pub(crate) mod runs;
 pub(crate) mod store;
 pub(crate) mod system;
-pub(crate) mod threads;
 pub(crate) mod thread_stream;
+pub(crate) mod threads;
 pub(crate) mod xray;
 
 use crate::error::{ApiError, ApiResult};

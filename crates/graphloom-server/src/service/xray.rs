@@ -35,7 +35,8 @@ fn parse_mermaid(text: &str) -> Drawing {
                 Some((a, b, false))
             } else if let Some((a, b)) = edge.split_once(" -.-> ") {
                 Some((a, b, true))
-            } else if let (Some((a, _)), Some((_, b))) = (edge.split_once(" -. "), edge.rsplit_once(" .-> ")) {
+            } else if let (Some((a, _)), Some((_, b))) = (edge.split_once(" -. "), edge.rsplit_once(" .-> "))
+            {
                 Some((a, b, true))
             } else {
                 None
@@ -79,7 +80,11 @@ fn expand(d: Drawing, ns: &str, children: &BTreeMap<String, String>, depth: usiz
     let mut firsts: BTreeMap<String, Vec<(String, bool)>> = BTreeMap::new();
     let mut lasts: BTreeMap<String, Vec<(String, bool)>> = BTreeMap::new();
     for node in &d.nodes {
-        let key = if ns.is_empty() { node.clone() } else { format!("{ns}|{node}") };
+        let key = if ns.is_empty() {
+            node.clone()
+        } else {
+            format!("{ns}|{node}")
+        };
         let full = format!("{prefix}{node}");
         match children.get(&key).filter(|_| node != START && node != END) {
             Some(mermaid) => {
@@ -91,9 +96,17 @@ fn expand(d: Drawing, ns: &str, children: &BTreeMap<String, String>, depth: usiz
                 for (a, b, c) in &inner.edges {
                     match (a.as_str(), b.as_str()) {
                         (START, END) => {}
-                        (START, _) => firsts.entry(full.clone()).or_default().push((format!("{inner_prefix}{b}"), *c)),
-                        (_, END) => lasts.entry(full.clone()).or_default().push((format!("{inner_prefix}{a}"), *c)),
-                        _ => out.edges.push((format!("{inner_prefix}{a}"), format!("{inner_prefix}{b}"), *c)),
+                        (START, _) => firsts
+                            .entry(full.clone())
+                            .or_default()
+                            .push((format!("{inner_prefix}{b}"), *c)),
+                        (_, END) => lasts
+                            .entry(full.clone())
+                            .or_default()
+                            .push((format!("{inner_prefix}{a}"), *c)),
+                        _ => out
+                            .edges
+                            .push((format!("{inner_prefix}{a}"), format!("{inner_prefix}{b}"), *c)),
                     }
                 }
             }
@@ -103,7 +116,10 @@ fn expand(d: Drawing, ns: &str, children: &BTreeMap<String, String>, depth: usiz
     for (a, b, c) in d.edges {
         let (a, b) = (format!("{prefix}{a}"), format!("{prefix}{b}"));
         let sources = lasts.get(&a).cloned().unwrap_or_else(|| vec![(a.clone(), false)]);
-        let targets = firsts.get(&b).cloned().unwrap_or_else(|| vec![(b.clone(), false)]);
+        let targets = firsts
+            .get(&b)
+            .cloned()
+            .unwrap_or_else(|| vec![(b.clone(), false)]);
         for (s, c1) in &sources {
             for (t, c2) in &targets {
                 out.edges.push((s.clone(), t.clone(), c || *c1 || *c2));
@@ -137,7 +153,13 @@ pub(crate) fn drawing(g: &dyn HostedGraph, depth: Option<usize>) -> Value {
         })
         .collect();
     let children: BTreeMap<String, String> = g.subgraph_mermaids().into_iter().collect();
-    let d = expand(Drawing { nodes, edges }, "", &children, depth.unwrap_or(usize::MAX), "");
+    let d = expand(
+        Drawing { nodes, edges },
+        "",
+        &children,
+        depth.unwrap_or(usize::MAX),
+        "",
+    );
     let nodes: Vec<Value> = d
         .nodes
         .iter()
@@ -175,7 +197,12 @@ mod tests {
     #[test]
     fn a_subgraph_node_becomes_its_nodes() {
         let parent = Drawing {
-            nodes: vec!["__start__".into(), "team".into(), "after".into(), "__end__".into()],
+            nodes: vec![
+                "__start__".into(),
+                "team".into(),
+                "after".into(),
+                "__end__".into(),
+            ],
             edges: vec![
                 ("__start__".into(), "team".into(), false),
                 ("team".into(), "after".into(), false),
@@ -184,7 +211,10 @@ mod tests {
         };
         let children = BTreeMap::from([("team".to_owned(), CHILD.to_owned())]);
         let d = expand(parent, "", &children, usize::MAX, "");
-        assert_eq!(d.nodes, ["__start__", "team:plan", "team:act", "after", "__end__"]);
+        assert_eq!(
+            d.nodes,
+            ["__start__", "team:plan", "team:act", "after", "__end__"]
+        );
         assert!(d.edges.contains(&("__start__".into(), "team:plan".into(), false)));
         assert!(d.edges.contains(&("team:act".into(), "after".into(), false)));
         assert!(d.edges.contains(&("team:plan".into(), "after".into(), true)));

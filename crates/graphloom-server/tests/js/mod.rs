@@ -57,9 +57,15 @@ pub async fn node(script: &str, url: &str, env: &[(&str, String)], limit: Durati
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let child = cmd.spawn().expect("node must be installed for the JS client tests");
+    let child = cmd
+        .spawn()
+        .expect("node must be installed for the JS client tests");
     let pid = child.id();
-    let waited = tokio::time::timeout(limit, tokio::task::spawn_blocking(move || child.wait_with_output())).await;
+    let waited = tokio::time::timeout(
+        limit,
+        tokio::task::spawn_blocking(move || child.wait_with_output()),
+    )
+    .await;
     let Ok(out) = waited else {
         let _ = Command::new("kill").arg(pid.to_string()).status();
         panic!("{script} did not finish within {limit:?}");
@@ -73,8 +79,8 @@ pub async fn node(script: &str, url: &str, env: &[(&str, String)], limit: Durati
         out.status
     );
     let last = stdout.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
-    let summary: Value =
-        serde_json::from_str(last).unwrap_or_else(|e| panic!("last line of {script} is not JSON ({e}): {last:?}\n{stderr}"));
+    let summary: Value = serde_json::from_str(last)
+        .unwrap_or_else(|e| panic!("last line of {script} is not JSON ({e}): {last:?}\n{stderr}"));
     assert_eq!(summary["ok"], true, "{summary}");
     summary
 }

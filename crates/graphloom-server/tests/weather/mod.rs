@@ -6,16 +6,16 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use futures::future::BoxFuture;
-use graphloom_core::*;
 use futures::StreamExt;
+use graphloom_core::*;
 use graphloom_llm::{
     ChatChunk, ChatModel, ChatOptions, ChunkAssembler, ChunkStream, DynChatModel, NodeResultExt, Reply,
     ScriptedModel,
 };
-use std::time::Duration;
 use graphloom_prebuilt::{Tool, ToolError, ToolNode, ToolOutput, ToolRuntime};
 use serde_json::{json, Value};
 use std::sync::Arc;
+use std::time::Duration;
 
 #[derive(State, Clone, Default, Debug)]
 pub struct Weather {
@@ -126,7 +126,8 @@ pub fn paced_graph(
                 .and_then(Value::as_str)
                 .unwrap_or("reject")
                 .to_owned();
-            Ok(WeatherUpdate::new().messages(vec![Message::ai(format!("review: {kind}")).with_id("review-1")]))
+            Ok(WeatherUpdate::new()
+                .messages(vec![Message::ai(format!("review: {kind}")).with_id("review-1")]))
         })
         .add_edge(START, "approve")
         .add_edge("approve", END)
@@ -136,7 +137,10 @@ pub fn paced_graph(
             let model = Arc::clone(&model);
             async move {
                 rt.write(json!({"progress": "thinking"}));
-                let reply = model.invoke(&s.messages.to_vec(), &ChatOptions::new()).await.node()?;
+                let reply = model
+                    .invoke(&s.messages.to_vec(), &ChatOptions::new())
+                    .await
+                    .node()?;
                 Ok(WeatherUpdate::new().messages(vec![reply]))
             }
         })
@@ -148,7 +152,11 @@ pub fn paced_graph(
         .add_edge(START, "agent")
         .add_conditional_edges("agent", |s: &Weather| {
             let calls = s.messages.iter().last().is_some_and(|m| !m.tool_calls.is_empty());
-            if calls { "tools" } else { "review" }
+            if calls {
+                "tools"
+            } else {
+                "review"
+            }
         })
         .destinations("agent", ["tools", "review"])
         .add_edge("tools", "agent")

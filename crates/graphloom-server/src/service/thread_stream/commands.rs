@@ -84,10 +84,15 @@ pub(crate) async fn start(ctx: &Ctx<'_>, mut request: RunRequest, delay: Option<
     if request.assistant_id.is_empty() {
         return Err(ProtocolError::invalid("run.start requires an assistant_id."));
     }
-    let thread = ctx.state.db.get_thread(ctx.owner, ctx.thread_id).await.map_err(api)?;
-    let interrupted = thread
-        .as_ref()
-        .is_some_and(|t| t.status == ThreadStatus::Interrupted && !pending_interrupts(&t.interrupts).is_empty());
+    let thread = ctx
+        .state
+        .db
+        .get_thread(ctx.owner, ctx.thread_id)
+        .await
+        .map_err(api)?;
+    let interrupted = thread.as_ref().is_some_and(|t| {
+        t.status == ThreadStatus::Interrupted && !pending_interrupts(&t.interrupts).is_empty()
+    });
     if interrupted && request.command.is_none() && request.start_checkpoint().is_none() {
         let resume = request.input.take().unwrap_or(Value::Null);
         request.command = Some(Command {
@@ -118,8 +123,18 @@ async fn thread_assistant(ctx: &Ctx<'_>) -> Result<String> {
 /// `input.respond`: resume the interrupts answered (by id) in one run. `rest` carries
 /// the command's `update`/`goto`, `config` and `metadata`.
 pub(crate) async fn respond(ctx: &Ctx<'_>, answers: Vec<Answer>, mut rest: RunRequest) -> Result<Run> {
-    let thread = ctx.state.db.get_thread(ctx.owner, ctx.thread_id).await.map_err(api)?;
-    let no_run = || ProtocolError::new(ErrorCode::NoSuchRun, "No interrupted run is bound to this thread.");
+    let thread = ctx
+        .state
+        .db
+        .get_thread(ctx.owner, ctx.thread_id)
+        .await
+        .map_err(api)?;
+    let no_run = || {
+        ProtocolError::new(
+            ErrorCode::NoSuchRun,
+            "No interrupted run is bound to this thread.",
+        )
+    };
     let thread = thread.ok_or_else(no_run)?;
     let pending = pending_interrupts(&thread.interrupts);
     if thread.status != ThreadStatus::Interrupted || pending.is_empty() {
@@ -151,7 +166,10 @@ pub(crate) async fn fork(ctx: &Ctx<'_>, checkpoint_id: String, mut request: RunR
         .await
         .map_err(|e| {
             if e.status.as_u16() == 404 {
-                ProtocolError::new(ErrorCode::NoSuchCheckpoint, format!("No checkpoint {checkpoint_id} on this thread."))
+                ProtocolError::new(
+                    ErrorCode::NoSuchCheckpoint,
+                    format!("No checkpoint {checkpoint_id} on this thread."),
+                )
             } else {
                 e.into()
             }
@@ -186,10 +204,10 @@ pub(crate) async fn tree(ctx: &Ctx<'_>, run_id: Option<&str>) -> Result<Value> {
     let runs = all_runs(ctx.state, ctx.owner, ctx.thread_id).await;
     let found = match run_id {
         Some(id) => runs.iter().enumerate().find(|(_, r)| r.run_id == id),
-        None => runs.iter().enumerate().last(),
+        None => runs.iter().enumerate().next_back(),
     };
-    let (ordinal, run) =
-        found.ok_or_else(|| ProtocolError::new(ErrorCode::NoSuchRun, "No active run is bound to this thread."))?;
+    let (ordinal, run) = found
+        .ok_or_else(|| ProtocolError::new(ErrorCode::NoSuchRun, "No active run is bound to this thread."))?;
     let t = translate_run(ctx.state, ctx.owner, ordinal as u64, run).await?;
     Ok(json!({"tree": t.translator.tree()}))
 }
@@ -213,7 +231,12 @@ pub(crate) struct TranslatedRun {
 /// Run `run` (the `ordinal`-th of its thread) translated from its start as far as its
 /// log goes now (this process's broker, then what the database stored after it), ended
 /// when the run has.
-pub(crate) async fn translate_run(state: &AppRef, owner: &str, ordinal: u64, run: &Run) -> Result<TranslatedRun> {
+pub(crate) async fn translate_run(
+    state: &AppRef,
+    owner: &str,
+    ordinal: u64,
+    run: &Run,
+) -> Result<TranslatedRun> {
     let mut t = RunTranslator::new(run.run_id.clone(), ordinal, graph_name(run));
     let mut out = Vec::new();
     let mut cursor = 0;
@@ -255,14 +278,20 @@ pub(crate) async fn translate_run(state: &AppRef, owner: &str, ordinal: u64, run
 /// The thread's latest run translated so far (what a WebSocket subscription replays).
 pub(crate) async fn latest_run(ctx: &Ctx<'_>) -> Result<Option<TranslatedRun>> {
     let runs = all_runs(ctx.state, ctx.owner, ctx.thread_id).await;
-    let Some((ordinal, run)) = runs.iter().enumerate().last() else {
+    let Some((ordinal, run)) = runs.iter().enumerate().next_back() else {
         return Ok(None);
     };
-    Ok(Some(translate_run(ctx.state, ctx.owner, ordinal as u64, run).await?))
+    Ok(Some(
+        translate_run(ctx.state, ctx.owner, ordinal as u64, run).await?,
+    ))
 }
 
 /// `state.get`: the thread's values (only `keys`, when given) and checkpoint.
-pub(crate) async fn state_get(ctx: &Ctx<'_>, namespace: &[String], keys: Option<Vec<String>>) -> Result<Value> {
+pub(crate) async fn state_get(
+    ctx: &Ctx<'_>,
+    namespace: &[String],
+    keys: Option<Vec<String>>,
+) -> Result<Value> {
     if !namespace.is_empty() {
         return Err(ProtocolError::new(
             ErrorCode::NoSuchNamespace,
@@ -275,15 +304,25 @@ pub(crate) async fn state_get(ctx: &Ctx<'_>, namespace: &[String], keys: Option<
         m.retain(|k, _| keys.contains(k));
     }
     let mut out = json!({"values": values});
-    if let (Some(id), Value::Object(m)) = (s.pointer("/checkpoint/checkpoint_id").filter(|v| !v.is_null()), &mut out) {
-        let ns = s.pointer("/checkpoint/checkpoint_ns").cloned().unwrap_or(json!(""));
+    if let (Some(id), Value::Object(m)) = (
+        s.pointer("/checkpoint/checkpoint_id").filter(|v| !v.is_null()),
+        &mut out,
+    ) {
+        let ns = s
+            .pointer("/checkpoint/checkpoint_ns")
+            .cloned()
+            .unwrap_or(json!(""));
         m.insert("checkpoint".into(), json!({"id": id, "ns": ns}));
     }
     Ok(out)
 }
 
 /// `state.listCheckpoints`: the thread's checkpoints, newest first.
-pub(crate) async fn list_checkpoints(ctx: &Ctx<'_>, limit: Option<usize>, before: Option<String>) -> Result<Value> {
+pub(crate) async fn list_checkpoints(
+    ctx: &Ctx<'_>,
+    limit: Option<usize>,
+    before: Option<String>,
+) -> Result<Value> {
     let states = threads::history(ctx.state, ctx.owner, ctx.thread_id, limit, before, Map::new()).await?;
     let checkpoints: Vec<Value> = states
         .iter()

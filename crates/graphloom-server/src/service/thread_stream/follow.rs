@@ -7,6 +7,7 @@ use super::commands::TranslatedRun;
 use super::{all_runs, graph_name, run_status};
 use crate::broker::RunEventRecord;
 use crate::models::Run;
+use crate::protocol::signals::Followed;
 use crate::protocol::translate::RunTranslator;
 use crate::protocol::Event;
 use crate::service::runs::events::{self, Follow, Frame, KEEPALIVE};
@@ -14,7 +15,6 @@ use crate::service::runs::is_resumable;
 use crate::state::AppRef;
 use futures::stream::BoxStream;
 use futures::{Stream, StreamExt};
-use crate::protocol::signals::Followed;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -224,7 +224,11 @@ impl ThreadFollower {
             } else {
                 self.state.broker.len(&run.run_id)
             };
-            let reader = if held { self.state.broker.reader(&run.run_id) } else { None };
+            let reader = if held {
+                self.state.broker.reader(&run.run_id)
+            } else {
+                None
+            };
             let from = Follow {
                 cursor,
                 resumable,

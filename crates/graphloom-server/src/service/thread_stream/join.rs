@@ -6,6 +6,7 @@
 
 use super::all_runs;
 use crate::models::Run;
+use crate::protocol::signals::Followed;
 use crate::service::runs::events::{self, Follow, Frame, KEEPALIVE};
 use crate::service::runs::is_resumable;
 use crate::state::AppRef;
@@ -13,7 +14,6 @@ use futures::stream::BoxStream;
 use futures::{Stream, StreamExt};
 use serde_json::{json, Value};
 use std::collections::VecDeque;
-use crate::protocol::signals::Followed;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -97,13 +97,11 @@ impl Joiner {
                 self.read_current().await;
                 continue;
             }
-            if !self.open_next().await {
-                if !self.wake.wait(POLL).await {
-                    self.idle_for += POLL;
-                    if self.idle_for >= KEEPALIVE {
-                        self.idle_for = Duration::ZERO;
-                        return JoinItem::KeepAlive;
-                    }
+            if !self.open_next().await && !self.wake.wait(POLL).await {
+                self.idle_for += POLL;
+                if self.idle_for >= KEEPALIVE {
+                    self.idle_for = Duration::ZERO;
+                    return JoinItem::KeepAlive;
                 }
             }
         }
@@ -115,7 +113,9 @@ impl Joiner {
             || base == "error"
             || self.modes.as_ref().is_none_or(|m| {
                 m.iter().any(|x| {
-                    x == base || (x == "messages-tuple" && base == "messages") || base.starts_with(&format!("{x}/"))
+                    x == base
+                        || (x == "messages-tuple" && base == "messages")
+                        || base.starts_with(&format!("{x}/"))
                 })
             })
     }
@@ -162,16 +162,20 @@ impl Joiner {
         let next = match self.next {
             Some(n) => n,
             None => {
-                let found = self.after.take().and_then(|(id, n)| {
-                    runs.iter().position(|r| r.run_id == id).map(|i| (i, n))
-                });
+                let found = self
+                    .after
+                    .take()
+                    .and_then(|(id, n)| runs.iter().position(|r| r.run_id == id).map(|i| (i, n)));
                 match found {
                     Some((i, n)) => {
                         cursor_for = Some(n + 1);
                         i
                     }
                     // The current run: the first that has not ended (none: the next one).
-                    None => runs.iter().position(|r| !r.status.is_final()).unwrap_or(runs.len()),
+                    None => runs
+                        .iter()
+                        .position(|r| !r.status.is_final())
+                        .unwrap_or(runs.len()),
                 }
             }
         };
@@ -190,7 +194,11 @@ impl Joiner {
         if run.status.is_final() && !resumable && !held && cursor_for.is_none() {
             return true;
         }
-        let reader = if held { self.state.broker.reader(&run.run_id) } else { None };
+        let reader = if held {
+            self.state.broker.reader(&run.run_id)
+        } else {
+            None
+        };
         let from = Follow {
             cursor,
             resumable,
