@@ -5,7 +5,8 @@
 #   bash bench/server.sh [--clients N] [--duration SECS] [--warmup SECS] [--idle-threads N]
 #                        [--rounds N]
 #
-# Per server: start it, run `wait` and `stream` (warm-up, then timed; the agent graph on a
+# Per server: start it, run `wait`, `stream` and `thread` (the thread-centric protocol's
+# run.start + stream/events, what useStream does) (warm-up, then timed; the agent graph on a
 # fresh thread per run), stop it; start a fresh one, create --idle-threads threads each
 # interrupted (the `interrupter` graph), read its peak RSS (VmHWM), stop it. Then a table.
 # With --rounds N (default 1) the wait/stream part runs N times, the servers taking turns
@@ -112,7 +113,7 @@ run_server() { # label start-fn port round [no-idle]
     echo "== $label: wait, stream (round $round of $ROUNDS)"
     [ "$round" != 1 ] || rm -f "$OUT/server_${label}".r*.json
     $start
-    "$BIN/bench_load" --url "$url" --label "$label" --pid "$server_pid" --scenarios wait,stream \
+    "$BIN/bench_load" --url "$url" --label "$label" --pid "$server_pid" --scenarios wait,stream,thread \
         "${LOAD_ARGS[@]}" --json "$OUT/server_${label}.r${round}.json" >/dev/null
     stop_server
     [ "$round" = "$ROUNDS" ] && [ -z "${5:-}" ] && [ "${SKIP_IDLE:-0}" != 1 ] || return 0
@@ -206,17 +207,19 @@ print("| scenario | graphloom rps | p50 ms | p99 ms | langgraph dev rps | p50 ms
 print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 tp = os.path.join(out, "server_graphloom_tmpfs.json")
 tm = load("server_graphloom_tmpfs.json") if os.path.exists(tp) else {}
-rows = [(s, "", gl[s]) for s in ("wait", "stream")] + [(s, " (SQLite on tmpfs)", tm[s]) for s in tm]
+rows = [(s, "", gl[s]) for s in ("wait", "stream", "thread") if s in gl and s in lg] + \
+    [(s, " (SQLite on tmpfs)", tm[s]) for s in tm if s in lg]
+label = lambda s: "thread stream (run.start + stream/events)" if s == "thread" else f"runs/{s}"
 for s, note, a in rows:
     b = lg[s]
-    print(f"| runs/{s}{note} | {f(a['rps'])}{spread(a)} | {f(a['p50_ms'],2)} | {f(a['p99_ms'],2)} | {f(b['rps'])}{spread(b)} | "
+    print(f"| {label(s)}{note} | {f(a['rps'])}{spread(a)} | {f(a['p50_ms'],2)} | {f(a['p99_ms'],2)} | {f(b['rps'])}{spread(b)} | "
           f"{f(b['p50_ms'],2)} | {f(b['p99_ms'],2)} | {a['rps']/b['rps']:.1f}x | {b['p99_ms']/a['p99_ms']:.1f}x lower |")
 print()
 print("| scenario | graphloom server CPU ms/run | client CPU ms/run | errors | langgraph dev server CPU ms/run | client CPU ms/run | errors |")
 print("|---|---:|---:|---:|---:|---:|---:|")
 for s, note, a in rows:
     b = lg[s]
-    print(f"| runs/{s}{note} | {f(a['server_cpu_ms_per_run'],2)} | {f(a['client_cpu_ms_per_run'],2)} | {a['errors']} | "
+    print(f"| {label(s)}{note} | {f(a['server_cpu_ms_per_run'],2)} | {f(a['client_cpu_ms_per_run'],2)} | {a['errors']} | "
           f"{f(b['server_cpu_ms_per_run'],2)} | {f(b['client_cpu_ms_per_run'],2)} | {b['errors']} |")
 if "idle" not in gl or "idle" not in lg:
     sys.exit(0)

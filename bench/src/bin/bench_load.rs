@@ -9,6 +9,11 @@
 //!   holds the 4 messages of the run.
 //! - `stream`: the same with `POST /threads/{id}/runs/stream` (`stream_mode: ["values"]`),
 //!   reading the SSE stream to its end and checking it carried `values` events and no error.
+//! - `thread`: the same run through the thread-centric protocol that `@langchain/react`'s
+//!   `useStream` speaks: `POST /threads/{id}/commands` `run.start` on a new thread id (the
+//!   server creates the thread), then `POST /threads/{id}/stream/events` (`values` and
+//!   `lifecycle`), read until the root's `completed` event (the stream stays open: the
+//!   client closes it), checking it carried `values` events and no failure.
 //! - `idle`: creates `--idle-threads` threads, each with a `runs/wait` on assistant
 //!   `interrupter` that stops at its interrupt (`--clients` at once), then reads the server's
 //!   peak RSS (`VmHWM` in `/proc/<pid>/status`, summed over `--pid` and its descendants).
@@ -33,7 +38,7 @@ struct Args {
     /// Label of the server in the JSON output.
     #[arg(long, default_value = "server")]
     label: String,
-    /// Scenarios: wait, stream, idle (comma separated).
+    /// Scenarios: wait, stream, thread, idle (comma separated).
     #[arg(long, default_value = "wait,stream")]
     scenarios: String,
     /// Concurrent clients.
@@ -141,6 +146,7 @@ fn loadavg() -> String {
 enum Kind {
     Wait,
     Stream,
+    Thread,
 }
 
 async fn create_thread(http: &reqwest::Client, url: &str) -> anyhow::Result<String> {
@@ -204,7 +210,72 @@ async fn iteration(http: &reqwest::Client, url: &str, kind: Kind) -> anyhow::Res
             }
             Ok(took)
         }
+        Kind::Thread => thread_iteration(http, url).await,
     }
+}
+
+/// A fresh thread id (the thread-centric client makes its own).
+fn new_thread_id() -> String {
+    let (a, b): (u64, u64) = (rand::random(), rand::random());
+    format!(
+        "{:08x}-{:04x}-4{:03x}-8{:03x}-{:012x}",
+        a >> 32,
+        (a >> 16) & 0xffff,
+        a & 0xfff,
+        b >> 52,
+        b & 0xffff_ffff_ffff
+    )
+}
+
+/// One run through the thread-centric protocol (see the module docs): its latency, from
+/// the command to the root's `completed` event.
+async fn thread_iteration(http: &reqwest::Client, url: &str) -> anyhow::Result<Duration> {
+    let thread = new_thread_id();
+    let t0 = Instant::now();
+    let r = http
+        .post(format!("{url}/threads/{thread}/commands"))
+        .json(&json!({"id": 1, "method": "run.start", "params": {"assistant_id": "agent", "input": agent_input()}}))
+        .send()
+        .await?;
+    let v: Value = r.json().await?;
+    if v["type"] != "success" {
+        bail!("run.start: {v}");
+    }
+    let r = http
+        .post(format!("{url}/threads/{thread}/stream/events"))
+        .json(&json!({"channels": ["values", "lifecycle"]}))
+        .send()
+        .await?;
+    let status = r.status();
+    let mut s = r.bytes_stream();
+    let mut text = String::new();
+    let mut values = 0;
+    let mut scanned = 0;
+    while let Some(chunk) = s.next().await {
+        // Frames end with a blank line, in `\r\n` or `\n` (either server's framing).
+        text.push_str(&String::from_utf8_lossy(&chunk?).replace('\r', ""));
+        while let Some(end) = text[scanned..].find("\n\n") {
+            let frame = &text[scanned..scanned + end];
+            scanned += end + 2;
+            let Some(data) = frame.lines().find_map(|l| l.strip_prefix("data: ")) else {
+                continue;
+            };
+            let ev: Value = serde_json::from_str(data)?;
+            let root = ev["params"]["namespace"].as_array().is_some_and(Vec::is_empty);
+            match (ev["method"].as_str(), ev["params"]["data"]["event"].as_str()) {
+                (Some("values"), _) if root => values += 1,
+                (Some("lifecycle"), Some("completed")) if root => {
+                    if values < 3 {
+                        bail!("thread stream: {values} values events: {text}");
+                    }
+                    return Ok(t0.elapsed());
+                }
+                (Some("lifecycle"), Some("failed" | "interrupted")) if root => bail!("thread stream: {data}"),
+                _ => {}
+            }
+        }
+    }
+    bail!("thread stream ({status}) ended before the run completed: {text}")
 }
 
 fn pct(sorted: &[Duration], q: f64) -> f64 {
@@ -262,7 +333,11 @@ async fn drive(
 }
 
 async fn timed(args: &Args, http: &reqwest::Client, kind: Kind) -> Value {
-    let name = if kind == Kind::Wait { "wait" } else { "stream" };
+    let name = match kind {
+        Kind::Wait => "wait",
+        Kind::Stream => "stream",
+        Kind::Thread => "thread",
+    };
     if args.warmup > 0.0 {
         let _ = drive(args, http, kind, args.warmup).await;
     }
@@ -378,8 +453,9 @@ async fn main() -> anyhow::Result<()> {
         results.push(match s {
             "wait" => timed(&args, &http, Kind::Wait).await,
             "stream" => timed(&args, &http, Kind::Stream).await,
+            "thread" => timed(&args, &http, Kind::Thread).await,
             "idle" => idle(&args, &http).await?,
-            other => bail!("unknown scenario {other:?} (wait, stream, idle)"),
+            other => bail!("unknown scenario {other:?} (wait, stream, thread, idle)"),
         });
     }
     let out = json!({"server": args.label, "url": args.url, "results": results});

@@ -111,7 +111,9 @@ enum Cmd {
         /// must be shorter than the lease).
         #[arg(long, value_name = "SECS")]
         heartbeat_secs: Option<f64>,
-        /// Allowed CORS origin (repeatable; `*` for any).
+        /// Allowed CORS origin (repeatable; `*` for any, `http://host:*` for any port,
+        /// `none` for no CORS headers). Default: the hosted LangGraph Studio
+        /// (https://smith.langchain.com) and localhost on any port.
         #[arg(long = "cors")]
         cors: Vec<String>,
         /// Export OpenTelemetry traces over OTLP/HTTP to this collector base URL (traces go
@@ -282,7 +284,9 @@ async fn serve(args: ServeArgs, graphs: &Graphs) -> anyhow::Result<()> {
         tracing::info!(url = %url, service = %telemetry.service_name, "exporting traces over OTLP/HTTP");
     }
     cfg.workers = workers;
-    cfg.cors_origins = cors;
+    if !cors.is_empty() {
+        cfg.cors_origins = cors.into_iter().filter(|o| o != "none").collect();
+    }
     cfg.public_system_routes = public_system_routes;
     cfg.lease = seconds("lease-secs", lease_secs)?;
     cfg.heartbeat = heartbeat_secs.map(|s| seconds("heartbeat-secs", s)).transpose()?;

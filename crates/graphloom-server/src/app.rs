@@ -127,6 +127,7 @@ impl ServerBuilder {
             custom: self.custom,
             config: self.config,
             file_lock: Mutex::new(file_lock),
+            thread_signals: crate::protocol::ThreadSignals::default(),
         });
         Ok(Server { state })
     }
@@ -264,6 +265,12 @@ impl Server {
                 .take(),
         );
         res
+    }
+
+    /// Threads that thread-protocol streams (SSE or WebSocket) of this process follow now.
+    #[must_use]
+    pub fn followed_threads(&self) -> usize {
+        self.state.thread_signals.followed()
     }
 
     /// The registered graph ids.

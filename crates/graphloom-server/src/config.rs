@@ -13,6 +13,15 @@ pub enum Database {
     Postgres(String),
 }
 
+/// The CORS origins allowed by default: the hosted LangGraph Studio, and pages served from
+/// this machine on any port.
+pub const DEFAULT_CORS_ORIGINS: [&str; 4] = [
+    "https://smith.langchain.com",
+    "http://localhost:*",
+    "http://127.0.0.1:*",
+    "http://[::1]:*",
+];
+
 /// Server settings.
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
@@ -50,7 +59,11 @@ pub struct ServerConfig {
     pub public_system_routes: bool,
     /// Largest request body, in bytes (larger: 413).
     pub body_limit: usize,
-    /// Allowed CORS origins (`["*"]` for any); empty: no CORS headers.
+    /// Allowed CORS origins: exact (`https://smith.langchain.com`), `*` for any, or with
+    /// `:*` for any port (`http://localhost:*`); empty: no CORS headers. Preflights that ask
+    /// for Private Network Access are allowed it. Default: [`DEFAULT_CORS_ORIGINS`] (the
+    /// hosted LangGraph Studio and localhost, so Studio and local frontends work as they
+    /// do against `langgraph dev`).
     pub cors_origins: Vec<String>,
     /// How long a graceful shutdown waits for running steps before stopping them (their
     /// finished writes are kept and the runs resume elsewhere or on restart).
@@ -88,7 +101,7 @@ impl ServerConfig {
             api_keys: HashMap::new(),
             public_system_routes: false,
             body_limit: 10 * 1024 * 1024,
-            cors_origins: Vec::new(),
+            cors_origins: DEFAULT_CORS_ORIGINS.iter().map(|o| (*o).to_owned()).collect(),
             shutdown_grace: Duration::from_secs(10),
             prices: graphloom_llm::PriceTable::builtin(),
             crons: crate::scheduler::CronConfig::default(),

@@ -152,6 +152,11 @@ pub trait HostedGraph: Send + Sync + 'static {
     /// The subgraph nodes by namespace (`parent|child` with `recurse`): the child graph's
     /// name and its state's JSON Schema.
     fn subgraphs(&self, recurse: bool) -> Vec<(String, String, Value)>;
+    /// The Mermaid text of every subgraph node, nested ones too, by namespace
+    /// (`parent|child`): what the `xray` drawing expands. None by default.
+    fn subgraph_mermaids(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
     /// The store the graph was compiled with, if any (a run may be given another:
     /// [`JsonRunRequest::store`]).
     fn store(&self) -> Option<Arc<dyn DynStore>> {
@@ -439,6 +444,13 @@ impl<S: State> HostedGraph for CompiledGraph<S> {
 
     fn mermaid(&self) -> String {
         self.draw_mermaid()
+    }
+
+    fn subgraph_mermaids(&self) -> Vec<(String, String)> {
+        CompiledGraph::subgraphs(self, true)
+            .into_iter()
+            .map(|(ns, info)| (ns, info.mermaid.clone()))
+            .collect()
     }
 
     fn store(&self) -> Option<Arc<dyn DynStore>> {

@@ -28,6 +28,7 @@ pub mod hosted;
 pub mod metrics;
 pub mod models;
 mod owner_store;
+pub mod protocol;
 pub mod retention;
 pub mod run;
 pub mod scheduler;

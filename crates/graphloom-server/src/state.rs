@@ -62,6 +62,8 @@ pub struct AppState {
     pub(crate) auth: Arc<dyn crate::auth::DynAuth>,
     /// The user's routes and layers.
     pub(crate) custom: crate::custom::Custom,
+    /// Wakes the thread-protocol followers of a thread when a command queues a run on it.
+    pub(crate) thread_signals: crate::protocol::ThreadSignals,
 }
 
 impl AppState {

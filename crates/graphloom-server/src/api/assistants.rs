@@ -183,15 +183,33 @@ pub(crate) async fn count(
     Ok(Json(assistants::search(&state, &owner, &q).await?.1))
 }
 
+/// Query of `/assistants/{assistant_id}/graph`.
+#[derive(Deserialize, Default, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct GraphParams {
+    /// Expand subgraph nodes into their nodes: `true` (all levels), or how many levels.
+    xray: Option<String>,
+}
+
 #[utoipa::path(get, path = "/assistants/{assistant_id}/graph", tag = "assistants", summary = "Drawing data of the assistant's graph",
-    params(("assistant_id" = String, Path, description = "Assistant id, or a graph id for its system assistant")), responses((status = 200, description = "`{nodes, edges}`", body = Object)))]
+    params(("assistant_id" = String, Path, description = "Assistant id, or a graph id for its system assistant"), GraphParams), responses((status = 200, description = "`{nodes, edges}`", body = Object)))]
 pub(crate) async fn graph(
     State(state): State<AppRef>,
     Owner(owner): Owner,
     Path(id): Path<String>,
+    Query(p): Query<GraphParams>,
 ) -> ApiResult<Json<Value>> {
     let a = assistants::resolve(&state, &owner, &id).await?;
-    Ok(Json(assistants::graph_of(&state, &a)?.drawing()))
+    let g = assistants::graph_of(&state, &a)?;
+    let depth = match p.xray.as_deref() {
+        None | Some("false" | "0") => return Ok(Json(g.drawing())),
+        Some("true") => None,
+        Some(n) => Some(
+            n.parse::<usize>()
+                .map_err(|_| ApiError::invalid(format!("xray must be true, false or a depth, not {n:?}")))?,
+        ),
+    };
+    Ok(Json(crate::service::xray::drawing(g.as_ref(), depth)))
 }
 
 #[utoipa::path(get, path = "/assistants/{assistant_id}/schemas", tag = "assistants", summary = "Input, output, state and context schemas",

@@ -56,7 +56,7 @@ pub(crate) struct RunBody {
 }
 
 impl RunBody {
-    fn check(request: RunRequest) -> ApiResult<Self> {
+    pub(super) fn check(request: RunRequest) -> ApiResult<Self> {
         let delay = bounds::after_seconds(request.after_seconds)?;
         bounds::run_config(request.config.as_ref())?;
         if request.has_input_and_command() {

@@ -7,6 +7,7 @@ mod a2a;
 mod assistants;
 mod auth;
 mod bounds;
+mod cors;
 mod crons;
 mod extract;
 mod mcp;
@@ -16,17 +17,19 @@ mod run_output;
 mod runs;
 mod store;
 mod system;
+mod thread_commands;
+mod thread_stream;
+mod thread_ws;
 mod threads;
 
 use crate::error::ApiError;
 use crate::state::AppRef;
 use axum::extract::Request;
-use axum::http::{HeaderValue, StatusCode};
+use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 use tower_http::catch_panic::CatchPanicLayer;
-use tower_http::cors::{AllowOrigin, Any, CorsLayer};
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
@@ -87,6 +90,9 @@ pub(crate) fn router(state: AppRef) -> Router {
         .routes(routes!(crons::search))
         .routes(routes!(crons::count))
         .routes(routes!(crons::get_one, crons::update, crons::delete))
+        .routes(routes!(thread_stream::command))
+        .routes(routes!(thread_stream::events, thread_ws::socket))
+        .routes(routes!(thread_stream::join))
         .routes(routes!(store::get_item, store::put_item, store::delete_item))
         .routes(routes!(store::search))
         .routes(routes!(store::namespaces))
@@ -117,20 +123,8 @@ pub(crate) fn router(state: AppRef) -> Router {
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(TraceLayer::new_for_http())
         .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid));
-    if !state.config.cors_origins.is_empty() {
-        let origins = &state.config.cors_origins;
-        let allow = if origins.iter().any(|o| o == "*") {
-            AllowOrigin::any()
-        } else {
-            AllowOrigin::list(origins.iter().filter_map(|o| HeaderValue::from_str(o).ok()))
-        };
-        app = app.layer(
-            CorsLayer::new()
-                .allow_origin(allow)
-                .allow_methods(Any)
-                .allow_headers(Any)
-                .expose_headers(Any),
-        );
+    if let Some(cors) = cors::layer(&state.config.cors_origins) {
+        app = app.layer(cors);
     }
     app.with_state(state)
 }

@@ -107,6 +107,12 @@ pub(crate) fn rule_of(method: &Method, path: &str) -> Option<Rule> {
         | ("POST", "/threads/{thread_id}/history" | "/threads/{thread_id}/state/checkpoint") => {
             rule(Threads, Read, Thread, Stamp::Nothing)
         }
+        // The thread protocol: following a thread reads it; a command may start a run on
+        // it (and creates the thread on its first `run.start`), so commands are authorised
+        // as the most a command does.
+        ("GET", "/threads/{thread_id}/stream" | "/threads/{thread_id}/stream/events")
+        | ("POST", "/threads/{thread_id}/stream/events") => rule(Threads, Read, Thread, Stamp::Nothing),
+        ("POST", "/threads/{thread_id}/commands") => rule(Runs, Create, Thread, Stamp::Nothing),
         ("PATCH", "/threads/{thread_id}") => rule(Threads, Update, Thread, Stamp::Body),
         ("POST", "/threads/{thread_id}/state") => rule(Threads, Update, Thread, Stamp::Nothing),
         // A copy is a new thread, made of one the filter must let the identity read.

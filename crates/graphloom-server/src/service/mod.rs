@@ -24,7 +24,9 @@ pub(crate) mod crons;
 pub(crate) mod runs;
 pub(crate) mod store;
 pub(crate) mod system;
+pub(crate) mod thread_stream;
 pub(crate) mod threads;
+pub(crate) mod xray;
 
 use crate::error::{ApiError, ApiResult};
 

@@ -270,16 +270,24 @@ async fn create(
         Hold::Events => state.broker.reader(&new.run.run_id),
         Hold::Outcome => state.broker.waiter(&new.run.run_id),
     };
+    // Thread-protocol streams following the thread here read the run from its start.
+    let held = state
+        .thread_signals
+        .is_followed(&new.run.thread_id)
+        .then(|| state.broker.reader(&new.run.run_id))
+        .flatten();
     let run = match tick {
         None => state.db.create_run(&new).await?,
         Some(tick) => match state.db.fire_cron(tick, Some(&new)).await? {
             Fired::Run(run) => run,
             not => {
+                drop(held);
                 state.broker.abandon(&new.run.run_id);
                 return Ok(Err(not));
             }
         },
     };
+    state.thread_signals.run_queued(&run.thread_id, &run.run_id, held);
     if let Some(action) = new.cancel_active {
         state.cancel_local_thread(&run.thread_id, action);
     }

@@ -1,0 +1,265 @@
+//! Following a thread in the thread-centric protocol: its runs in creation order, each
+//! read from the run event log (this process's broker, or the database for a resumable
+//! run executing elsewhere, as the run-centric streams read it) and turned into protocol
+//! events by a [`RunTranslator`]; then the thread's next runs, as they are queued.
+
+use super::commands::TranslatedRun;
+use super::{all_runs, graph_name, run_status};
+use crate::broker::RunEventRecord;
+use crate::models::Run;
+use crate::protocol::signals::Followed;
+use crate::protocol::translate::RunTranslator;
+use crate::protocol::Event;
+use crate::service::runs::events::{self, Follow, Frame, KEEPALIVE};
+use crate::service::runs::is_resumable;
+use crate::state::AppRef;
+use futures::stream::BoxStream;
+use futures::{Stream, StreamExt};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How often a follower waiting for a thread's next run asks the database (a command of
+/// this process wakes it at once).
+const POLL: Duration = Duration::from_millis(500);
+
+/// Where a follower starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Start {
+    /// The thread's whole history (its replayable runs), then what comes; with
+    /// `since`, only the events after that sequence number (SSE).
+    History {
+        /// Replay only events with a larger sequence number.
+        since: Option<u64>,
+    },
+    /// The thread's latest run from its start, then what comes (WebSocket).
+    LatestRun,
+}
+
+/// What a follower gets next.
+#[derive(Debug)]
+pub(crate) enum Item {
+    /// Events, in order.
+    Events(Vec<Event>),
+    /// Nothing for a while (an SSE keep-alive).
+    KeepAlive,
+    /// A run (the one given) began: events of the runs before it will not come again.
+    RunStarted,
+}
+
+struct Current {
+    run: Run,
+    translator: RunTranslator,
+    frames: BoxStream<'static, Frame>,
+    cursor: u64,
+}
+
+struct ThreadFollower {
+    state: AppRef,
+    owner: String,
+    thread_id: String,
+    wake: Arc<Followed>,
+    start: Start,
+    since: Option<u64>,
+    /// The ordinal of the next run to follow (`None` until the first listing).
+    next: Option<u64>,
+    current: Option<Current>,
+    idle_for: Duration,
+}
+
+/// The protocol events of thread `thread_id` of `owner` after `from` (a run translated so
+/// far): the rest of that run, then the runs after it.
+pub(crate) fn follow_thread_from(
+    state: AppRef,
+    owner: String,
+    thread_id: String,
+    from: TranslatedRun,
+) -> impl Stream<Item = Item> + Send {
+    let wake = state.thread_signals.watch(&thread_id);
+    let current = (!from.ended).then(|| {
+        let resumable = is_resumable(&from.run);
+        let reader = state.broker.reader(&from.run.run_id);
+        let follow = Follow {
+            cursor: from.cursor,
+            resumable,
+            reader,
+            cancel_on_disconnect: false,
+        };
+        let frames = events::follow(state.clone(), owner.clone(), from.run.clone(), follow).boxed();
+        Current {
+            run: from.run,
+            translator: from.translator,
+            frames,
+            cursor: from.cursor,
+        }
+    });
+    let init = ThreadFollower {
+        state,
+        owner,
+        thread_id,
+        wake,
+        start: Start::LatestRun,
+        since: None,
+        next: Some(from.ordinal + 1),
+        current,
+        idle_for: Duration::ZERO,
+    };
+    futures::stream::unfold(init, |mut f| async move {
+        let item = f.next_item().await;
+        Some((item, f))
+    })
+}
+
+/// The protocol events of thread `thread_id` of `owner` from `start` on, for as long as
+/// the stream is read. A thread that does not exist (yet) yields keep-alives until a run
+/// is queued on it.
+pub(crate) fn follow_thread(
+    state: AppRef,
+    owner: String,
+    thread_id: String,
+    start: Start,
+) -> impl Stream<Item = Item> + Send {
+    let wake = state.thread_signals.watch(&thread_id);
+    let since = match start {
+        Start::History { since } => since,
+        Start::LatestRun => None,
+    };
+    let init = ThreadFollower {
+        state,
+        owner,
+        thread_id,
+        wake,
+        start,
+        since,
+        next: None,
+        current: None,
+        idle_for: Duration::ZERO,
+    };
+    futures::stream::unfold(init, |mut f| async move {
+        let item = f.next_item().await;
+        Some((item, f))
+    })
+}
+
+impl ThreadFollower {
+    async fn next_item(&mut self) -> Item {
+        loop {
+            if self.current.is_some() {
+                if let Some(item) = self.read_current().await {
+                    return item;
+                }
+                continue;
+            }
+            match self.open_next().await {
+                Some(_) => return Item::RunStarted,
+                None => {
+                    if let Some(item) = self.wait().await {
+                        return item;
+                    }
+                }
+            }
+        }
+    }
+
+    /// The next item of the run being followed; `None` to go on (nothing to say yet).
+    async fn read_current(&mut self) -> Option<Item> {
+        let cur = self.current.as_mut()?;
+        let frame = cur.frames.next().await;
+        let mut out = Vec::new();
+        match frame {
+            Some(Frame::Events(recs)) => {
+                for r in &recs {
+                    out.extend(cur.translator.push(r));
+                    cur.cursor = r.id + 1;
+                }
+            }
+            Some(Frame::KeepAlive) => return Some(Item::KeepAlive),
+            Some(Frame::Pending) => return None,
+            Some(Frame::Last { event, data }) => {
+                let r = RunEventRecord {
+                    id: cur.cursor,
+                    event: event.to_owned(),
+                    data,
+                };
+                out.extend(cur.translator.push(&r));
+                cur.cursor += 1;
+            }
+            None => {
+                let status = run_status(&self.state, &self.owner, &cur.run).await;
+                out.extend(cur.translator.finish(cur.cursor, status));
+                self.current = None;
+            }
+        }
+        let since = self.since;
+        out.retain(|e| since.is_none_or(|s| e.seq > s));
+        (!out.is_empty()).then_some(Item::Events(out))
+    }
+
+    /// Start following the thread's next run, if it has one; its id.
+    async fn open_next(&mut self) -> Option<String> {
+        let runs = all_runs(&self.state, &self.owner, &self.thread_id).await;
+        let count = runs.len() as u64;
+        let mut next = match self.next {
+            Some(n) => n,
+            None => match self.start {
+                Start::History { since } => since.map_or(0, |s| s.saturating_add(1) >> 32),
+                Start::LatestRun => count.saturating_sub(1),
+            },
+        };
+        self.next = Some(next);
+        while next < count {
+            let ordinal = next;
+            next += 1;
+            self.next = Some(next);
+            let run = runs.get(usize::try_from(ordinal).ok()?)?.clone();
+            let resumable = is_resumable(&run);
+            // This process's log of a run queued while the thread was followed is held
+            // from its start.
+            let held = self.wake.holds(&run.run_id);
+            // An ended run whose events were not kept has nothing to replay.
+            if run.status.is_final() && !resumable && !held {
+                continue;
+            }
+            let cursor = if resumable || held {
+                0
+            } else {
+                self.state.broker.len(&run.run_id)
+            };
+            let reader = if held {
+                self.state.broker.reader(&run.run_id)
+            } else {
+                None
+            };
+            let from = Follow {
+                cursor,
+                resumable,
+                reader,
+                cancel_on_disconnect: false,
+            };
+            let frames = events::follow(self.state.clone(), self.owner.clone(), run.clone(), from).boxed();
+            let translator = RunTranslator::new(run.run_id.clone(), ordinal, graph_name(&run));
+            let run_id = run.run_id.clone();
+            self.current = Some(Current {
+                run,
+                translator,
+                frames,
+                cursor,
+            });
+            self.idle_for = Duration::ZERO;
+            return Some(run_id);
+        }
+        None
+    }
+
+    /// Wait for a run to be queued on the thread; a keep-alive every few seconds.
+    async fn wait(&mut self) -> Option<Item> {
+        if self.wake.wait(POLL).await {
+            return None;
+        }
+        self.idle_for += POLL;
+        if self.idle_for >= KEEPALIVE {
+            self.idle_for = Duration::ZERO;
+            return Some(Item::KeepAlive);
+        }
+        None
+    }
+}

@@ -1,0 +1,56 @@
+//! The thread-centric protocol's operations: following a thread ([`follow`]), its
+//! commands ([`commands`]), and joining a thread's runs in the run-centric stream format
+//! ([`join`], `GET /threads/{id}/stream`).
+//!
+//! Runs started through the protocol are ordinary runs on the same queue, kept for
+//! replay (`stream_resumable`) with the stream modes the protocol's channels need, so a
+//! run started here streams on `runs/{id}/stream` too, and a run started there shows on
+//! the thread's protocol streams.
+
+pub(crate) mod commands;
+pub(crate) mod follow;
+pub(crate) mod join;
+
+use crate::models::{Run, RunStatus};
+use crate::run::RunKwargs;
+use crate::state::AppState;
+
+/// Runs listed per page when a thread's runs are read.
+const PAGE: i64 = 1000;
+
+/// Every run of a thread, oldest first (a run's position is its ordinal in the protocol's
+/// sequence numbers).
+pub(crate) async fn all_runs(state: &AppState, owner: &str, thread_id: &str) -> Vec<Run> {
+    let mut out = Vec::new();
+    let mut offset = 0;
+    loop {
+        let page = match state.db.list_runs(owner, thread_id, None, PAGE, offset).await {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::warn!(thread_id, error = %e, "listing a thread's runs failed");
+                break;
+            }
+        };
+        let n = page.len();
+        out.extend(page);
+        if i64::try_from(n).unwrap_or(0) < PAGE {
+            break;
+        }
+        offset += PAGE;
+    }
+    out.sort_by(|a, b| (&a.created_at, &a.run_id).cmp(&(&b.created_at, &b.run_id)));
+    out
+}
+
+/// The graph a run runs (the `graph_name` of its root lifecycle events).
+pub(crate) fn graph_name(run: &Run) -> String {
+    RunKwargs::of(&run.kwargs).map_or_else(|_| run.assistant_id.clone(), |k| k.graph_id)
+}
+
+/// A run's status as the database has it now (its last known one when it cannot say).
+pub(crate) async fn run_status(state: &AppState, owner: &str, run: &Run) -> RunStatus {
+    match state.db.get_run(owner, Some(&run.thread_id), &run.run_id).await {
+        Ok(Some(r)) => r.status,
+        _ => run.status,
+    }
+}

@@ -1,0 +1,553 @@
+//! The thread-centric protocol against a real server on 127.0.0.1:0: bad input gets typed
+//! error frames and the server keeps serving, runs show on both protocols, the thread's
+//! run-centric join stream follows its runs, the socket stays bounded for a client that
+//! never reads, and CORS answers the hosted Studio with Private Network Access.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+mod weather;
+
+use common::{human, parse_sse, TestServer};
+use futures::{SinkExt, StreamExt};
+use serde_json::{json, Value};
+use std::time::Duration;
+use tokio_tungstenite::tungstenite::Message;
+
+async fn server() -> TestServer {
+    server_with(|_| {}).await
+}
+
+async fn server_with(tune: impl FnOnce(&mut graphloom_server::ServerConfig)) -> TestServer {
+    TestServer::sqlite_with(tune, |b| {
+        b.graph("weather", graphloom_server::factory(weather::graph))
+    })
+    .await
+}
+
+fn new_thread() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+async fn command(s: &TestServer, thread: &str, body: Value) -> (u16, Value) {
+    s.post(&format!("/threads/{thread}/commands"), body).await
+}
+
+fn start(id: u64) -> Value {
+    json!({"id": id, "method": "run.start", "params": {"assistant_id": "weather", "input": human("weather in Paris?")}})
+}
+
+/// Read an SSE response until `until` holds for an event's data (at most 20 s).
+async fn read_until(
+    r: reqwest::Response,
+    until: impl Fn(&str, &Value) -> bool,
+) -> Vec<(String, Value, Option<String>)> {
+    assert_eq!(r.status(), 200);
+    let mut bytes = r.bytes_stream();
+    let mut buf = String::new();
+    let mut out = Vec::new();
+    tokio::time::timeout(Duration::from_secs(20), async {
+        while let Some(chunk) = bytes.next().await {
+            buf.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
+            while let Some(end) = buf.find("\r\n\r\n") {
+                let frame: String = buf.drain(..end + 4).collect();
+                for (event, data, id) in parse_sse(&frame) {
+                    let stop = until(&event, &data);
+                    out.push((event, data, id));
+                    if stop {
+                        return;
+                    }
+                }
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("no end in {out:#?}"));
+    out
+}
+
+async fn thread_events(s: &TestServer, thread: &str, body: Value) -> reqwest::Response {
+    s.http
+        .post(s.u(&format!("/threads/{thread}/stream/events")))
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+}
+
+fn root_terminal(_: &str, v: &Value) -> bool {
+    v["method"] == "lifecycle"
+        && v["params"]["namespace"] == json!([])
+        && ["completed", "interrupted", "failed"]
+            .contains(&v["params"]["data"]["event"].as_str().unwrap_or(""))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_commands_get_typed_error_frames_and_the_server_keeps_serving() {
+    // A small body limit, so that a frame over it fits in the socket's buffers whole.
+    let s = server_with(|c| c.body_limit = 64 * 1024).await;
+    let t = new_thread();
+    let cases = [
+        (
+            json!({"id": 1, "method": "state.teleport", "params": {}}),
+            200,
+            "unknown_command",
+        ),
+        (
+            json!({"id": 2, "method": "run.start", "params": {}}),
+            200,
+            "invalid_argument",
+        ),
+        (
+            json!({"id": 3, "method": "run.start", "params": {"assistant_id": "nope", "input": {}}}),
+            200,
+            "invalid_argument",
+        ),
+        (
+            json!({"id": 4, "method": "run.start", "params": {"assistant_id": "weather", "config": "fast"}}),
+            200,
+            "invalid_argument",
+        ),
+        (
+            json!({"id": 5, "method": "input.respond", "params": {"namespace": [], "interrupt_id": "x", "response": 1}}),
+            200,
+            "no_such_run",
+        ),
+        (
+            json!({"id": 6, "method": "input.respond", "params": {"namespace": []}}),
+            200,
+            "invalid_argument",
+        ),
+        (
+            json!({"id": 7, "method": "agent.getTree", "params": {}}),
+            200,
+            "no_such_run",
+        ),
+        (
+            json!({"id": 8, "method": "state.fork", "params": {}}),
+            200,
+            "invalid_argument",
+        ),
+        (
+            json!({"id": 9, "method": "subscription.unsubscribe", "params": {"subscription_id": "s"}}),
+            200,
+            "no_such_subscription",
+        ),
+        (
+            json!({"id": 10, "method": "input.inject", "params": {"namespace": [], "message": {"role": "robot", "content": "x"}}}),
+            200,
+            "invalid_argument",
+        ),
+        (json!({"id": 11}), 400, "invalid_argument"),
+        (
+            json!({"id": 12, "method": "run.start", "params": [1]}),
+            400,
+            "invalid_argument",
+        ),
+    ];
+    for (body, status, code) in cases {
+        let (st, frame) = command(&s, &t, body.clone()).await;
+        assert_eq!(
+            (st, frame["type"].as_str(), frame["error"].as_str()),
+            (status, Some("error"), Some(code)),
+            "{body} -> {frame}"
+        );
+        assert!(
+            frame["message"].as_str().is_some_and(|m| !m.is_empty()),
+            "{frame}"
+        );
+        if let Some(id) = body.get("id") {
+            assert_eq!(&frame["id"], id);
+        }
+    }
+    // Not JSON.
+    let r = s
+        .http
+        .post(s.u(&format!("/threads/{t}/commands")))
+        .body("{not json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    let frame: Value = r.json().await.unwrap();
+    assert_eq!(
+        (frame["error"].as_str(), &frame["id"]),
+        (Some("invalid_argument"), &Value::Null)
+    );
+    // A huge frame: refused at the edge, typed.
+    let huge = format!(
+        "{{\"id\": 1, \"method\": \"run.start\", \"params\": {{\"pad\": \"{}\"}}}}",
+        "x".repeat(128 * 1024)
+    );
+    let r = s
+        .http
+        .post(s.u(&format!("/threads/{t}/commands")))
+        .body(huge)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 413);
+    assert!(r.json::<Value>().await.unwrap()["detail"].is_string());
+    // Bad stream filters are 400s naming what is wrong.
+    for body in [
+        json!({"channels": ["bogus"]}),
+        json!({"channels": []}),
+        json!({"channels": ["values"], "since": "x"}),
+    ] {
+        let r = thread_events(&s, &t, body.clone()).await;
+        assert_eq!(r.status(), 400, "{body}");
+        assert!(r.json::<Value>().await.unwrap()["detail"].is_string());
+    }
+    // None of it created the thread, and the server goes on.
+    assert_eq!(s.get(&format!("/threads/{t}")).await.0, 404);
+    let (st, ok) = command(&s, &t, start(20)).await;
+    assert_eq!((st, ok["type"].as_str()), (200, Some("success")), "{ok}");
+    let evs = read_until(
+        thread_events(&s, &t, json!({"channels": ["lifecycle"]})).await,
+        root_terminal,
+    )
+    .await;
+    assert_eq!(evs.last().unwrap().1["params"]["data"]["event"], "interrupted");
+    // Now an answer to an interrupt that is not pending is refused by id.
+    let (_, frame) = command(
+        &s,
+        &t,
+        json!({"id": 21, "method": "input.respond", "params": {"namespace": [], "interrupt_id": "zzz", "response": 1}}),
+    )
+    .await;
+    assert_eq!(frame["error"], "no_such_interrupt", "{frame}");
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_started_on_either_protocol_streams_on_the_other() {
+    let s = server().await;
+    // Thread protocol -> run-centric join.
+    let t = new_thread();
+    let (_, ok) = command(&s, &t, start(1)).await;
+    let run_id = ok["result"]["run_id"].as_str().unwrap().to_owned();
+    let r = s
+        .http
+        .get(s.u(&format!("/threads/{t}/runs/{run_id}/stream")))
+        .send()
+        .await
+        .unwrap();
+    let body = r.text().await.unwrap();
+    let events: Vec<String> = parse_sse(&body).into_iter().map(|(e, _, _)| e).collect();
+    assert_eq!(events.first().map(String::as_str), Some("metadata"), "{events:?}");
+    assert!(
+        events.iter().any(|e| e == "values") && events.iter().any(|e| e.starts_with("messages")),
+        "{events:?}"
+    );
+    // Run-centric -> the thread's protocol stream, live.
+    let (st, th) = s.post("/threads", json!({})).await;
+    assert_eq!(st, 200);
+    let t2 = th["thread_id"].as_str().unwrap().to_owned();
+    let stream = thread_events(&s, &t2, json!({"channels": ["lifecycle", "values"]})).await;
+    let reader = tokio::spawn(read_until(stream, root_terminal));
+    let (st, run) = s
+        .post(
+            &format!("/threads/{t2}/runs"),
+            json!({"assistant_id": "slow", "input": {"sleep_ms": 300}}),
+        )
+        .await;
+    assert_eq!(st, 200, "{run}");
+    let evs = reader.await.unwrap();
+    let lifecycle: Vec<&str> = evs
+        .iter()
+        .filter(|(e, _, _)| e == "lifecycle")
+        .filter_map(|(_, d, _)| d["params"]["data"]["event"].as_str())
+        .collect();
+    assert_eq!(lifecycle, ["running", "completed"], "{evs:#?}");
+    assert!(
+        evs.iter()
+            .any(|(e, d, _)| e == "values" && d["params"]["data"]["steps"] == 1),
+        "{evs:#?}"
+    );
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_threads_join_stream_follows_its_runs_and_resumes_after_an_id() {
+    let s = server().await;
+    let t = new_thread();
+    let (_, ok) = command(&s, &t, start(1)).await;
+    assert_eq!(ok["type"], "success");
+    // The first run is interrupted; the join stream takes the next one, the resume.
+    let lc = read_until(
+        thread_events(&s, &t, json!({"channels": ["lifecycle"]})).await,
+        root_terminal,
+    )
+    .await;
+    assert_eq!(lc.last().unwrap().1["params"]["data"]["event"], "interrupted");
+    let join = s
+        .http
+        .get(s.u(&format!("/threads/{t}/stream?stream_mode=values")))
+        .send()
+        .await
+        .unwrap();
+    let reader = tokio::spawn(read_until(join, |e, d| {
+        e == "metadata" && d["status"] == "run_done"
+    }));
+    let state = s.get(&format!("/threads/{t}/state")).await.1;
+    let id = state["interrupts"][0]["id"].as_str().unwrap().to_owned();
+    let (_, ok) = command(
+        &s,
+        &t,
+        json!({"id": 2, "method": "input.respond", "params": {"namespace": [], "interrupt_id": id, "response": {"decisions": [{"type": "approve"}]}}}),
+    )
+    .await;
+    assert_eq!(ok["type"], "success", "{ok}");
+    let evs = reader.await.unwrap();
+    let names: Vec<&str> = evs.iter().map(|(e, _, _)| e.as_str()).collect();
+    assert_eq!(names.first(), Some(&"metadata"), "{names:?}");
+    assert!(
+        names
+            .iter()
+            .all(|n| ["metadata", "values"].contains(n) || n.starts_with("values|")),
+        "{names:?}"
+    );
+    let last_values = evs.iter().rev().find(|(e, _, _)| e == "values").unwrap();
+    assert_eq!(
+        last_values.1["messages"].as_array().unwrap().last().unwrap()["content"],
+        "review: approve"
+    );
+    // Resuming after an event replays the rest of that run, then its end.
+    let (_, _, first_id) = evs
+        .iter()
+        .find(|(e, _, id)| e == "values" && id.is_some())
+        .unwrap();
+    let again = s
+        .http
+        .get(s.u(&format!("/threads/{t}/stream?stream_mode=values")))
+        .header("last-event-id", first_id.clone().unwrap())
+        .send()
+        .await
+        .unwrap();
+    let rest = read_until(again, |e, d| e == "metadata" && d["status"] == "run_done").await;
+    let values_before = evs.iter().filter(|(e, _, _)| e.starts_with("values")).count();
+    let values_after = rest.iter().filter(|(e, _, _)| e.starts_with("values")).count();
+    assert_eq!(values_after, values_before - 1, "{rest:#?}");
+    assert_eq!(s.get(&format!("/threads/{}/stream", new_thread())).await.0, 404);
+    s.stop().await;
+}
+
+async fn socket(
+    s: &TestServer,
+    thread: &str,
+) -> tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>> {
+    let url = format!(
+        "{}/threads/{thread}/stream/events",
+        s.url.replacen("http", "ws", 1)
+    );
+    tokio_tungstenite::connect_async(url).await.unwrap().0
+}
+
+async fn next_json(
+    ws: &mut tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
+) -> Option<Value> {
+    loop {
+        match tokio::time::timeout(Duration::from_secs(20), ws.next())
+            .await
+            .unwrap()
+        {
+            Some(Ok(Message::Text(t))) => return Some(serde_json::from_str(&t).unwrap()),
+            Some(Ok(Message::Close(_))) | None | Some(Err(_)) => return None,
+            Some(Ok(_)) => {}
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_socket_answers_bad_frames_and_closes_on_a_huge_one() {
+    let s = server().await;
+    let t = new_thread();
+    let mut ws = socket(&s, &t).await;
+    ws.send(Message::text("garbage")).await.unwrap();
+    let f = next_json(&mut ws).await.unwrap();
+    assert_eq!(
+        (f["type"].as_str(), f["error"].as_str(), &f["id"]),
+        (Some("error"), Some("invalid_argument"), &Value::Null)
+    );
+    ws.send(Message::text(r#"{"id": 3, "method": "nope"}"#))
+        .await
+        .unwrap();
+    let f = next_json(&mut ws).await.unwrap();
+    assert_eq!(
+        (f["id"].as_u64(), f["error"].as_str()),
+        (Some(3), Some("unknown_command"))
+    );
+    ws.send(Message::text(
+        r#"{"id": 4, "method": "subscription.subscribe", "params": {"channels": ["nope"]}}"#,
+    ))
+    .await
+    .unwrap();
+    assert_eq!(next_json(&mut ws).await.unwrap()["error"], "invalid_argument");
+    ws.send(Message::text(
+        r#"{"id": 5, "method": "subscription.subscribe", "params": {"channels": ["lifecycle"]}}"#,
+    ))
+    .await
+    .unwrap();
+    let ok = next_json(&mut ws).await.unwrap();
+    assert_eq!(
+        (ok["type"].as_str(), ok["result"]["replayed_events"].as_u64()),
+        (Some("success"), Some(0)),
+        "{ok}"
+    );
+    // A frame over 1 MiB: an error frame, then the socket closes.
+    let big = format!(
+        r#"{{"id": 6, "method": "run.start", "params": {{"pad": "{}"}}}}"#,
+        "x".repeat(2 * 1024 * 1024)
+    );
+    let _ = ws.send(Message::text(big)).await;
+    let mut saw_error = false;
+    while let Some(f) = next_json(&mut ws).await {
+        saw_error |= f["type"] == "error" && f["id"].is_null();
+    }
+    assert!(saw_error, "no error frame before the close");
+    // The server goes on.
+    let mut ws = socket(&s, &t).await;
+    ws.send(Message::text(
+        r#"{"id": 1, "method": "agent.getTree", "params": {}}"#,
+    ))
+    .await
+    .unwrap();
+    assert_eq!(next_json(&mut ws).await.unwrap()["error"], "no_such_run");
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_socket_that_never_reads_is_dropped_and_the_server_keeps_serving() {
+    let s = server().await;
+    let t = new_thread();
+    let (st, _) = s.post("/threads", json!({"thread_id": t})).await;
+    assert_eq!(st, 200);
+    // A small receive buffer, so that what the client does not read stays on the server.
+    let tcp = tokio::net::TcpSocket::new_v4().unwrap();
+    tcp.set_recv_buffer_size(16 * 1024).unwrap();
+    let addr: std::net::SocketAddr = s.url.trim_start_matches("http://").parse().unwrap();
+    let stream = tcp.connect(addr).await.unwrap();
+    let url = format!("ws://{addr}/threads/{t}/stream/events");
+    let (mut ws, _) = tokio_tungstenite::client_async(url, stream).await.unwrap();
+    ws.send(Message::text(
+        r#"{"id": 1, "method": "subscription.subscribe", "params": {"channels": ["values"]}}"#,
+    ))
+    .await
+    .unwrap();
+    // Runs whose values are large (a 512 KiB field, replaced by each run), and a client
+    // that reads none of them: far more than the socket's buffers and the session's queue
+    // hold.
+    let big = "x".repeat(512 * 1024);
+    for i in 0..40 {
+        let (st, r) = s
+            .post(
+                &format!("/threads/{t}/runs/wait"),
+                json!({"assistant_id": "echo", "input": {"decision": format!("{i}{big}")}}),
+            )
+            .await;
+        assert_eq!(st, 200, "{r}");
+    }
+    // The server still answers while the socket is stalled.
+    assert_eq!(s.get("/ok").await.0, 200);
+    // It gives up on the client: the socket's session ends (bounded wait).
+    let gave_up = tokio::time::timeout(Duration::from_secs(60), async {
+        while s.server.followed_threads() > 0 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    assert!(
+        gave_up.is_ok(),
+        "the server kept following the thread for a client that reads nothing"
+    );
+    // Reading now, the client gets what the buffers held, then the end.
+    let mut frames = 0usize;
+    let ended = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(m) = ws.next().await {
+            match m {
+                Ok(Message::Text(_)) => frames += 1,
+                Ok(Message::Close(_)) | Err(_) => break,
+                Ok(_) => {}
+            }
+        }
+    })
+    .await;
+    assert!(
+        ended.is_ok(),
+        "the stalled socket was not closed ({frames} frames read)"
+    );
+    assert!(
+        frames < 81,
+        "the server queued everything for a client that read nothing ({frames} frames)"
+    );
+    assert_eq!(s.get("/ok").await.0, 200);
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cors_answers_studio_with_private_network_access() {
+    let s = server().await;
+    let preflight = |origin: &'static str| {
+        s.http
+            .request(reqwest::Method::OPTIONS, s.u("/threads/search"))
+            .header("origin", origin)
+            .header("access-control-request-method", "POST")
+            .header("access-control-request-headers", "content-type")
+            .header("access-control-request-private-network", "true")
+            .send()
+    };
+    for origin in [
+        "https://smith.langchain.com",
+        "http://localhost:5173",
+        "http://127.0.0.1:3000",
+    ] {
+        let r = preflight(origin).await.unwrap();
+        let h = r.headers();
+        assert_eq!(
+            h.get("access-control-allow-origin").and_then(|v| v.to_str().ok()),
+            Some(origin)
+        );
+        assert_eq!(
+            h.get("access-control-allow-private-network")
+                .and_then(|v| v.to_str().ok()),
+            Some("true")
+        );
+    }
+    let r = preflight("https://evil.example").await.unwrap();
+    assert!(r.headers().get("access-control-allow-origin").is_none());
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_graph_drawing_expands_subgraphs_with_xray() {
+    let s = server().await;
+    let (st, plain) = s.get("/assistants/weather/graph").await;
+    assert_eq!(st, 200);
+    let ids = |g: &Value| -> Vec<String> {
+        g["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert!(ids(&plain).contains(&"review".to_owned()));
+    let (_, xray) = s.get("/assistants/weather/graph?xray=true").await;
+    let nodes = ids(&xray);
+    assert!(
+        nodes.contains(&"review:approve".to_owned()) && !nodes.contains(&"review".to_owned()),
+        "{nodes:?}"
+    );
+    let edge = |a: &str, b: &str| {
+        xray["edges"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["source"] == a && e["target"] == b)
+    };
+    assert!(
+        edge("agent", "review:approve") && edge("review:approve", "__end__"),
+        "{xray}"
+    );
+    assert_eq!(s.get("/assistants/weather/graph?xray=maybe").await.0, 422);
+    s.stop().await;
+}
