@@ -80,6 +80,10 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 mod agent;
+mod context;
+mod create_agent;
+mod error;
+pub mod middleware;
 pub mod supervisor;
 mod tool;
 mod tool_command;
@@ -88,6 +92,12 @@ mod tool_node;
 pub use agent::{
     create_react_agent, tools_condition, AgentOptions, AgentState, AgentStateUpdate, AGENT_NODE, TOOLS_NODE,
 };
+pub use context::ContextExt;
+pub use create_agent::{
+    create_agent, AgentBuilder, AgentGraphState, AgentGraphUpdate, StateField, Strategy, StructuredOutput, SystemPrompt,
+    AGENT_TOOLS_NODE, MODEL_NODE,
+};
+pub use error::{Error, Result};
 pub use graphloom_derive::tool;
 pub use supervisor::{create_supervisor, Handoff, SupervisorAgent, SupervisorOptions, SupervisorRouter};
 pub use tool::{
