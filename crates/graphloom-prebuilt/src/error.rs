@@ -47,6 +47,21 @@ pub enum Error {
         /// Counts and limits.
         message: String,
     },
+    /// A reviewer's answer to a human-in-the-loop request was refused (the run stays
+    /// paused).
+    #[error("decision refused: {message}")]
+    Decision {
+        /// What is wrong with it.
+        message: String,
+    },
+    /// Personal data was found where the PII middleware blocks it.
+    #[error("Detected {count} instance(s) of {kind} in text content")]
+    PiiDetected {
+        /// The kind (`email`, `credit_card`, ...).
+        kind: String,
+        /// How many.
+        count: usize,
+    },
     /// The graph does not compile.
     #[error(transparent)]
     Graph(#[from] graphloom_core::Error),

@@ -53,16 +53,16 @@
 mod chain;
 mod fn_middleware;
 
-// pub mod budget;
-// pub mod context_editing;
-// pub mod fallback;
-// pub mod hitl;
+pub mod budget;
+pub mod context_editing;
+pub mod fallback;
+pub mod hitl;
 pub mod limits;
-// pub mod pii;
-// pub mod retry;
-// pub mod summarization;
-// pub mod todo;
-// pub mod tool_selection;
+pub mod pii;
+pub mod retry;
+pub mod summarization;
+pub mod todo;
+pub mod tool_selection;
 
 pub use chain::{ModelExec, ModelNext, ToolExec, ToolNext, ToolWrap};
 pub(crate) use chain::ToolChain;
@@ -389,4 +389,21 @@ pub(crate) fn last_ai(messages: &graphloom_core::Seq<Message>) -> Option<(usize,
     (0..n)
         .rev()
         .find_map(|i| messages.get(i).filter(|m| m.kind == graphloom_core::MessageKind::Ai).map(|m| (i, m)))
+}
+
+/// A future polled with no node runtime in scope: a model called inside it (a summary, a
+/// tool selection) does not stream its tokens as the agent's own answer.
+pub(crate) struct Quiet<F>(std::pin::Pin<Box<F>>);
+
+impl<F: std::future::Future> std::future::Future for Quiet<F> {
+    type Output = F::Output;
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<F::Output> {
+        let inner = &mut self.0;
+        graphloom_core::message_stream::without(|| inner.as_mut().poll(cx))
+    }
+}
+
+/// `fut`, polled quietly (see [`Quiet`]).
+pub(crate) fn quietly<F: std::future::Future>(fut: F) -> Quiet<F> {
+    Quiet(Box::pin(fut))
 }
