@@ -3,9 +3,10 @@
 //!
 //! Each model call's usage (the provider's `usage_metadata`) and cost (the provider's
 //! reported cost when the answer carries one in `response_metadata.cost`, else the
-//! [`PriceTable`]) are added to the state field `usage` (`{"run_id", "input_tokens",
-//! "output_tokens", "total_tokens", "cost_usd", "calls"}`, reset when a new run starts)
-//! and `thread_usage` (the same, never reset). Before a call, a budget already used up
+//! [`PriceTable`]) are added to the state field `usage` (`{"input_tokens",
+//! "output_tokens", "total_tokens", "cost_usd", "calls"}`, reset when a run starts from new
+//! input, kept when a stopped or paused run is continued or resumed) and `thread_usage`
+//! (the same, never reset). Before a call, a budget already used up
 //! ends the run: by default with `graphloom_core::Error::BudgetExceeded` and a resumable
 //! checkpoint (raise the budget with [`TokenBudget::shared`]'s handle and continue the
 //! run), or with an AI message saying so ([`BudgetExit::End`]).
@@ -25,9 +26,6 @@ use std::sync::{Arc, PoisonError, RwLock};
 /// Usage counted in the state.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct UsageCount {
-    /// The run counted (for the per-run field).
-    #[serde(default)]
-    pub run_id: String,
     /// Model calls.
     #[serde(default)]
     pub calls: u64,
@@ -114,14 +112,8 @@ impl TokenBudget {
         self.budget.read().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
-    fn run_usage(state: &AgentGraphState, rt: &Runtime) -> UsageCount {
-        state
-            .get::<UsageCount>("usage")
-            .filter(|u| u.run_id == rt.run_id())
-            .unwrap_or_else(|| UsageCount {
-                run_id: rt.run_id().to_owned(),
-                ..UsageCount::default()
-            })
+    fn run_usage(state: &AgentGraphState) -> UsageCount {
+        state.get::<UsageCount>("usage").unwrap_or_default()
     }
 
     fn cost_of(&self, model: &str, message: &Message) -> f64 {
@@ -142,7 +134,7 @@ impl Middleware for TokenBudget {
         "TokenBudgetMiddleware"
     }
     fn hooks(&self) -> Hooks {
-        Hooks::of(&[Hook::BeforeModel, Hook::WrapModelCall])
+        Hooks::of(&[Hook::BeforeAgent, Hook::BeforeModel, Hook::WrapModelCall])
     }
     fn can_jump_to(&self, hook: Hook) -> Vec<Jump> {
         if hook == Hook::BeforeModel {
@@ -169,9 +161,13 @@ impl Middleware for TokenBudget {
         }
         Ok(())
     }
-    fn before_model<'a>(&'a self, state: &'a AgentGraphState, rt: &'a Runtime) -> HookFuture<'a> {
+    fn before_agent<'a>(&'a self, _state: &'a AgentGraphState, _rt: &'a Runtime) -> HookFuture<'a> {
+        // A run from new input starts its count again.
+        Box::pin(async move { Ok(HookResult::update(AgentGraphUpdate::new().set_typed("usage", &UsageCount::default()))) })
+    }
+    fn before_model<'a>(&'a self, state: &'a AgentGraphState, _rt: &'a Runtime) -> HookFuture<'a> {
         Box::pin(async move {
-            let used = Self::run_usage(state, rt);
+            let used = Self::run_usage(state);
             let Err(e) = self.budget().check(&used.totals(), std::time::Duration::ZERO) else {
                 return Ok(HookResult::none());
             };
@@ -189,7 +185,6 @@ impl Middleware for TokenBudget {
     ) -> BoxFuture<'a, Result<ModelResponse, NodeError>> {
         Box::pin(async move {
             let state = Arc::clone(&request.state);
-            let rt = request.runtime.clone();
             let model = request.model.dyn_model_name().to_owned();
             let mut response = next.call(request).await?;
             let Some(ai) = response.ai_message() else {
@@ -197,7 +192,7 @@ impl Middleware for TokenBudget {
             };
             let usage = ai.usage().unwrap_or_default();
             let cost = self.cost_of(&model, ai);
-            let mut run = Self::run_usage(&state, &rt);
+            let mut run = Self::run_usage(&state);
             run.add(&usage, cost);
             let mut thread: UsageCount = state.get("thread_usage").unwrap_or_default();
             thread.add(&usage, cost);
