@@ -79,3 +79,14 @@ impl Error {
 
 /// `Result` with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// An agent that does not build, as the graph error a graph factory returns (the
+/// server's `factory` takes functions returning `graphloom_core::Result`).
+impl From<Error> for graphloom_core::Error {
+    fn from(e: Error) -> Self {
+        match e {
+            Error::Graph(g) => g,
+            other => graphloom_core::Error::InvalidGraph(other.to_string()),
+        }
+    }
+}

@@ -315,3 +315,72 @@ async fn an_agent_streams_and_names_its_nodes_and_messages() {
     assert_eq!(nodes, vec!["model"]);
     assert_eq!(tokens, "hello there");
 }
+
+#[tokio::test]
+async fn an_agent_is_a_subgraph_and_a_supervisors_worker_and_pauses_its_parent() {
+    use graphloom_prebuilt::middleware::hitl::{HumanInTheLoop, InterruptOn};
+    use graphloom_prebuilt::supervisor::{create_supervisor, Handoff, SupervisorAgent, SupervisorOptions, SupervisorRouter};
+    use graphloom_prebuilt::AgentState;
+
+    // As a subgraph of a plain graph sharing `messages`.
+    let model = ScriptedModel::new([
+        Reply::tool_calls("", vec![call("c1", "lookup", json!({"q": "moon"}))]),
+        Reply::text("the moon is far"),
+    ]);
+    let child = create_agent(Arc::new(model), [lookup().arc()]).name("researcher").build().unwrap();
+    let parent = graphloom_core::StateGraph::<AgentState>::new()
+        .add_subgraph_shared("research", child)
+        .add_edge(graphloom_core::START, "research")
+        .add_edge("research", graphloom_core::END)
+        .compile()
+        .unwrap();
+    let out = parent
+        .invoke(
+            graphloom_prebuilt::AgentStateUpdate::new().messages(vec![Message::human("how far is the moon")]),
+            RunConfig::default(),
+        )
+        .await
+        .unwrap();
+    let last = out.values.messages.last().unwrap();
+    assert_eq!((last.text(), last.name.as_deref()), ("the moon is far".to_owned(), Some("researcher")));
+    assert_eq!(out.values.messages.len(), 4);
+
+    // As a supervisor's worker, with a human review inside it that pauses the supervisor.
+    let model = ScriptedModel::new([
+        Reply::tool_calls("", vec![call("c1", "lookup", json!({"q": "sun"}))]),
+        Reply::text("the sun is hot"),
+    ]);
+    let worker = create_agent(Arc::new(model), [lookup().arc()])
+        .name("astro")
+        .middleware(HumanInTheLoop::new().interrupt_on("lookup", InterruptOn::all()))
+        .build()
+        .unwrap();
+    let router = SupervisorRouter::function(|s: &AgentState| match s.messages.last() {
+        Some(m) if m.kind == MessageKind::Ai => Handoff::Finish,
+        _ => Handoff::to("astro"),
+    });
+    let team = create_supervisor(
+        router,
+        vec![SupervisorAgent::subgraph("astro", "Answers astronomy questions", worker)],
+        SupervisorOptions::new().checkpointer(Arc::new(InMemorySaver::new())),
+    )
+    .unwrap();
+    let cfg = RunConfig::thread("team");
+    let paused = team
+        .invoke(
+            graphloom_prebuilt::AgentStateUpdate::new().messages(vec![Message::human("is the sun hot")]),
+            cfg.clone(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(paused.status, RunStatus::Interrupted);
+    assert_eq!(paused.interrupts[0].value["action_requests"][0]["args"], json!({"q": "sun"}));
+    let done = team
+        .resume(graphloom_core::Command::resume(json!({"decisions": [{"type": "approve"}]})), cfg)
+        .await
+        .unwrap();
+    assert_eq!(done.status, RunStatus::Done);
+    let last = done.values.messages.last().unwrap();
+    assert_eq!(last.text(), "the sun is hot");
+    assert!(done.values.messages.iter().any(|m| m.text() == "found sun"));
+}
