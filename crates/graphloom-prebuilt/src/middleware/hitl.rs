@@ -290,6 +290,69 @@ fn repr_into(v: &Value, out: &mut String) {
     }
 }
 
+/// A JSON value as Python's `json.dumps` writes it (`{"a": 1, "b": [true, null]}`, non-ASCII
+/// escaped), so edit notices read as LangChain writes them.
+#[must_use]
+pub fn python_json(v: &Value) -> String {
+    let mut out = String::new();
+    dumps_into(v, &mut out);
+    out
+}
+
+fn dumps_str(s: &str, out: &mut String) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 || !c.is_ascii() => {
+                let mut buf = [0u16; 2];
+                for unit in c.encode_utf16(&mut buf) {
+                    let _ = write!(out, "\\u{unit:04x}");
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+fn dumps_into(v: &Value, out: &mut String) {
+    match v {
+        Value::Null => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Number(n) => {
+            let _ = write!(out, "{n}");
+        }
+        Value::String(s) => dumps_str(s, out),
+        Value::Array(a) => {
+            out.push('[');
+            for (i, x) in a.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                dumps_into(x, out);
+            }
+            out.push(']');
+        }
+        Value::Object(m) => {
+            out.push('{');
+            for (i, (k, x)) in m.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                dumps_str(k, out);
+                out.push_str(": ");
+                dumps_into(x, out);
+            }
+            out.push('}');
+        }
+    }
+}
+
 fn answer_message(call: &ToolCall, decision: &Decision) -> Option<Message> {
     let (content, ok) = match decision {
         Decision::Respond { message } => (message.clone(), true),
@@ -468,7 +531,7 @@ impl Middleware for HumanInTheLoop {
             let text = format!(
                 "{notice} Executed instead: {} with arguments {}.",
                 action.name,
-                serde_json::to_string(&action.args).unwrap_or_default()
+                python_json(&action.args)
             );
             if out.command.is_some() {
                 return Ok(out);
