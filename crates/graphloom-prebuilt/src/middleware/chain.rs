@@ -30,8 +30,10 @@ impl std::fmt::Debug for ModelNext {
 }
 
 impl ModelNext {
-    /// The chain of `wrappers` (outermost first) around `exec`.
-    pub(crate) fn new(chain: Arc<[Arc<dyn Middleware>]>, exec: ModelExec) -> Self {
+    /// The chain of `chain`'s `wrap_model_call` (outermost first) around `exec` (what the
+    /// model node does; also for testing or timing a stack of wrappers by hand).
+    #[must_use]
+    pub fn new(chain: Arc<[Arc<dyn Middleware>]>, exec: ModelExec) -> Self {
         Self { chain, at: 0, exec }
     }
 
@@ -75,8 +77,9 @@ impl std::fmt::Debug for ToolNext {
 }
 
 impl ToolNext {
-    /// The chain of `wrappers` (outermost first) around `exec`.
-    pub(crate) fn new(chain: Arc<[Arc<dyn Middleware>]>, exec: ToolExec) -> Self {
+    /// The chain of `chain`'s `wrap_tool_call` (outermost first) around `exec`.
+    #[must_use]
+    pub fn new(chain: Arc<[Arc<dyn Middleware>]>, exec: ToolExec) -> Self {
         Self { chain, at: 0, exec }
     }
 
