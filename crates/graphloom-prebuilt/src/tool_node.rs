@@ -85,6 +85,7 @@ pub struct ToolNode {
     max_result_bytes: usize,
     handle_errors: bool,
     wrap: Option<Arc<dyn ToolWrap>>,
+    stream_results: bool,
 }
 
 impl std::fmt::Debug for ToolNode {
@@ -153,7 +154,16 @@ impl ToolNode {
             max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
             handle_errors: true,
             wrap: None,
+            stream_results: true,
         }
+    }
+    /// `true` (default): write a `tool_result` event to the `custom` stream for every call
+    /// (see [Streams](ToolNode#streams)). `false`: write none (for a pipeline that emits
+    /// its own events).
+    #[must_use]
+    pub fn stream_results(mut self, on: bool) -> Self {
+        self.stream_results = on;
+        self
     }
     /// Run every call (after the approval gate, before the checks) through `wrap`, which
     /// may change the call, retry it, or answer without running the tool. A duplicate call
@@ -388,7 +398,7 @@ impl ToolNode {
         let mut out = Vec::with_capacity(calls.len());
         for ((call, outcome), was_rejected) in calls.iter().zip(outcomes).zip(rejected) {
             let allowlist = self.tools.get(&call.name).and_then(|e| e.tool.stream_allowlist());
-            if let Some(rt) = rt {
+            if let Some(rt) = rt.filter(|_| self.stream_results) {
                 rt.write(stream_event(call, &outcome, allowlist));
             }
             match outcome {
