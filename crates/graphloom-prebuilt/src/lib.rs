@@ -14,6 +14,13 @@
 //!   [`ToolCommand`] (LangGraph's `Command` from a tool): it updates state keys besides
 //!   its tool message and routes with `goto`; the commands of parallel calls are joined.
 //! - [`tools_condition`] and [`create_react_agent`] over [`AgentState`].
+//! - [`create_agent`]: LangChain v1's agent (a model calling tools in a loop) with
+//!   [`middleware`] around it — hooks before and after the agent and each model call,
+//!   wrappers around each model and tool call — and the standard set (human in the loop,
+//!   call limits, token and cost budgets, summarisation, context editing, model fallback,
+//!   retries, PII, tool selection, a todo list), a typed per-run context
+//!   ([`ContextExt`]), middleware-declared state fields ([`AgentGraphState`]) and
+//!   structured output ([`StructuredOutput`]). It compiles to an ordinary graph.
 //!
 //! # Example
 //!

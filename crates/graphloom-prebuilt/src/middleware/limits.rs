@@ -21,7 +21,7 @@ pub enum ExitBehavior {
 }
 
 /// A run-scoped counter value: `{"run_id": .., <key>: ..}`, worth nothing in another run.
-fn run_scoped<'a>(state: &'a AgentGraphState, field: &str, key: &str, rt: &Runtime) -> Option<Value> {
+fn run_scoped(state: &AgentGraphState, field: &str, key: &str, rt: &Runtime) -> Option<Value> {
     let v: Value = state.get(field)?;
     (v.get("run_id").and_then(Value::as_str) == Some(rt.run_id())).then(|| v.get(key).cloned())?
 }

@@ -383,7 +383,13 @@ pub trait Middleware: Send + Sync {
     }
 }
 
-/// The text of an AI message's answer for the messages a hook inspects.
+/// The last AI message of the state (what `after_model` hooks inspect).
+#[must_use]
+pub fn last_ai_message(state: &AgentGraphState) -> Option<&Message> {
+    last_ai(&state.messages).map(|(_, m)| m)
+}
+
+/// The last AI message of `messages` and its index.
 pub(crate) fn last_ai(messages: &graphloom_core::Seq<Message>) -> Option<(usize, &Message)> {
     let n = messages.len();
     (0..n)
