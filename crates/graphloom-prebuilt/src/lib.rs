@@ -108,6 +108,6 @@ pub use error::{Error, Result};
 pub use graphloom_derive::tool;
 pub use supervisor::{create_supervisor, Handoff, SupervisorAgent, SupervisorOptions, SupervisorRouter};
 pub use tool::{
-    FnTool, Tool, ToolCommand, ToolError, ToolErrorCode, ToolOutput, ToolRuntime, DEFAULT_MAX_RESULT_BYTES,
+    FnTool, Tool, ToolCommand, ToolError, ToolErrorCode, ToolOutput, ToolRuntime, ToolState, DEFAULT_MAX_RESULT_BYTES,
 };
 pub use tool_node::{redact, NodeFuture, ToolAnswer, ToolNode, DEFAULT_TOOL_TIMEOUT};

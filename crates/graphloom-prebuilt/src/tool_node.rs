@@ -3,7 +3,7 @@
 
 use crate::middleware::{ToolCallRequest, ToolExec, ToolWrap};
 use crate::tool::{
-    Tool, ToolCommand, ToolError, ToolErrorCode, ToolOutput, ToolRuntime, DEFAULT_MAX_RESULT_BYTES,
+    Tool, ToolCommand, ToolError, ToolErrorCode, ToolOutput, ToolRuntime, ToolState, DEFAULT_MAX_RESULT_BYTES,
 };
 use futures::future::BoxFuture;
 use graphloom_core::{Message, MessageKind, NodeError, NodeOutput, RunType, Runtime, Seq, State, ToolCall};
@@ -301,7 +301,7 @@ impl ToolNode {
     pub async fn run_message(
         &self,
         message: &Message,
-        state: Value,
+        state: impl Into<ToolState>,
         rt: Option<&Runtime>,
     ) -> Result<Vec<Message>, NodeError> {
         self.run_calls(message, state, rt)
@@ -325,9 +325,10 @@ impl ToolNode {
     pub async fn run_calls(
         &self,
         message: &Message,
-        state: Value,
+        state: impl Into<ToolState>,
         rt: Option<&Runtime>,
     ) -> Result<Vec<ToolAnswer>, NodeError> {
+        let state: ToolState = state.into();
         let calls = &message.tool_calls;
         let mut id_counts: HashMap<&str, usize> = HashMap::new();
         for c in calls {
@@ -451,7 +452,7 @@ impl ToolNode {
     fn wrapped(
         &self,
         call: ToolCall,
-        state: Value,
+        state: ToolState,
         rt: Option<&Runtime>,
     ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
         let Some(wrap) = self.wrap.clone() else {
@@ -490,7 +491,7 @@ impl ToolNode {
         entry: &Entry,
         call: &ToolCall,
         args: Value,
-        state: Value,
+        state: ToolState,
         rt: Option<&Runtime>,
     ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
         let tool_rt = match rt {
@@ -584,8 +585,9 @@ impl ToolNode {
                 if last.tool_calls.is_empty() && last.invalid_tool_calls().is_empty() {
                     return Ok(NodeOutput::None);
                 }
-                let snapshot = state.to_json().map_err(NodeError::terminal)?;
-                let answers = node.run_calls(&last, snapshot, Some(&rt)).await?;
+                let snapshot = Arc::clone(&state);
+                let lazy = ToolState::lazy(move || snapshot.to_json().unwrap_or(Value::Null));
+                let answers = node.run_calls(&last, lazy, Some(&rt)).await?;
                 if answers.iter().all(|a| matches!(a, ToolAnswer::Message(_))) {
                     let msgs = answers
                         .into_iter()

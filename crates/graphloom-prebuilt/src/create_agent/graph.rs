@@ -262,8 +262,10 @@ impl ToolsNode {
         if let Some(Value::Array(bad)) = message.extra.get_mut("invalid_tool_calls") {
             bad.retain(|b| b.get("id").and_then(Value::as_str).is_some_and(|id| !answered.contains(id)));
         }
-        let snapshot = state.to_json().map_err(NodeError::terminal)?;
-        let answers = self.node.run_calls(&message, snapshot, Some(&rt)).await?;
+        // Built only if a tool reads it: a large conversation is not serialised per round.
+        let snapshot = Arc::clone(&state);
+        let lazy = crate::tool::ToolState::lazy(move || snapshot.to_json().unwrap_or(Value::Null));
+        let answers = self.node.run_calls(&message, lazy, Some(&rt)).await?;
         if answers.iter().all(|a| matches!(a, ToolAnswer::Message(_))) {
             let msgs: Vec<Message> = answers
                 .into_iter()

@@ -159,6 +159,7 @@ impl Middleware for Summarization {
                 "Here is a summary of the conversation to date:\n\n{}",
                 summary.text()
             ));
+            head.id = Some(graphloom_llm::new_message_id());
             head.extra.insert("additional_kwargs".into(), json!({"lc_source": "summarization"}));
             let mut kept = vec![head];
             kept.extend(messages[cut..].iter().cloned());
