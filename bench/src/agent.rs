@@ -8,6 +8,10 @@
 //!   final answer), 2n+1 supersteps.
 //! - `create_agent_react_100x_mw6`: the 100x agent with six no-op middlewares around the
 //!   model call.
+//! - `create_react_agent_100x`: the same script on the prebuilt `create_react_agent` (what
+//!   `create_agent` replaces), for the cost of the agent machinery itself: both hand the
+//!   model a fresh copy of the conversation on every call, as the `ChatModel` API takes a
+//!   slice (`react_agent_*`'s model reads the state's shared list instead).
 //! - `model_call_chain_{0,6}_noop_x10000`: one node calls the model chain 10,000 times with
 //!   0 or 6 no-op wrappers around a model call that answers at once; the difference of the
 //!   two, divided by 10,000, is what six wrappers add to one model call.
@@ -67,7 +71,9 @@ impl Middleware for Noop {
 }
 
 fn noops(n: usize) -> Vec<Arc<dyn Middleware>> {
-    (0..n).map(|i| Arc::new(Noop(format!("Noop{i}"))) as Arc<dyn Middleware>).collect()
+    (0..n)
+        .map(|i| Arc::new(Noop(format!("Noop{i}"))) as Arc<dyn Middleware>)
+        .collect()
 }
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -77,7 +83,11 @@ struct Query {
 
 /// The agent: `n_tools` rounds, `middleware` no-op wrappers, an in-memory saver with
 /// `checkpoint`.
-pub fn graph(n_tools: usize, checkpoint: bool, middleware: usize) -> anyhow::Result<CompiledGraph<AgentGraphState>> {
+pub fn graph(
+    n_tools: usize,
+    checkpoint: bool,
+    middleware: usize,
+) -> anyhow::Result<CompiledGraph<AgentGraphState>> {
     let tool_name = crate::common::uuid4();
     let model = BenchModel(Script::new(n_tools, &tool_name));
     let tool = FnTool::new(tool_name, "A tool", |a: Query, _rt| async move {
@@ -91,6 +101,20 @@ pub fn graph(n_tools: usize, checkpoint: bool, middleware: usize) -> anyhow::Res
         b = b.checkpointer(graphloom_core::checkpoint::InMemorySaver::new());
     }
     Ok(b.build()?)
+}
+
+/// The same agent on `create_react_agent`.
+fn react_graph(n_tools: usize) -> anyhow::Result<CompiledGraph<graphloom_prebuilt::AgentState>> {
+    let tool_name = crate::common::uuid4();
+    let model = BenchModel(Script::new(n_tools, &tool_name));
+    let tool = FnTool::new(tool_name, "A tool", |a: Query, _rt| async move {
+        Ok::<_, ToolError>(format!("result for query: {}", a.query).repeat(10))
+    });
+    Ok(graphloom_prebuilt::create_react_agent(
+        Arc::new(model),
+        [tool.arc()],
+        graphloom_prebuilt::AgentOptions::new(),
+    )?)
 }
 
 fn input() -> AgentGraphUpdate {
@@ -157,6 +181,10 @@ pub fn cases() -> Vec<CaseDef> {
     out.push(CaseDef::new("create_agent_react_100x_mw6", |h: Harness| {
         Ok(graph_case(graph(100, false, 6)?, input(), h))
     }));
+    out.push(CaseDef::new("create_react_agent_100x", |h: Harness| {
+        let input = graphloom_prebuilt::AgentStateUpdate::new().messages(vec![Message::human("hi?")]);
+        Ok(graph_case(react_graph(100)?, input, h))
+    }));
     for wrappers in [0usize, 6] {
         out.push(CaseDef::new(
             format!("model_call_chain_{wrappers}_noop_x10000"),
@@ -176,14 +204,29 @@ mod tests {
     async fn the_agent_has_the_react_shape() {
         for (checkpoint, mw) in [(false, 0), (true, 0), (false, 6)] {
             let g = graph(10, checkpoint, mw).unwrap();
-            let out = g.invoke(input(), fresh_config().recursion_limit(21)).await.unwrap();
+            let out = g
+                .invoke(input(), fresh_config().recursion_limit(21))
+                .await
+                .unwrap();
             let msgs = out.values.messages;
             assert_eq!(msgs.len(), 22);
             assert_eq!(msgs.iter().filter(|m| m.kind == MessageKind::Tool).count(), 10);
-            assert_eq!(msgs.get(2).unwrap().text().len(), ("result for query: ".len() + 3600) * 10);
+            assert_eq!(
+                msgs.get(2).unwrap().text().len(),
+                ("result for query: ".len() + 3600) * 10
+            );
             assert_eq!(msgs.last().unwrap().text(), "answer".repeat(100));
         }
         let g = chain_graph(6).unwrap();
         g.invoke(AgentGraphUpdate::new(), fresh_config()).await.unwrap();
+        let g = react_graph(10).unwrap();
+        let out = g
+            .invoke(
+                graphloom_prebuilt::AgentStateUpdate::new().messages(vec![Message::human("hi?")]),
+                fresh_config().recursion_limit(21),
+            )
+            .await
+            .unwrap();
+        assert_eq!(out.values.messages.len(), 22);
     }
 }

@@ -170,7 +170,7 @@ mod tests {
         sorted.sort();
         sorted.dedup();
         assert_eq!(sorted.len(), names.len());
-        assert_eq!(names.len(), 36);
+        assert_eq!(names.len(), 37);
         for n in [
             "fanout_to_subgraph_100x_checkpoint",
             "react_agent_10x",

@@ -153,14 +153,17 @@ async fn reviewed_tool_takes_effect_once_and_rejected_never_across_sigkills() {
     // Create the schema once so no kill lands in the middle of it.
     let saver = graphloom_sqlite::SqliteSaver::open(&db).await.unwrap();
     // A reader of the threads' final state (same graph shape, no tools needed).
-    let reader = create_agent(Arc::new(ScriptedModel::new(Vec::<Reply>::new())), Vec::<Arc<dyn Tool>>::new())
-        .state_field(graphloom_prebuilt::StateField::new::<serde_json::Value>(
-            "hitl_edited_tool_calls",
-            graphloom_core::JsonReducer::LastValue,
-        ))
-        .checkpointer(saver)
-        .build()
-        .unwrap();
+    let reader = create_agent(
+        Arc::new(ScriptedModel::new(Vec::<Reply>::new())),
+        Vec::<Arc<dyn Tool>>::new(),
+    )
+    .state_field(graphloom_prebuilt::StateField::new::<serde_json::Value>(
+        "hitl_edited_tool_calls",
+        graphloom_core::JsonReducer::LastValue,
+    ))
+    .checkpointer(saver)
+    .build()
+    .unwrap();
 
     let mut t = Tally::default();
     let mut rng = rand::rng();

@@ -101,13 +101,14 @@ pub use agent::{
 };
 pub use context::ContextExt;
 pub use create_agent::{
-    create_agent, AgentBuilder, AgentGraphState, AgentGraphUpdate, StateField, Strategy, StructuredOutput, SystemPrompt,
-    AGENT_TOOLS_NODE, MODEL_NODE,
+    create_agent, AgentBuilder, AgentGraphState, AgentGraphUpdate, PromptFn, StateField, Strategy,
+    StructuredOutput, SystemPrompt, AGENT_TOOLS_NODE, MODEL_NODE,
 };
 pub use error::{Error, Result};
 pub use graphloom_derive::tool;
 pub use supervisor::{create_supervisor, Handoff, SupervisorAgent, SupervisorOptions, SupervisorRouter};
 pub use tool::{
-    FnTool, Tool, ToolCommand, ToolError, ToolErrorCode, ToolOutput, ToolRuntime, ToolState, DEFAULT_MAX_RESULT_BYTES,
+    FnTool, Tool, ToolCommand, ToolError, ToolErrorCode, ToolOutput, ToolRuntime, ToolState,
+    DEFAULT_MAX_RESULT_BYTES,
 };
 pub use tool_node::{redact, NodeFuture, ToolAnswer, ToolNode, DEFAULT_TOOL_TIMEOUT};

@@ -253,7 +253,10 @@ impl From<Value> for ToolState {
     fn from(v: Value) -> Self {
         let cell = std::sync::OnceLock::new();
         let _ = cell.set(v);
-        Self(Arc::new(ToolStateInner { value: cell, make: None }))
+        Self(Arc::new(ToolStateInner {
+            value: cell,
+            make: None,
+        }))
     }
 }
 

@@ -375,7 +375,9 @@ impl ToolNode {
                     };
                     self.wrapped(call, state.clone(), rt)
                 }
-                Plan::Refuse(_) if self.wrap.is_some() && !dup => self.wrapped(call.clone(), state.clone(), rt),
+                Plan::Refuse(_) if self.wrap.is_some() && !dup => {
+                    self.wrapped(call.clone(), state.clone(), rt)
+                }
                 Plan::Refuse(e) => Box::pin(async move { Err(e) }),
                 Plan::Rejected(reason) => {
                     let text = match reason {
@@ -480,7 +482,13 @@ impl ToolNode {
             };
             match node.check_args(entry, &req.call.args) {
                 Err(e) => Box::pin(async move { Err(e) }),
-                Ok(args) => node.execute(entry, &req.call, args, req.runtime.state.clone(), req.runtime.runtime()),
+                Ok(args) => node.execute(
+                    entry,
+                    &req.call,
+                    args,
+                    req.runtime.state.clone(),
+                    req.runtime.runtime(),
+                ),
             }
         });
         wrap.wrap(request, exec)

@@ -33,9 +33,11 @@ struct Email {
 
 fn tools() -> Vec<Arc<dyn graphloom_prebuilt::Tool>> {
     vec![
-        FnTool::new("get_weather", "The weather in a city.", |a: City, _rt| async move {
-            Ok::<_, ToolError>(format!("sunny in {}", a.city))
-        })
+        FnTool::new(
+            "get_weather",
+            "The weather in a city.",
+            |a: City, _rt| async move { Ok::<_, ToolError>(format!("sunny in {}", a.city)) },
+        )
         .arc(),
         FnTool::new("send_email", "Send an email.", |a: Email, _rt| async move {
             Ok::<_, ToolError>(format!("sent to {}: {}", a.to, a.body))
@@ -59,7 +61,12 @@ fn norm(m: &Message) -> Value {
     if !m.tool_calls.is_empty() {
         out.insert(
             "tool_calls".into(),
-            Value::Array(m.tool_calls.iter().map(|c| json!({"name": c.name, "args": c.args, "id": c.id})).collect()),
+            Value::Array(
+                m.tool_calls
+                    .iter()
+                    .map(|c| json!({"name": c.name, "args": c.args, "id": c.id}))
+                    .collect(),
+            ),
         );
     }
     if let Some(id) = &m.tool_call_id {
@@ -69,7 +76,10 @@ fn norm(m: &Message) -> Value {
         out.insert("name".into(), json!(n));
     }
     if m.kind == graphloom_core::MessageKind::Tool {
-        out.insert("status".into(), m.extra.get("status").cloned().unwrap_or(json!("success")));
+        out.insert(
+            "status".into(),
+            m.extra.get("status").cloned().unwrap_or(json!("success")),
+        );
     }
     Value::Object(out)
 }
@@ -92,10 +102,14 @@ async fn run(replies: Vec<Reply>, middleware: Vec<Arc<dyn Middleware>>, decision
         .await
         .unwrap();
     for d in decisions {
-        interrupts.push(Value::Array(out.interrupts.iter().map(|i| i.value.clone()).collect()));
+        interrupts.push(Value::Array(
+            out.interrupts.iter().map(|i| i.value.clone()).collect(),
+        ));
         out = agent.resume(Command::resume(d), cfg.clone()).await.unwrap();
     }
-    interrupts.push(Value::Array(out.interrupts.iter().map(|i| i.value.clone()).collect()));
+    interrupts.push(Value::Array(
+        out.interrupts.iter().map(|i| i.value.clone()).collect(),
+    ));
     json!({"interrupts": interrupts, "messages": out.values.messages.iter().map(norm).collect::<Vec<_>>()})
 }
 
@@ -162,14 +176,17 @@ async fn ours() -> BTreeMap<&'static str, Value> {
         "respond_and_limit_on_thread",
         run(
             vec![
-                Reply::tool_calls("", vec![call("send_email", json!({"body": "hi", "to": "ann"}), "e1")]),
+                Reply::tool_calls(
+                    "",
+                    vec![call("send_email", json!({"body": "hi", "to": "ann"}), "e1")],
+                ),
                 Reply::text("Ann says hi back."),
             ],
             vec![
-                Arc::new(
-                    HumanInTheLoop::new()
-                        .interrupt_on("send_email", InterruptOn::allow([DecisionType::Respond, DecisionType::Reject])),
-                ),
+                Arc::new(HumanInTheLoop::new().interrupt_on(
+                    "send_email",
+                    InterruptOn::allow([DecisionType::Respond, DecisionType::Reject]),
+                )),
                 Arc::new(ModelCallLimit::new().thread_limit(1)),
             ],
             vec![json!({"decisions": [{"type": "respond", "message": "ann replied: hi"}]})],
@@ -201,7 +218,9 @@ async fn graphloom_and_langchain_agents_agree() {
     let ours = ours().await;
     let mut diffs = Vec::new();
     for (name, trace) in &ours {
-        let lc = theirs.remove(*name).unwrap_or_else(|| panic!("LangChain has no scenario `{name}`"));
+        let lc = theirs
+            .remove(*name)
+            .unwrap_or_else(|| panic!("LangChain has no scenario `{name}`"));
         if &lc != trace {
             diffs.push(format!(
                 "scenario `{name}`:\n  langchain: {}\n  graphloom: {}",
@@ -210,6 +229,10 @@ async fn graphloom_and_langchain_agents_agree() {
             ));
         }
     }
-    assert!(theirs.is_empty(), "scenarios only LangChain runs: {:?}", theirs.keys());
+    assert!(
+        theirs.is_empty(),
+        "scenarios only LangChain runs: {:?}",
+        theirs.keys()
+    );
     assert!(diffs.is_empty(), "{}", diffs.join("\n"));
 }

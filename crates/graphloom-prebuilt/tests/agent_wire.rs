@@ -49,7 +49,10 @@ fn anthropic(server: &MockServer) -> Arc<AnthropicModel> {
 /// by id).
 fn completion(message: Value, finish: &str) -> Value {
     static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let id = format!("chatcmpl-{}", N.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+    let id = format!(
+        "chatcmpl-{}",
+        N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    );
     json!({
         "id": id, "object": "chat.completion", "model": "gpt-4o-mini",
         "choices": [{"index": 0, "message": message, "finish_reason": finish}],
@@ -76,7 +79,9 @@ struct Query {
 }
 
 fn lookup() -> FnTool {
-    FnTool::new("lookup", "Look up", |a: Query, _rt| async move { Ok::<_, ToolError>(format!("found {}", a.q)) })
+    FnTool::new("lookup", "Look up", |a: Query, _rt| async move {
+        Ok::<_, ToolError>(format!("found {}", a.q))
+    })
 }
 
 fn input(t: &str) -> AgentGraphUpdate {
@@ -106,13 +111,25 @@ async fn malformed_tool_json_and_unknown_tools_are_answered_with_tool_errors() {
         .map(|m| (m.tool_call_id.as_deref().unwrap(), m.text(), &m.extra["status"]))
         .collect();
     assert_eq!(tools.len(), 3, "{tools:?}");
-    assert!(tools.iter().any(|(id, t, s)| *id == "c2" && t.contains("`nope` is not a valid tool") && *s == "error"));
-    assert!(tools.iter().any(|(id, t, s)| *id == "c1" && t.contains("not valid JSON") && *s == "error"));
+    assert!(tools
+        .iter()
+        .any(|(id, t, s)| *id == "c2" && t.contains("`nope` is not a valid tool") && *s == "error"));
+    assert!(tools
+        .iter()
+        .any(|(id, t, s)| *id == "c1" && t.contains("not valid JSON") && *s == "error"));
     assert!(tools.iter().any(|(id, t, _)| *id == "c3" && t == "found b"));
     assert_eq!(msgs.last().unwrap().text(), "recovered");
     // The model saw every error on its next call.
     let second = &server.requests()[1].body["messages"];
-    assert_eq!(second.as_array().unwrap().iter().filter(|m| m["role"] == "tool").count(), 3);
+    assert_eq!(
+        second
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["role"] == "tool")
+            .count(),
+        3
+    );
 }
 
 #[tokio::test]
@@ -129,10 +146,14 @@ async fn a_ten_megabyte_answer_and_a_ten_megabyte_tool_result_do_not_break_the_r
     ])
     .await;
     let b2 = big.clone();
-    let huge = FnTool::new("huge", "Returns a lot", move |_a: serde_json::Map<String, Value>, _rt| {
-        let b = b2.clone();
-        async move { Ok::<_, ToolError>(b) }
-    });
+    let huge = FnTool::new(
+        "huge",
+        "Returns a lot",
+        move |_a: serde_json::Map<String, Value>, _rt| {
+            let b = b2.clone();
+            async move { Ok::<_, ToolError>(b) }
+        },
+    );
     let agent = create_agent(openai(&server), [huge.arc()])
         .checkpointer(InMemorySaver::new())
         .build()
@@ -140,7 +161,11 @@ async fn a_ten_megabyte_answer_and_a_ten_megabyte_tool_result_do_not_break_the_r
     let out = agent.invoke(input("go"), RunConfig::thread("big")).await.unwrap();
     // The tool's result is over the cap: the model reads an error, not 10 MB.
     let tool = out.values.messages.get(2).unwrap();
-    assert!(tool.text().contains("over the limit"), "{}", &tool.text()[..200.min(tool.text().len())]);
+    assert!(
+        tool.text().contains("over the limit"),
+        "{}",
+        &tool.text()[..200.min(tool.text().len())]
+    );
     let sent = serde_json::to_string(&server.requests()[1].body).unwrap();
     assert!(sent.len() < 1024 * 1024);
     // The model's own 10 MB answer is kept whole.
@@ -156,7 +181,10 @@ async fn a_ten_megabyte_answer_and_a_ten_megabyte_tool_result_do_not_break_the_r
             .retry(retry())
             .max_response_bytes(1024 * 1024),
     );
-    let agent = create_agent(capped, []).checkpointer(InMemorySaver::new()).build().unwrap();
+    let agent = create_agent(capped, [])
+        .checkpointer(InMemorySaver::new())
+        .build()
+        .unwrap();
     let cfg = RunConfig::thread("capped");
     let err = agent.invoke(input("go"), cfg.clone()).await.unwrap_err();
     let llm = err.find_source::<graphloom_llm::Error>().expect("typed");
@@ -175,7 +203,11 @@ async fn run_streaming(
     input: RunInput<graphloom_prebuilt::AgentGraphState>,
     cfg: RunConfig,
 ) -> (String, Option<graphloom_core::Error>) {
-    let mut s = agent.stream(input, cfg, StreamOptions::modes([StreamMode::Messages, StreamMode::Values]));
+    let mut s = agent.stream(
+        input,
+        cfg,
+        StreamOptions::modes([StreamMode::Messages, StreamMode::Values]),
+    );
     let mut tokens = String::new();
     let mut error = None;
     while let Some(ev) = s.next().await {
@@ -202,7 +234,10 @@ async fn a_truncated_stream_is_a_typed_error_and_the_run_resumes() {
     ]);
     whole.push("data: [DONE]\n\n".to_owned());
     let server = MockServer::start(vec![MockReply::sse_abort(cut), MockReply::sse(whole.clone())]).await;
-    let agent = create_agent(openai(&server), []).checkpointer(InMemorySaver::new()).build().unwrap();
+    let agent = create_agent(openai(&server), [])
+        .checkpointer(InMemorySaver::new())
+        .build()
+        .unwrap();
     let cfg = RunConfig::thread("cut");
     let (_, error) = run_streaming(&agent, RunInput::Update(input("hi")), cfg.clone()).await;
     let error = error.expect("the run fails");
@@ -239,9 +274,11 @@ async fn anthropic_truncated_stream_and_malformed_tool_input() {
         json!({"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": null}, "usage": {"output_tokens": 3}}),
         json!({"type": "message_stop"}),
     ]);
-    let cut = event_frames(&[json!({"type": "message_start", "message": {"id": "m", "type": "message",
+    let cut = event_frames(&[
+        json!({"type": "message_start", "message": {"id": "m", "type": "message",
         "role": "assistant", "model": "claude-sonnet-4-5", "content": [], "stop_reason": null,
-        "usage": {"input_tokens": 5, "output_tokens": 1}}})]);
+        "usage": {"input_tokens": 5, "output_tokens": 1}}}),
+    ]);
     let fine = event_frames(&[
         json!({"type": "message_start", "message": {"id": "m2", "type": "message", "role": "assistant",
             "model": "claude-sonnet-4-5", "content": [], "stop_reason": null, "usage": {"input_tokens": 5, "output_tokens": 1}}}),
@@ -251,7 +288,12 @@ async fn anthropic_truncated_stream_and_malformed_tool_input() {
         json!({"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": null}, "usage": {"output_tokens": 2}}),
         json!({"type": "message_stop"}),
     ]);
-    let server = MockServer::start(vec![MockReply::sse(frames), MockReply::sse_abort(cut), MockReply::sse(fine)]).await;
+    let server = MockServer::start(vec![
+        MockReply::sse(frames),
+        MockReply::sse_abort(cut),
+        MockReply::sse(fine),
+    ])
+    .await;
     let agent = create_agent(anthropic(&server), [lookup().arc()])
         .checkpointer(InMemorySaver::new())
         .build()
@@ -259,10 +301,18 @@ async fn anthropic_truncated_stream_and_malformed_tool_input() {
     let cfg = RunConfig::thread("ant");
     let (_, error) = run_streaming(&agent, RunInput::Update(input("go")), cfg.clone()).await;
     let error = error.expect("the second call is cut");
-    assert_eq!(error.find_source::<graphloom_llm::Error>().unwrap().kind(), ErrorKind::Truncated);
+    assert_eq!(
+        error.find_source::<graphloom_llm::Error>().unwrap().kind(),
+        ErrorKind::Truncated
+    );
     // The malformed tool input was answered with an error before the cut.
     let snap = agent.get_state(&cfg).await.unwrap();
-    let tool = snap.values.messages.iter().find(|m| m.kind == MessageKind::Tool).unwrap();
+    let tool = snap
+        .values
+        .messages
+        .iter()
+        .find(|m| m.kind == MessageKind::Tool)
+        .unwrap();
     assert!(tool.text().contains("not valid JSON"), "{}", tool.text());
     let (tokens, error) = run_streaming(&agent, RunInput::Continue, cfg).await;
     assert!(error.is_none());
@@ -280,13 +330,22 @@ struct Verdict {
 #[tokio::test]
 async fn structured_output_over_openai_json_schema_and_anthropic_tool_use() {
     // Provider strategy over OpenAI: `response_format: json_schema`.
-    let server = MockServer::start(vec![MockReply::json(text(r#"{"valid": true, "reason": "checked"}"#))]).await;
+    let server = MockServer::start(vec![MockReply::json(text(
+        r#"{"valid": true, "reason": "checked"}"#,
+    ))])
+    .await;
     let agent = create_agent(openai(&server), [])
         .response_format(StructuredOutput::provider::<Verdict>())
         .build()
         .unwrap();
     let out = agent.invoke(input("is it?"), RunConfig::default()).await.unwrap();
-    assert_eq!(out.values.structured::<Verdict>(), Some(Verdict { valid: true, reason: "checked".into() }));
+    assert_eq!(
+        out.values.structured::<Verdict>(),
+        Some(Verdict {
+            valid: true,
+            reason: "checked".into()
+        })
+    );
     let body = &server.requests()[0].body;
     assert_eq!(body["response_format"]["type"], "json_schema");
     assert_eq!(body["response_format"]["json_schema"]["name"], "Verdict");
@@ -296,8 +355,14 @@ async fn structured_output_over_openai_json_schema_and_anthropic_tool_use() {
         .response_format(StructuredOutput::provider::<Verdict>())
         .build()
         .unwrap();
-    let err = agent.invoke(input("is it?"), RunConfig::default()).await.unwrap_err();
-    assert_eq!(err.find_source::<graphloom_llm::Error>().unwrap().kind(), ErrorKind::StructuredOutput);
+    let err = agent
+        .invoke(input("is it?"), RunConfig::default())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.find_source::<graphloom_llm::Error>().unwrap().kind(),
+        ErrorKind::StructuredOutput
+    );
 
     // Tool strategy over Anthropic: a wrong answer is sent back with the error, then fixed.
     let server = MockServer::start(vec![
@@ -316,13 +381,30 @@ async fn structured_output_over_openai_json_schema_and_anthropic_tool_use() {
         .build()
         .unwrap();
     let out = agent.invoke(input("is it?"), RunConfig::default()).await.unwrap();
-    assert_eq!(out.values.structured::<Verdict>(), Some(Verdict { valid: false, reason: "no source".into() }));
+    assert_eq!(
+        out.values.structured::<Verdict>(),
+        Some(Verdict {
+            valid: false,
+            reason: "no source".into()
+        })
+    );
     let reqs = server.requests();
     assert_eq!(reqs[0].body["tool_choice"], json!({"type": "any"}));
-    let tools: Vec<&str> = reqs[0].body["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    let tools: Vec<&str> = reqs[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
     assert_eq!(tools, vec!["lookup", "Verdict"]);
     let retry = out.values.messages.get(2).unwrap();
-    assert!(retry.text().starts_with("Error: Failed to parse structured output for tool 'Verdict'"), "{}", retry.text());
+    assert!(
+        retry
+            .text()
+            .starts_with("Error: Failed to parse structured output for tool 'Verdict'"),
+        "{}",
+        retry.text()
+    );
     assert!(retry.text().ends_with("\n Please fix your mistakes."));
     let last = out.values.messages.last().unwrap();
     assert_eq!(last.kind, MessageKind::Tool);

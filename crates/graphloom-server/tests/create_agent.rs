@@ -22,7 +22,10 @@ struct Tenant {
 
 fn agent(deps: &GraphDeps) -> graphloom_core::Result<CompiledGraph<AgentGraphState>> {
     let model = ScriptedModel::responding(|msgs: &[Message], _| match msgs.last().map(|m| m.kind) {
-        Some(MessageKind::Tool) => Reply::text(format!("Done: {}", msgs.last().map(Message::text).unwrap_or_default())),
+        Some(MessageKind::Tool) => Reply::text(format!(
+            "Done: {}",
+            msgs.last().map(Message::text).unwrap_or_default()
+        )),
         _ => Reply::tool_calls(
             "",
             vec![ToolCall {
@@ -35,7 +38,10 @@ fn agent(deps: &GraphDeps) -> graphloom_core::Result<CompiledGraph<AgentGraphSta
     .keep_requests(0);
     let refund = FnTool::new("refund", "Refund an order", |a: Value, rt| async move {
         let tenant = rt.typed_context::<Tenant>().map(|t| t.tenant).unwrap_or_default();
-        Ok::<_, ToolError>(format!("refunded {} for {tenant}", a["order"].as_str().unwrap_or_default()))
+        Ok::<_, ToolError>(format!(
+            "refunded {} for {tenant}",
+            a["order"].as_str().unwrap_or_default()
+        ))
     });
     Ok(create_agent(Arc::new(model), [refund.arc()])
         .name("support")
@@ -99,8 +105,18 @@ async fn an_agent_is_served_with_its_interrupts_context_and_drawing() {
     };
     let (code, graph) = s.get(&format!("/assistants/{assistant}/graph")).await;
     assert_eq!(code, 200);
-    let nodes: Vec<&str> = graph["nodes"].as_array().unwrap().iter().filter_map(|n| n["id"].as_str()).collect();
-    for want in ["model", "tools", "HumanInTheLoopMiddleware.after_model", "ModelCallLimitMiddleware.before_model"] {
+    let nodes: Vec<&str> = graph["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|n| n["id"].as_str())
+        .collect();
+    for want in [
+        "model",
+        "tools",
+        "HumanInTheLoopMiddleware.after_model",
+        "ModelCallLimitMiddleware.before_model",
+    ] {
         assert!(nodes.contains(&want), "{want} missing from {nodes:?}");
     }
     let schema = {

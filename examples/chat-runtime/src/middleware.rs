@@ -76,7 +76,11 @@ impl ToolPipeline {
     }
 }
 
-fn outcome(runner: &ToolRunner, call: &graphloom_core::ToolCall, rt: &ToolRuntime) -> BoxFuture<'static, ToolOutput> {
+fn outcome(
+    runner: &ToolRunner,
+    call: &graphloom_core::ToolCall,
+    rt: &ToolRuntime,
+) -> BoxFuture<'static, ToolOutput> {
     let runner = runner.clone();
     let call = call.clone();
     let rt = rt.clone();

@@ -184,7 +184,13 @@ pub fn memory_query() -> FnTool {
             hits.sort_by(|a, b| b.score.unwrap_or(0.0).total_cmp(&a.score.unwrap_or(0.0)));
             hits.truncate(n);
             let content = json!({"query": a.query, "found": hits_json(&hits)});
-            Ok::<_, ToolError>(answer_and_record(&rt, "memory_query", &content, "retrieved", json!(hits)))
+            Ok::<_, ToolError>(answer_and_record(
+                &rt,
+                "memory_query",
+                &content,
+                "retrieved",
+                json!(hits),
+            ))
         },
     )
     .inject(INJECTED)
@@ -244,7 +250,13 @@ pub fn l2_search_facts() -> FnTool {
                 .await
                 .map_err(store_err)?;
             let content = json!({"tier": "L2", "found": hits_json(&hits)});
-            Ok::<_, ToolError>(answer_and_record(&rt, "l2_search_facts", &content, "retrieved", json!(hits)))
+            Ok::<_, ToolError>(answer_and_record(
+                &rt,
+                "l2_search_facts",
+                &content,
+                "retrieved",
+                json!(hits),
+            ))
         },
     )
     .inject(INJECTED)
@@ -263,7 +275,13 @@ pub fn l3_search_knowledge() -> FnTool {
                 .await
                 .map_err(store_err)?;
             let content = json!({"tier": "L3", "found": hits_json(&hits)});
-            Ok::<_, ToolError>(answer_and_record(&rt, "l3_search_knowledge", &content, "retrieved", json!(hits)))
+            Ok::<_, ToolError>(answer_and_record(
+                &rt,
+                "l3_search_knowledge",
+                &content,
+                "retrieved",
+                json!(hits),
+            ))
         },
     )
     .inject(INJECTED)

@@ -77,7 +77,10 @@ impl ApprovalGate {
 }
 
 async fn put_record(store: &Arc<dyn DynStore>, id: &str, record: Value) {
-    if let Err(e) = store.put(&["approvals".to_owned()], id, record, PutOptions::default()).await {
+    if let Err(e) = store
+        .put(&["approvals".to_owned()], id, record, PutOptions::default())
+        .await
+    {
         tracing::warn!("could not write approval record {id}: {e}");
     }
 }
@@ -131,7 +134,11 @@ impl Middleware for ApprovalGate {
                     .collect();
                 for call in &gated {
                     let id = approval_id(&thread, &call.id);
-                    let status = if answered.contains(&call.id.as_str()) { "rejected" } else { "approved" };
+                    let status = if answered.contains(&call.id.as_str()) {
+                        "rejected"
+                    } else {
+                        "approved"
+                    };
                     let record = json!({
                         "id": id, "status": status,
                         "checkpoint_type": skills::mutating_capability(&call.name).unwrap_or("mutating_capability"),
@@ -171,9 +178,9 @@ pub fn agent_graph(
 ) -> graphloom_core::Result<CompiledGraph<AgentGraphState>> {
     let (max_tokens, max_cost) = skills::agent_budget(agent_type);
     let prices = PriceTable::builtin().with_price("scripted", 0.15, 0.60);
-    let persona = skills::root_skill(agent_type)
-        .and_then(|r| r.persona)
-        .unwrap_or("You are a careful assistant. You do not do regulatory or oil and gas work without a domain skill.");
+    let persona = skills::root_skill(agent_type).and_then(|r| r.persona).unwrap_or(
+        "You are a careful assistant. You do not do regulatory or oil and gas work without a domain skill.",
+    );
     let root = skills::root_skill(agent_type)
         .map(|s| skills::render_skill(&s, None))
         .unwrap_or_default();

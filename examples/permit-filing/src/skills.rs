@@ -339,15 +339,26 @@ async fn create_entity(a: CreateEntityArgs, rt: ToolRuntime) -> Result<Value, To
 /// Every tool of the example, by name.
 #[must_use]
 pub fn all_tools() -> BTreeMap<String, Arc<dyn Tool>> {
-    tool_list(true).into_iter().map(|t| (t.name().to_owned(), t)).collect()
+    tool_list(true)
+        .into_iter()
+        .map(|t| (t.name().to_owned(), t))
+        .collect()
 }
 
 /// Every tool of the example, with `create_entity` marked mutating (the tool node's own
 /// gate asks before it runs) or not (a middleware gates it: see [`crate::agent`]).
 #[must_use]
 pub fn tool_list(gate_in_tool_node: bool) -> Vec<Arc<dyn Tool>> {
-    let create = FnTool::new("create_entity", "Create an entity in the knowledge graph (needs approval)", create_entity);
-    let create = if gate_in_tool_node { create.mark_mutating() } else { create };
+    let create = FnTool::new(
+        "create_entity",
+        "Create an entity in the knowledge graph (needs approval)",
+        create_entity,
+    );
+    let create = if gate_in_tool_node {
+        create.mark_mutating()
+    } else {
+        create
+    };
     vec![
         FnTool::new("entity_resolve", "Resolve an entity by name, API number or alias", |a: ResolveArgs, rt: ToolRuntime| async move {
             let found: Vec<Value> = all_entities(rt.store()).await.into_iter().filter(|e| matches(e, &a.query)).collect();

@@ -118,13 +118,17 @@ async fn run(args: Args) -> anyhow::Result<()> {
         },
     );
     let purges = with_suffix(&args.ledger, ".purges");
-    let purge = FnTool::new("purge", "Delete an account", move |_a: Lookup, _rt: ToolRuntime| {
-        let purges = purges.clone();
-        async move {
-            append_line(&purges, "purged").map_err(|e| tool_io(&e))?;
-            Ok::<_, ToolError>("purged".to_owned())
-        }
-    });
+    let purge = FnTool::new(
+        "purge",
+        "Delete an account",
+        move |_a: Lookup, _rt: ToolRuntime| {
+            let purges = purges.clone();
+            async move {
+                append_line(&purges, "purged").map_err(|e| tool_io(&e))?;
+                Ok::<_, ToolError>("purged".to_owned())
+            }
+        },
+    );
     let lookups = with_suffix(&args.ledger, ".lookups");
     let lookup = FnTool::new(
         "lookup",
@@ -198,7 +202,10 @@ async fn run(args: Args) -> anyhow::Result<()> {
                 .map(|a| &a["name"])
                 .collect();
             if out.status != RunStatus::Interrupted || asked != [&json!("transfer"), &json!("purge")] {
-                bail!("expected one review of `transfer` and `purge`, got {:?}: {asked:?}", out.status);
+                bail!(
+                    "expected one review of `transfer` and `purge`, got {:?}: {asked:?}",
+                    out.status
+                );
             }
             println!("PAUSED");
             return Ok(());

@@ -35,15 +35,24 @@ pub(crate) struct Wiring {
 
 impl Wiring {
     pub fn entry(&self) -> String {
-        self.before_agent.first().cloned().unwrap_or_else(|| self.loop_entry())
+        self.before_agent
+            .first()
+            .cloned()
+            .unwrap_or_else(|| self.loop_entry())
     }
     /// Where every model turn starts (tools and `jump_to: model` go here).
     pub fn loop_entry(&self) -> String {
-        self.before_model.first().cloned().unwrap_or_else(|| MODEL_NODE.to_owned())
+        self.before_model
+            .first()
+            .cloned()
+            .unwrap_or_else(|| MODEL_NODE.to_owned())
     }
     /// Where the run ends (through the `after_agent` hooks).
     pub fn exit(&self) -> String {
-        self.after_agent.first().cloned().unwrap_or_else(|| END.to_owned())
+        self.after_agent
+            .first()
+            .cloned()
+            .unwrap_or_else(|| END.to_owned())
     }
     pub fn jump(&self, to: Jump) -> String {
         match to {
@@ -134,7 +143,11 @@ pub(crate) fn answered_ids(messages: &graphloom_core::Seq<Message>, i: usize) ->
 }
 
 /// `state` with `update` applied, as the next step will see it.
-pub(crate) fn applied(state: &AgentGraphState, node: &str, update: &AgentGraphUpdate) -> Result<AgentGraphState, NodeError> {
+pub(crate) fn applied(
+    state: &AgentGraphState,
+    node: &str,
+    update: &AgentGraphUpdate,
+) -> Result<AgentGraphState, NodeError> {
     let mut next = state.clone();
     next.merge(
         vec![TaskUpdate {
@@ -143,7 +156,9 @@ pub(crate) fn applied(state: &AgentGraphState, node: &str, update: &AgentGraphUp
         }],
         &mut Vec::new(),
     )
-    .map_err(|e| NodeError::fatal(format!("node `{node}` wrote an update that does not apply: {e}")).with_source(e))?;
+    .map_err(|e| {
+        NodeError::fatal(format!("node `{node}` wrote an update that does not apply: {e}")).with_source(e)
+    })?;
     Ok(next)
 }
 
@@ -162,49 +177,55 @@ pub(crate) struct ModelNode {
 /// The innermost model call: prompt, tools and response format in, the answer (with
 /// its structured response) out.
 pub(crate) fn model_exec(structured: Option<StructuredOutput>, name: Option<String>) -> ModelExec {
-    Arc::new(move |req: ModelRequest| -> BoxFuture<'static, Result<ModelResponse, NodeError>> {
-        let structured = structured.clone();
-        let name = name.clone();
-        Box::pin(async move {
-            let mut messages = Vec::with_capacity(req.messages.len() + 1);
-            if let Some(p) = req.system_prompt {
-                messages.push(Message::system(p));
-            }
-            messages.extend(req.messages);
-            let mut opts = req.options;
-            let mut tools = req.tools;
-            if let Some(s) = &structured {
-                if let Some(spec) = s.tool_spec() {
-                    if !tools.iter().any(|t| t.name == spec.name) {
-                        tools.push(spec);
+    Arc::new(
+        move |req: ModelRequest| -> BoxFuture<'static, Result<ModelResponse, NodeError>> {
+            let structured = structured.clone();
+            let name = name.clone();
+            Box::pin(async move {
+                let mut messages = Vec::with_capacity(req.messages.len() + 1);
+                if let Some(p) = req.system_prompt {
+                    messages.push(Message::system(p));
+                }
+                messages.extend(req.messages);
+                let mut opts = req.options;
+                let mut tools = req.tools;
+                if let Some(s) = &structured {
+                    if let Some(spec) = s.tool_spec() {
+                        if !tools.iter().any(|t| t.name == spec.name) {
+                            tools.push(spec);
+                        }
+                        if opts.tool_choice.is_none() {
+                            opts.tool_choice = Some(ToolChoice::Required);
+                        }
                     }
-                    if opts.tool_choice.is_none() {
-                        opts.tool_choice = Some(ToolChoice::Required);
+                    if let Some(f) = s.response_format() {
+                        opts.response_format = Some(f);
                     }
                 }
-                if let Some(f) = s.response_format() {
-                    opts.response_format = Some(f);
+                opts.tools = tools;
+                let mut answer = req
+                    .model
+                    .dyn_invoke(&messages, &opts)
+                    .await
+                    .map_err(graphloom_llm::Error::into_node_error)?;
+                if let Some(n) = name {
+                    answer.name = Some(n);
                 }
-            }
-            opts.tools = tools;
-            let mut answer = req
-                .model
-                .dyn_invoke(&messages, &opts)
-                .await
-                .map_err(graphloom_llm::Error::into_node_error)?;
-            if let Some(n) = name {
-                answer.name = Some(n);
-            }
-            match &structured {
-                Some(s) => s.handle(answer),
-                None => Ok(ModelResponse::of(answer)),
-            }
-        })
-    })
+                match &structured {
+                    Some(s) => s.handle(answer),
+                    None => Ok(ModelResponse::of(answer)),
+                }
+            })
+        },
+    )
 }
 
 impl ModelNode {
-    pub async fn run(self: Arc<Self>, state: Arc<AgentGraphState>, rt: Runtime) -> Result<NodeOutput<AgentGraphState>, NodeError> {
+    pub async fn run(
+        self: Arc<Self>,
+        state: Arc<AgentGraphState>,
+        rt: Runtime,
+    ) -> Result<NodeOutput<AgentGraphState>, NodeError> {
         let system_prompt = match &self.system_prompt {
             None => None,
             Some(SystemPrompt::Static(s)) => Some(s.clone()),
@@ -234,7 +255,11 @@ impl ModelNode {
             Some(first) => first.clone(),
             None => {
                 let next = applied(&state, MODEL_NODE, &update)?;
-                route_after_turn(&next, &self.wiring, self.structured.as_ref().map(StructuredOutput::name))
+                route_after_turn(
+                    &next,
+                    &self.wiring,
+                    self.structured.as_ref().map(StructuredOutput::name),
+                )
             }
         };
         Ok(NodeOutput::Command(Command::new().update(update).goto(goto)))
@@ -249,7 +274,11 @@ pub(crate) struct ToolsNode {
 }
 
 impl ToolsNode {
-    pub async fn run(self: Arc<Self>, state: Arc<AgentGraphState>, rt: Runtime) -> Result<NodeOutput<AgentGraphState>, NodeError> {
+    pub async fn run(
+        self: Arc<Self>,
+        state: Arc<AgentGraphState>,
+        rt: Runtime,
+    ) -> Result<NodeOutput<AgentGraphState>, NodeError> {
         let back = self.wiring.loop_entry();
         let Some((i, ai)) = last_ai(&state.messages) else {
             return Ok(NodeOutput::Command(Command::new().goto(back)));
@@ -260,7 +289,11 @@ impl ToolsNode {
             .tool_calls
             .retain(|c| !answered.contains(c.id.as_str()) && Some(&c.name) != self.structured_name.as_ref());
         if let Some(Value::Array(bad)) = message.extra.get_mut("invalid_tool_calls") {
-            bad.retain(|b| b.get("id").and_then(Value::as_str).is_some_and(|id| !answered.contains(id)));
+            bad.retain(|b| {
+                b.get("id")
+                    .and_then(Value::as_str)
+                    .is_some_and(|id| !answered.contains(id))
+            });
         }
         // Built only if a tool reads it: a large conversation is not serialised per round.
         let snapshot = Arc::clone(&state);
@@ -275,10 +308,14 @@ impl ToolsNode {
                 })
                 .collect();
             return Ok(NodeOutput::Command(
-                Command::new().update(AgentGraphUpdate::new().messages(msgs)).goto(back),
+                Command::new()
+                    .update(AgentGraphUpdate::new().messages(msgs))
+                    .goto(back),
             ));
         }
-        match crate::tool_command::join_answers(state.as_ref(), answers, |m| AgentGraphUpdate::new().messages(m))? {
+        match crate::tool_command::join_answers(state.as_ref(), answers, |m| {
+            AgentGraphUpdate::new().messages(m)
+        })? {
             NodeOutput::Command(c) => Ok(NodeOutput::Command(c.goto(back))),
             other => Ok(other),
         }
@@ -295,7 +332,11 @@ pub(crate) struct HookNode {
 }
 
 impl HookNode {
-    pub async fn run(self: Arc<Self>, state: Arc<AgentGraphState>, rt: Runtime) -> Result<NodeOutput<AgentGraphState>, NodeError> {
+    pub async fn run(
+        self: Arc<Self>,
+        state: Arc<AgentGraphState>,
+        rt: Runtime,
+    ) -> Result<NodeOutput<AgentGraphState>, NodeError> {
         let m = &self.middleware;
         let result = match self.hook {
             Hook::BeforeAgent => m.before_agent(&state, &rt).await?,

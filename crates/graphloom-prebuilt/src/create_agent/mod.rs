@@ -29,6 +29,9 @@ use graphloom_llm::{ChatOptions, DynChatModel};
 use std::collections::HashSet;
 use std::sync::Arc;
 
+/// A system prompt computed from the state and the run; `None` sends no system message.
+pub type PromptFn = Arc<dyn Fn(&AgentGraphState, &Runtime) -> Option<String> + Send + Sync>;
+
 /// The system prompt of an agent: fixed, or computed per model call from the state and
 /// the run (its context, store, ...).
 #[derive(Clone)]
@@ -36,7 +39,7 @@ pub enum SystemPrompt {
     /// The same text on every call.
     Static(String),
     /// Computed before every call; `None` sends no system message.
-    Dynamic(Arc<dyn Fn(&AgentGraphState, &Runtime) -> Option<String> + Send + Sync>),
+    Dynamic(PromptFn),
 }
 
 impl std::fmt::Debug for SystemPrompt {
@@ -87,7 +90,10 @@ impl std::fmt::Debug for SystemPrompt {
 /// assert_eq!(out.values.get::<u64>("thread_model_call_count"), Some(2));
 /// # Ok(()) }
 /// ```
-pub fn create_agent(model: Arc<dyn DynChatModel>, tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> AgentBuilder {
+pub fn create_agent(
+    model: Arc<dyn DynChatModel>,
+    tools: impl IntoIterator<Item = Arc<dyn Tool>>,
+) -> AgentBuilder {
     AgentBuilder {
         model,
         tools: tools.into_iter().collect(),
@@ -127,8 +133,18 @@ impl std::fmt::Debug for AgentBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AgentBuilder")
             .field("model", &self.model.dyn_model_name())
-            .field("tools", &self.tools.iter().map(|t| t.name().to_owned()).collect::<Vec<_>>())
-            .field("middleware", &self.middleware.iter().map(|m| m.name().to_owned()).collect::<Vec<_>>())
+            .field(
+                "tools",
+                &self.tools.iter().map(|t| t.name().to_owned()).collect::<Vec<_>>(),
+            )
+            .field(
+                "middleware",
+                &self
+                    .middleware
+                    .iter()
+                    .map(|m| m.name().to_owned())
+                    .collect::<Vec<_>>(),
+            )
             .field("name", &self.name)
             .finish_non_exhaustive()
     }
@@ -282,7 +298,11 @@ impl AgentBuilder {
         let fields = declared;
 
         let with = |hook: Hook| -> Vec<Arc<dyn Middleware>> {
-            self.middleware.iter().filter(|m| m.hooks().has(hook)).cloned().collect()
+            self.middleware
+                .iter()
+                .filter(|m| m.hooks().has(hook))
+                .cloned()
+                .collect()
         };
         let node_name = |m: &Arc<dyn Middleware>, hook: Hook| format!("{}.{}", m.name(), hook.as_str());
         let before_agent = with(Hook::BeforeAgent);
@@ -292,10 +312,22 @@ impl AgentBuilder {
         let mut after_agent = with(Hook::AfterAgent);
         after_agent.reverse();
         let wiring = Arc::new(Wiring {
-            before_agent: before_agent.iter().map(|m| node_name(m, Hook::BeforeAgent)).collect(),
-            before_model: before_model.iter().map(|m| node_name(m, Hook::BeforeModel)).collect(),
-            after_model: after_model.iter().map(|m| node_name(m, Hook::AfterModel)).collect(),
-            after_agent: after_agent.iter().map(|m| node_name(m, Hook::AfterAgent)).collect(),
+            before_agent: before_agent
+                .iter()
+                .map(|m| node_name(m, Hook::BeforeAgent))
+                .collect(),
+            before_model: before_model
+                .iter()
+                .map(|m| node_name(m, Hook::BeforeModel))
+                .collect(),
+            after_model: after_model
+                .iter()
+                .map(|m| node_name(m, Hook::AfterModel))
+                .collect(),
+            after_agent: after_agent
+                .iter()
+                .map(|m| node_name(m, Hook::AfterAgent))
+                .collect(),
             has_tools: !tools.is_empty(),
         });
         let structured_name = self.response_format.as_ref().map(|s| s.name().to_owned());

@@ -304,7 +304,10 @@ impl State for AgentGraphState {
                 if let Some(s) = structured_response {
                     core = core.structured_response(s);
                 }
-                core_updates.push(TaskUpdate { node: u.node, update: core });
+                core_updates.push(TaskUpdate {
+                    node: u.node,
+                    update: core,
+                });
             }
             if !extra.is_empty() {
                 extra_updates.push(TaskUpdate {
@@ -443,10 +446,9 @@ impl State for AgentGraphState {
     fn json_schema(&self) -> Value {
         let mut schema = Core::default().json_schema();
         let extra = self.extra.json_schema();
-        if let (Some(Value::Object(props)), Some(Value::Object(more))) = (
-            schema.get_mut("properties"),
-            extra.get("properties").cloned(),
-        ) {
+        if let (Some(Value::Object(props)), Some(Value::Object(more))) =
+            (schema.get_mut("properties"), extra.get("properties").cloned())
+        {
             props.extend(more);
         }
         if let Value::Object(m) = &mut schema {

@@ -80,7 +80,10 @@ impl StructuredOutput {
             .schema
             .get("description")
             .and_then(Value::as_str)
-            .map_or_else(|| format!("Return the final answer as a `{}`.", format.name), str::to_owned);
+            .map_or_else(
+                || format!("Return the final answer as a `{}`.", format.name),
+                str::to_owned,
+            );
         Self {
             name: format.name,
             description,
@@ -225,7 +228,10 @@ impl StructuredOutput {
                 Ok(response)
             }
             Err(reason) => {
-                let error = format!("Failed to parse structured output for tool '{}': {reason}.", call.name);
+                let error = format!(
+                    "Failed to parse structured output for tool '{}': {reason}.",
+                    call.name
+                );
                 if !self.retry {
                     return Err(self.fail(error, &args.to_string()));
                 }

@@ -163,7 +163,11 @@ impl Middleware for TokenBudget {
     }
     fn before_agent<'a>(&'a self, _state: &'a AgentGraphState, _rt: &'a Runtime) -> HookFuture<'a> {
         // A run from new input starts its count again.
-        Box::pin(async move { Ok(HookResult::update(AgentGraphUpdate::new().set_typed("usage", &UsageCount::default()))) })
+        Box::pin(async move {
+            Ok(HookResult::update(
+                AgentGraphUpdate::new().set_typed("usage", &UsageCount::default()),
+            ))
+        })
     }
     fn before_model<'a>(&'a self, state: &'a AgentGraphState, _rt: &'a Runtime) -> HookFuture<'a> {
         Box::pin(async move {
@@ -173,8 +177,9 @@ impl Middleware for TokenBudget {
             };
             match self.exit {
                 BudgetExit::Error => Err(e.into_node_error()),
-                BudgetExit::End => Ok(HookResult::jump(Jump::End)
-                    .with_update(AgentGraphUpdate::new().messages(vec![Message::ai(format!("Stopped: {e}."))]))),
+                BudgetExit::End => Ok(HookResult::jump(Jump::End).with_update(
+                    AgentGraphUpdate::new().messages(vec![Message::ai(format!("Stopped: {e}."))]),
+                )),
             }
         })
     }

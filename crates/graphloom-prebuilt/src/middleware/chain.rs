@@ -8,10 +8,12 @@ use graphloom_core::NodeError;
 use std::sync::Arc;
 
 /// The innermost model call of a chain.
-pub type ModelExec = Arc<dyn Fn(ModelRequest) -> BoxFuture<'static, Result<ModelResponse, NodeError>> + Send + Sync>;
+pub type ModelExec =
+    Arc<dyn Fn(ModelRequest) -> BoxFuture<'static, Result<ModelResponse, NodeError>> + Send + Sync>;
 
 /// The innermost tool call of a chain.
-pub type ToolExec = Arc<dyn Fn(ToolCallRequest) -> BoxFuture<'static, Result<ToolOutput, ToolError>> + Send + Sync>;
+pub type ToolExec =
+    Arc<dyn Fn(ToolCallRequest) -> BoxFuture<'static, Result<ToolOutput, ToolError>> + Send + Sync>;
 
 /// The rest of the `wrap_model_call` chain after one wrapper: call it to go on.
 #[derive(Clone)]
@@ -110,14 +112,22 @@ impl ToolNext {
 /// [`crate::ToolNode::wrap_calls`]): `exec` checks the arguments and runs the tool.
 pub trait ToolWrap: Send + Sync {
     /// Answer `request`, calling `exec` zero or more times.
-    fn wrap(&self, request: ToolCallRequest, exec: ToolExec) -> BoxFuture<'static, Result<ToolOutput, ToolError>>;
+    fn wrap(
+        &self,
+        request: ToolCallRequest,
+        exec: ToolExec,
+    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>>;
 }
 
 /// `wrap_tool_call` of a list of middleware, as the tool node's wrapper.
 pub(crate) struct ToolChain(pub Arc<[Arc<dyn Middleware>]>);
 
 impl ToolWrap for ToolChain {
-    fn wrap(&self, request: ToolCallRequest, exec: ToolExec) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+    fn wrap(
+        &self,
+        request: ToolCallRequest,
+        exec: ToolExec,
+    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
         ToolNext::new(Arc::clone(&self.0), exec).call(request)
     }
 }

@@ -19,7 +19,10 @@ pub fn count_tokens(messages: &[Message]) -> u64 {
             let calls: u64 = m
                 .tool_calls
                 .iter()
-                .map(|c| graphloom_llm::estimate_tokens(&c.name) + graphloom_llm::estimate_tokens(&c.args.to_string()))
+                .map(|c| {
+                    graphloom_llm::estimate_tokens(&c.name)
+                        + graphloom_llm::estimate_tokens(&c.args.to_string())
+                })
                 .sum();
             graphloom_llm::estimate_tokens(&m.text()) + calls
         })
@@ -103,8 +106,10 @@ impl ContextEditing {
             let m = &mut messages[i];
             saved += graphloom_llm::estimate_tokens(&m.text());
             m.content = Value::String(self.placeholder.clone());
-            m.extra
-                .insert("context_editing".into(), serde_json::json!({"cleared": true, "strategy": "clear_tool_uses"}));
+            m.extra.insert(
+                "context_editing".into(),
+                serde_json::json!({"cleared": true, "strategy": "clear_tool_uses"}),
+            );
         }
     }
 }

@@ -22,7 +22,14 @@ pub struct ModelFallback {
 impl std::fmt::Debug for ModelFallback {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ModelFallback")
-            .field("models", &self.models.iter().map(|m| m.dyn_model_name().to_owned()).collect::<Vec<_>>())
+            .field(
+                "models",
+                &self
+                    .models
+                    .iter()
+                    .map(|m| m.dyn_model_name().to_owned())
+                    .collect::<Vec<_>>(),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -51,7 +58,10 @@ impl Middleware for ModelFallback {
     }
     fn check(&self, _agent: &super::AgentInfo<'_>) -> Result<(), crate::Error> {
         if self.models.is_empty() {
-            return Err(crate::Error::middleware(self.name(), "give at least one fallback model"));
+            return Err(crate::Error::middleware(
+                self.name(),
+                "give at least one fallback model",
+            ));
         }
         Ok(())
     }

@@ -1,8 +1,8 @@
 //! [`FnMiddleware`]: a middleware from closures (LangChain's `@before_model`, `@wrap_model_call`, ...).
 
 use super::{
-    Hook, HookFuture, HookResult, Hooks, Jump, Middleware, ModelNext, ModelRequest, ModelResponse, ToolCallRequest,
-    ToolNext,
+    Hook, HookFuture, HookResult, Hooks, Jump, Middleware, ModelNext, ModelRequest, ModelResponse,
+    ToolCallRequest, ToolNext,
 };
 use crate::create_agent::{AgentGraphState, StateField};
 use crate::tool::{ToolError, ToolOutput};
@@ -34,8 +34,9 @@ impl IntoHookResult for Result<HookResult, NodeError> {
 }
 
 type HookFn = Arc<dyn Fn(&AgentGraphState, &Runtime) -> Result<HookResult, NodeError> + Send + Sync>;
-type WrapModelFn =
-    Arc<dyn Fn(ModelRequest, ModelNext) -> BoxFuture<'static, Result<ModelResponse, NodeError>> + Send + Sync>;
+type WrapModelFn = Arc<
+    dyn Fn(ModelRequest, ModelNext) -> BoxFuture<'static, Result<ModelResponse, NodeError>> + Send + Sync,
+>;
 type WrapToolFn =
     Arc<dyn Fn(ToolCallRequest, ToolNext) -> BoxFuture<'static, Result<ToolOutput, ToolError>> + Send + Sync>;
 
@@ -167,7 +168,12 @@ impl Middleware for FnMiddleware {
     }
     fn hooks(&self) -> Hooks {
         let mut h = Hooks::none();
-        for hook in [Hook::BeforeAgent, Hook::BeforeModel, Hook::AfterModel, Hook::AfterAgent] {
+        for hook in [
+            Hook::BeforeAgent,
+            Hook::BeforeModel,
+            Hook::AfterModel,
+            Hook::AfterAgent,
+        ] {
             if self.hooks.contains_key(hook.as_str()) {
                 h = h.with(hook);
             }

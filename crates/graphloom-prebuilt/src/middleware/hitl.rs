@@ -39,7 +39,8 @@ use std::fmt::Write as _;
 
 const EDITED_KEY: &str = "hitl_edited_tool_calls";
 
-const EDIT_NOTICE: &str = "Note: a human reviewer replaced this tool call before it ran. The call recorded in \
+const EDIT_NOTICE: &str =
+    "Note: a human reviewer replaced this tool call before it ran. The call recorded in \
 your message is the one you produced, not the one that executed. This was intentional and authorized. Do not \
 re-issue your original call.";
 
@@ -110,12 +111,15 @@ pub struct HitlResponse {
     pub decisions: Vec<Decision>,
 }
 
+/// Whether a call is reviewed (see [`InterruptOn::when`]).
+type WhenFn = std::sync::Arc<dyn Fn(&ToolCall, &AgentGraphState) -> bool + Send + Sync>;
+
 /// How one tool is reviewed.
 #[derive(Clone)]
 pub struct InterruptOn {
     allowed: Vec<DecisionType>,
     description: Option<String>,
-    when: Option<std::sync::Arc<dyn Fn(&ToolCall, &AgentGraphState) -> bool + Send + Sync>>,
+    when: Option<WhenFn>,
 }
 
 impl std::fmt::Debug for InterruptOn {
@@ -221,7 +225,9 @@ pub fn parse_response(request: &Value, answer: &Value) -> Result<HitlResponse, c
         }
         if let Decision::Edit { edited_action } = d {
             if !edited_action.args.is_object() {
-                return Err(refuse("an `edit` decision's `edited_action.args` must be an object"));
+                return Err(refuse(
+                    "an `edit` decision's `edited_action.args` must be an object",
+                ));
             }
         }
     }
@@ -238,7 +244,11 @@ pub fn python_repr(v: &Value) -> String {
 }
 
 fn repr_str(s: &str, out: &mut String) {
-    let quote = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
+    let quote = if s.contains('\'') && !s.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
     out.push(quote);
     for c in s.chars() {
         match c {
@@ -425,7 +435,10 @@ impl HumanInTheLoop {
             configs.push(json!({"action_name": call.name, "allowed_decisions": cfg.allowed}));
             idx.push(i);
         }
-        (json!({"action_requests": actions, "review_configs": configs}), idx)
+        (
+            json!({"action_requests": actions, "review_configs": configs}),
+            idx,
+        )
     }
 }
 

@@ -143,7 +143,10 @@ impl Middleware for ModelCallLimit {
             Ok(HookResult::update(
                 AgentGraphUpdate::new()
                     .set("thread_model_call_count", thread + 1)
-                    .set("run_model_call_count", json!({"run_id": rt.run_id(), "count": run + 1})),
+                    .set(
+                        "run_model_call_count",
+                        json!({"run_id": rt.run_id(), "count": run + 1}),
+                    ),
             ))
         })
     }
@@ -292,7 +295,8 @@ impl Middleware for ToolCallLimit {
                 return Ok(HookResult::none());
             }
             let key = self.key().to_owned();
-            let mut thread_counts: Map<String, Value> = state.get("thread_tool_call_count").unwrap_or_default();
+            let mut thread_counts: Map<String, Value> =
+                state.get("thread_tool_call_count").unwrap_or_default();
             let mut run_counts: Map<String, Value> = run_scoped(state, "run_tool_call_count", "counts", rt)
                 .and_then(|v| v.as_object().cloned())
                 .unwrap_or_default();
@@ -319,7 +323,10 @@ impl Middleware for ToolCallLimit {
             let counts_update = |thread: &Map<String, Value>| {
                 AgentGraphUpdate::new()
                     .set("thread_tool_call_count", Value::Object(thread.clone()))
-                    .set("run_tool_call_count", json!({"run_id": rt.run_id(), "counts": run_counts}))
+                    .set(
+                        "run_tool_call_count",
+                        json!({"run_id": rt.run_id(), "counts": run_counts}),
+                    )
             };
             if blocked.is_empty() {
                 if allowed == 0 {
@@ -329,7 +336,10 @@ impl Middleware for ToolCallLimit {
             }
             let hypothetical = t + blocked.len() as u64;
             if self.exit == ExitBehavior::Error {
-                return Err(limit_error("tool_calls", self.final_message(hypothetical, run_total)));
+                return Err(limit_error(
+                    "tool_calls",
+                    self.final_message(hypothetical, run_total),
+                ));
             }
             let mut messages: Vec<Message> = blocked
                 .iter()
@@ -347,10 +357,13 @@ impl Middleware for ToolCallLimit {
                 }
                 messages.push(Message::ai(self.final_message(hypothetical, run_total)));
                 thread_counts.insert(key, json!(thread_now));
-                return Ok(HookResult::jump(Jump::End)
-                    .with_update(counts_update(&thread_counts).messages(messages)));
+                return Ok(
+                    HookResult::jump(Jump::End).with_update(counts_update(&thread_counts).messages(messages))
+                );
             }
-            Ok(HookResult::update(counts_update(&thread_counts).messages(messages)))
+            Ok(HookResult::update(
+                counts_update(&thread_counts).messages(messages),
+            ))
         })
     }
 }

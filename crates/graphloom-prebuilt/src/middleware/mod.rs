@@ -64,8 +64,8 @@ pub mod summarization;
 pub mod todo;
 pub mod tool_selection;
 
-pub use chain::{ModelExec, ModelNext, ToolExec, ToolNext, ToolWrap};
 pub(crate) use chain::ToolChain;
+pub use chain::{ModelExec, ModelNext, ToolExec, ToolNext, ToolWrap};
 pub use fn_middleware::FnMiddleware;
 
 use crate::create_agent::{AgentGraphState, AgentGraphUpdate, StateField};
@@ -185,7 +185,10 @@ impl HookResult {
     }
     /// Write `update`.
     pub fn update(update: AgentGraphUpdate) -> Self {
-        Self { update, jump_to: None }
+        Self {
+            update,
+            jump_to: None,
+        }
     }
     /// Jump to `to`.
     pub fn jump(to: Jump) -> Self {
@@ -260,7 +263,9 @@ impl ModelResponse {
     /// The AI message, if there is one.
     #[must_use]
     pub fn ai_message(&self) -> Option<&Message> {
-        self.messages.iter().find(|m| m.kind == graphloom_core::MessageKind::Ai)
+        self.messages
+            .iter()
+            .find(|m| m.kind == graphloom_core::MessageKind::Ai)
     }
     /// The AI message, mutably.
     pub fn ai_message_mut(&mut self) -> Option<&mut Message> {
@@ -392,9 +397,12 @@ pub fn last_ai_message(state: &AgentGraphState) -> Option<&Message> {
 /// The last AI message of `messages` and its index.
 pub(crate) fn last_ai(messages: &graphloom_core::Seq<Message>) -> Option<(usize, &Message)> {
     let n = messages.len();
-    (0..n)
-        .rev()
-        .find_map(|i| messages.get(i).filter(|m| m.kind == graphloom_core::MessageKind::Ai).map(|m| (i, m)))
+    (0..n).rev().find_map(|i| {
+        messages
+            .get(i)
+            .filter(|m| m.kind == graphloom_core::MessageKind::Ai)
+            .map(|m| (i, m))
+    })
 }
 
 /// A future polled with no node runtime in scope: a model called inside it (a summary, a
@@ -403,7 +411,10 @@ pub(crate) struct Quiet<F>(std::pin::Pin<Box<F>>);
 
 impl<F: std::future::Future> std::future::Future for Quiet<F> {
     type Output = F::Output;
-    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<F::Output> {
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<F::Output> {
         let inner = &mut self.0;
         graphloom_core::message_stream::without(|| inner.as_mut().poll(cx))
     }

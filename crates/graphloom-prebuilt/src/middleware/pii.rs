@@ -226,7 +226,9 @@ impl Pii {
             PiiKind::Url => {
                 let mut out: Vec<PiiMatch> = found(&p.url_scheme);
                 for m in found(&p.url_bare) {
-                    let overlaps = out.iter().any(|o| o.start <= m.start && m.start < o.end || o.start < m.end && m.end <= o.end);
+                    let overlaps = out
+                        .iter()
+                        .any(|o| o.start <= m.start && m.start < o.end || o.start < m.end && m.end <= o.end);
                     if !overlaps && (m.value.contains('/') || m.value.starts_with("www.")) {
                         out.push(m);
                     }
@@ -278,10 +280,12 @@ impl Pii {
                 found.len(),
                 self.kind.name()
             );
-            return Err(NodeError::fatal(message.clone()).with_source(crate::Error::PiiDetected {
-                kind: self.kind.name().to_owned(),
-                count: found.len(),
-            }));
+            return Err(
+                NodeError::fatal(message.clone()).with_source(crate::Error::PiiDetected {
+                    kind: self.kind.name().to_owned(),
+                    count: found.len(),
+                }),
+            );
         }
         let mut out = m.clone();
         out.content = Value::String(self.apply(&text));
@@ -353,7 +357,10 @@ impl Middleware for Pii {
     }
     fn check(&self, _agent: &super::AgentInfo<'_>) -> Result<(), crate::Error> {
         if self.patterns.is_none() {
-            return Err(crate::Error::middleware(self.name(), "the built-in patterns do not compile"));
+            return Err(crate::Error::middleware(
+                self.name(),
+                "the built-in patterns do not compile",
+            ));
         }
         Ok(())
     }
@@ -373,7 +380,12 @@ impl Middleware for Pii {
             }
             if self.tool_results {
                 let from = last_ai(&state.messages).map_or(0, |(i, _)| i + 1);
-                for m in state.messages.iter().skip(from).filter(|m| m.kind == MessageKind::Tool) {
+                for m in state
+                    .messages
+                    .iter()
+                    .skip(from)
+                    .filter(|m| m.kind == MessageKind::Tool)
+                {
                     if let Some(new) = self.process(m)? {
                         changed.push(new);
                     }
@@ -406,22 +418,37 @@ mod tests {
     #[test]
     fn detects_and_rewrites_each_kind() {
         let email = Pii::new(PiiKind::Email, Redaction::Redact);
-        assert_eq!(email.apply("mail alice@example.com now"), "mail [REDACTED_EMAIL] now");
+        assert_eq!(
+            email.apply("mail alice@example.com now"),
+            "mail [REDACTED_EMAIL] now"
+        );
         let masked = Pii::new(PiiKind::Email, Redaction::Mask);
         assert_eq!(masked.apply("alice@example.com"), "alice@****.com");
         let hashed = Pii::new(PiiKind::Email, Redaction::Hash);
         let h = hashed.apply("alice@example.com");
-        assert!(h.starts_with("<email_hash:") && h.len() == "<email_hash:12345678>".len(), "{h}");
+        assert!(
+            h.starts_with("<email_hash:") && h.len() == "<email_hash:12345678>".len(),
+            "{h}"
+        );
         assert_eq!(hashed.apply("alice@example.com"), h);
 
         let card = Pii::new(PiiKind::CreditCard, Redaction::Mask);
-        assert_eq!(card.apply("card 4111-1111-1111-1111."), "card ****-****-****-1111.");
+        assert_eq!(
+            card.apply("card 4111-1111-1111-1111."),
+            "card ****-****-****-1111."
+        );
         // Fails the Luhn check: not a card.
-        assert_eq!(card.apply("card 4111-1111-1111-1112."), "card 4111-1111-1111-1112.");
+        assert_eq!(
+            card.apply("card 4111-1111-1111-1112."),
+            "card 4111-1111-1111-1112."
+        );
         assert_eq!(card.apply("4111111111111111"), "************1111");
 
         let ip = Pii::new(PiiKind::Ip, Redaction::Mask);
-        assert_eq!(ip.apply("from 10.0.0.4 and 999.1.1.1"), "from *.*.*.4 and 999.1.1.1");
+        assert_eq!(
+            ip.apply("from 10.0.0.4 and 999.1.1.1"),
+            "from *.*.*.4 and 999.1.1.1"
+        );
         let mac = Pii::new(PiiKind::MacAddress, Redaction::Redact);
         assert_eq!(mac.apply("nic 00:1A:2b:3C:4d:5E"), "nic [REDACTED_MAC_ADDRESS]");
         let url = Pii::new(PiiKind::Url, Redaction::Mask);
@@ -429,7 +456,10 @@ mod tests {
             url.apply("see https://x.io/a and www.y.com and example.com"),
             "see [MASKED_URL] and [MASKED_URL] and example.com"
         );
-        let key = Pii::new(PiiKind::custom("api_key", r"sk-[a-z0-9]{8}").unwrap(), Redaction::Mask);
+        let key = Pii::new(
+            PiiKind::custom("api_key", r"sk-[a-z0-9]{8}").unwrap(),
+            Redaction::Mask,
+        );
         assert_eq!(key.apply("key sk-abcd1234"), "key ****1234");
         assert!(PiiKind::custom("bad", "(").is_err());
     }

@@ -204,7 +204,9 @@ impl ToolRetry {
         Self {
             max_retries: 2,
             backoff: Backoff::default(),
-            codes: [ToolErrorCode::Execution, ToolErrorCode::Timeout].into_iter().collect(),
+            codes: [ToolErrorCode::Execution, ToolErrorCode::Timeout]
+                .into_iter()
+                .collect(),
             tools: None,
             on_failure: OnFailure::Error,
         }
@@ -249,7 +251,11 @@ impl Middleware for ToolRetry {
         request: ToolCallRequest,
         next: ToolNext,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        if self.tools.as_ref().is_some_and(|t| !t.contains(&request.call.name)) {
+        if self
+            .tools
+            .as_ref()
+            .is_some_and(|t| !t.contains(&request.call.name))
+        {
             return next.call(request);
         }
         Box::pin(async move {

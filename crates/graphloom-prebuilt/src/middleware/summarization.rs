@@ -160,10 +160,13 @@ impl Middleware for Summarization {
                 summary.text()
             ));
             head.id = Some(graphloom_llm::new_message_id());
-            head.extra.insert("additional_kwargs".into(), json!({"lc_source": "summarization"}));
+            head.extra
+                .insert("additional_kwargs".into(), json!({"lc_source": "summarization"}));
             let mut kept = vec![head];
             kept.extend(messages[cut..].iter().cloned());
-            Ok(HookResult::update(AgentGraphUpdate::new().messages_overwrite(kept)))
+            Ok(HookResult::update(
+                AgentGraphUpdate::new().messages_overwrite(kept),
+            ))
         })
     }
 }

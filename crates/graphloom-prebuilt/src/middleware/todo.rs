@@ -13,14 +13,16 @@ use serde_json::json;
 use std::sync::Arc;
 
 /// Added to the system prompt.
-pub const WRITE_TODOS_SYSTEM_PROMPT: &str = "## `write_todos`\n\nYou have access to the `write_todos` tool to \
+pub const WRITE_TODOS_SYSTEM_PROMPT: &str =
+    "## `write_todos`\n\nYou have access to the `write_todos` tool to \
 help you manage and plan complex objectives. Use this tool for complex objectives to ensure that you are \
 tracking each necessary step and giving the user visibility into your progress. Mark todos as completed as \
 soon as you are done with a step. For simple objectives that only require a few steps, it is better to just \
 complete the objective directly and NOT use this tool.";
 
 /// The tool's description.
-pub const WRITE_TODOS_DESCRIPTION: &str = "Use this tool to create and manage a structured task list for your \
+pub const WRITE_TODOS_DESCRIPTION: &str =
+    "Use this tool to create and manage a structured task list for your \
 current work session. Each call replaces the whole list: send every todo with its status (pending, \
 in_progress, completed).";
 
@@ -81,16 +83,21 @@ impl TodoList {
 /// The `write_todos` tool.
 #[must_use]
 pub fn write_todos_tool() -> Arc<dyn Tool> {
-    FnTool::new("write_todos", WRITE_TODOS_DESCRIPTION, |a: WriteTodos, rt| async move {
-        let listing = serde_json::to_string(&a.todos).map_err(|e| ToolError::execution(e.to_string()))?;
-        let mut answer = Message::tool(format!("Updated todo list to {listing}"), rt.tool_call_id.clone());
-        answer.name = Some("write_todos".to_owned());
-        Ok::<_, ToolError>(ToolOutput::command(
-            ToolCommand::new()
-                .update("todos", json!(a.todos))
-                .update("messages", json!([answer])),
-        ))
-    })
+    FnTool::new(
+        "write_todos",
+        WRITE_TODOS_DESCRIPTION,
+        |a: WriteTodos, rt| async move {
+            let listing = serde_json::to_string(&a.todos).map_err(|e| ToolError::execution(e.to_string()))?;
+            let mut answer =
+                Message::tool(format!("Updated todo list to {listing}"), rt.tool_call_id.clone());
+            answer.name = Some("write_todos".to_owned());
+            Ok::<_, ToolError>(ToolOutput::command(
+                ToolCommand::new()
+                    .update("todos", json!(a.todos))
+                    .update("messages", json!([answer])),
+            ))
+        },
+    )
     .arc()
 }
 

@@ -115,7 +115,9 @@ impl Middleware for ToolSelector {
             }
             let mut system = self.prompt.clone();
             if let Some(n) = self.max_tools {
-                system.push_str(&format!("\nIMPORTANT: List the tool names in order of relevance, with at most {n} tools."));
+                system.push_str(&format!(
+                    "\nIMPORTANT: List the tool names in order of relevance, with at most {n} tools."
+                ));
             }
             let ask = vec![
                 Message::system(format!("{system}\n\nAvailable tools:\n{listing}")),
@@ -123,7 +125,9 @@ impl Middleware for ToolSelector {
             ];
             let model = Arc::clone(&self.model);
             let chosen: ToolSelection = super::quietly(async move {
-                model.invoke_structured::<ToolSelection>(&ask, &ChatOptions::new()).await
+                model
+                    .invoke_structured::<ToolSelection>(&ask, &ChatOptions::new())
+                    .await
             })
             .await
             .map_err(graphloom_llm::Error::into_node_error)?;

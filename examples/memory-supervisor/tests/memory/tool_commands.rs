@@ -15,7 +15,10 @@ async fn searches_record_their_hits_and_memory_store_its_fact_in_the_state() {
     let model = ScriptedModel::new([
         Reply::tool_calls(
             "",
-            vec![call("first", "l3_search_knowledge", q.clone()), call("second", "l2_search_facts", q)],
+            vec![
+                call("first", "l3_search_knowledge", q.clone()),
+                call("second", "l2_search_facts", q),
+            ],
         ),
         Reply::text("Your favourite colour is teal."),
     ]);
@@ -52,7 +55,10 @@ async fn searches_record_their_hits_and_memory_store_its_fact_in_the_state() {
 
     // memory_store run by an agent on its own: its fact lands in `stored`.
     let model = ScriptedModel::new([
-        Reply::tool_calls("", vec![call("s1", "memory_store", json!({"content": "I live in Lisbon"}))]),
+        Reply::tool_calls(
+            "",
+            vec![call("s1", "memory_store", json!({"content": "I live in Lisbon"}))],
+        ),
         Reply::text("Noted."),
     ]);
     let agent = memory_supervisor::agents::react_agent(
@@ -63,7 +69,10 @@ async fn searches_record_their_hits_and_memory_store_its_fact_in_the_state() {
     )
     .unwrap();
     let out = agent
-        .invoke(says("I live in Lisbon."), as_user("alice", "c2").store(Arc::clone(&s.store)))
+        .invoke(
+            says("I live in Lisbon."),
+            as_user("alice", "c2").store(Arc::clone(&s.store)),
+        )
         .await
         .unwrap();
     let stored: Vec<&str> = out.values.stored.iter().map(|f| f.content.as_str()).collect();
