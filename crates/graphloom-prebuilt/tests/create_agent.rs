@@ -386,9 +386,7 @@ async fn an_agent_streams_and_names_its_nodes_and_messages() {
             let v = p.data_json().unwrap();
             match p.mode {
                 StreamMode::Updates => nodes.extend(v.as_object().unwrap().keys().cloned()),
-                StreamMode::Messages => {
-                    tokens.push_str(v[0]["content"].as_str().unwrap_or_default())
-                }
+                StreamMode::Messages => tokens.push_str(v[0]["content"].as_str().unwrap_or_default()),
                 _ => {}
             }
         }
