@@ -251,17 +251,16 @@ impl ModelNode {
             // A stale answer from an earlier turn must not end this one.
             update = update.structured_response(None);
         }
-        let goto = match self.wiring.after_model.first() {
-            Some(first) => first.clone(),
-            None => {
-                let next = applied(&state, MODEL_NODE, &update)?;
-                route_after_turn(
-                    &next,
-                    &self.wiring,
-                    self.structured.as_ref().map(StructuredOutput::name),
-                )
-            }
-        };
+        if !self.wiring.after_model.is_empty() {
+            // A static edge leads to the first `after_model` hook.
+            return Ok(NodeOutput::Update(update));
+        }
+        let next = applied(&state, MODEL_NODE, &update)?;
+        let goto = route_after_turn(
+            &next,
+            &self.wiring,
+            self.structured.as_ref().map(StructuredOutput::name),
+        );
         Ok(NodeOutput::Command(Command::new().update(update).goto(goto)))
     }
 }
@@ -269,7 +268,6 @@ impl ModelNode {
 /// What the tools node needs.
 pub(crate) struct ToolsNode {
     pub node: ToolNode,
-    pub wiring: Arc<Wiring>,
     pub structured_name: Option<String>,
 }
 
@@ -279,9 +277,9 @@ impl ToolsNode {
         state: Arc<AgentGraphState>,
         rt: Runtime,
     ) -> Result<NodeOutput<AgentGraphState>, NodeError> {
-        let back = self.wiring.loop_entry();
+        // A static edge leads back to the loop's entry; a tool's `goto` adds to it.
         let Some((i, ai)) = last_ai(&state.messages) else {
-            return Ok(NodeOutput::Command(Command::new().goto(back)));
+            return Ok(NodeOutput::None);
         };
         let answered = answered_ids(&state.messages, i);
         let mut message = ai.clone();
@@ -307,18 +305,9 @@ impl ToolsNode {
                     ToolAnswer::Command { .. } => None,
                 })
                 .collect();
-            return Ok(NodeOutput::Command(
-                Command::new()
-                    .update(AgentGraphUpdate::new().messages(msgs))
-                    .goto(back),
-            ));
+            return Ok(NodeOutput::Update(AgentGraphUpdate::new().messages(msgs)));
         }
-        match crate::tool_command::join_answers(state.as_ref(), answers, |m| {
-            AgentGraphUpdate::new().messages(m)
-        })? {
-            NodeOutput::Command(c) => Ok(NodeOutput::Command(c.goto(back))),
-            other => Ok(other),
-        }
+        crate::tool_command::join_answers(state.as_ref(), answers, |m| AgentGraphUpdate::new().messages(m))
     }
 }
 

@@ -355,21 +355,18 @@ impl AgentBuilder {
         let mut g = StateGraph::with_shape(AgentGraphState::with_fields(&fields))
             .name(self.name.clone().unwrap_or_else(|| "agent".to_owned()));
         g = g.add_node(MODEL_NODE, move |s, rt| Arc::clone(&model_node).run(s, rt));
-        let mut model_dest = match wiring.after_model.first() {
-            Some(first) => vec![first.clone()],
-            None => wiring.loop_exit_destinations(),
+        g = match wiring.after_model.first() {
+            Some(first) => g.add_edge(MODEL_NODE, first.clone()),
+            None => g.destinations(MODEL_NODE, wiring.loop_exit_destinations()),
         };
-        model_dest.dedup();
-        g = g.destinations(MODEL_NODE, model_dest);
         if wiring.has_tools {
             let tools_node = Arc::new(ToolsNode {
                 node: tool_node,
-                wiring: Arc::clone(&wiring),
                 structured_name: structured_name.clone(),
             });
             g = g
                 .add_node(AGENT_TOOLS_NODE, move |s, rt| Arc::clone(&tools_node).run(s, rt))
-                .destinations(AGENT_TOOLS_NODE, [wiring.loop_entry()]);
+                .add_edge(AGENT_TOOLS_NODE, wiring.loop_entry());
         }
         for (hook, list) in [
             (Hook::BeforeAgent, &before_agent),
