@@ -4,6 +4,7 @@
 //! every case and prints the median and fastest run; `bench/compare.sh` runs the Python
 //! LangGraph suite in `bench/langgraph/` next to it.
 
+mod agent;
 mod common;
 mod fanout;
 mod react;

@@ -2,7 +2,7 @@
 //! minimum are reached, print a table and optionally write `{"case": median_seconds}`.
 
 use crate::common::{CaseDef, Drive, Harness};
-use crate::{fanout, react, sequential, wide_dict, wide_state};
+use crate::{agent, fanout, react, sequential, wide_dict, wide_state};
 use anyhow::Context as _;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -37,6 +37,7 @@ pub fn all_cases() -> Vec<CaseDef> {
     v.extend(wide_state::cases());
     v.extend(wide_dict::cases());
     v.extend(sequential::cases());
+    v.extend(agent::cases());
     v
 }
 
@@ -169,7 +170,7 @@ mod tests {
         sorted.sort();
         sorted.dedup();
         assert_eq!(sorted.len(), names.len());
-        assert_eq!(names.len(), 29);
+        assert_eq!(names.len(), 37);
         for n in [
             "fanout_to_subgraph_100x_checkpoint",
             "react_agent_10x",

@@ -14,6 +14,13 @@
 //!   [`ToolCommand`] (LangGraph's `Command` from a tool): it updates state keys besides
 //!   its tool message and routes with `goto`; the commands of parallel calls are joined.
 //! - [`tools_condition`] and [`create_react_agent`] over [`AgentState`].
+//! - [`create_agent`]: LangChain v1's agent (a model calling tools in a loop) with
+//!   [`middleware`] around it — hooks before and after the agent and each model call,
+//!   wrappers around each model and tool call — and the standard set (human in the loop,
+//!   call limits, token and cost budgets, summarisation, context editing, model fallback,
+//!   retries, PII, tool selection, a todo list), a typed per-run context
+//!   ([`ContextExt`]), middleware-declared state fields ([`AgentGraphState`]) and
+//!   structured output ([`StructuredOutput`]). It compiles to an ordinary graph.
 //!
 //! # Example
 //!
@@ -80,6 +87,10 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 mod agent;
+mod context;
+mod create_agent;
+mod error;
+pub mod middleware;
 pub mod supervisor;
 mod tool;
 mod tool_command;
@@ -88,9 +99,16 @@ mod tool_node;
 pub use agent::{
     create_react_agent, tools_condition, AgentOptions, AgentState, AgentStateUpdate, AGENT_NODE, TOOLS_NODE,
 };
+pub use context::ContextExt;
+pub use create_agent::{
+    create_agent, AgentBuilder, AgentGraphState, AgentGraphUpdate, PromptFn, StateField, Strategy,
+    StructuredOutput, SystemPrompt, AGENT_TOOLS_NODE, MODEL_NODE,
+};
+pub use error::{Error, Result};
 pub use graphloom_derive::tool;
 pub use supervisor::{create_supervisor, Handoff, SupervisorAgent, SupervisorOptions, SupervisorRouter};
 pub use tool::{
-    FnTool, Tool, ToolCommand, ToolError, ToolErrorCode, ToolOutput, ToolRuntime, DEFAULT_MAX_RESULT_BYTES,
+    FnTool, Tool, ToolCommand, ToolError, ToolErrorCode, ToolOutput, ToolRuntime, ToolState,
+    DEFAULT_MAX_RESULT_BYTES,
 };
 pub use tool_node::{redact, NodeFuture, ToolAnswer, ToolNode, DEFAULT_TOOL_TIMEOUT};

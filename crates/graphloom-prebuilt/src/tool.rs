@@ -220,11 +220,67 @@ impl From<Value> for ToolOutput {
     }
 }
 
+/// The graph state a tool sees, as JSON: a [`Value`] (it derefs to one:
+/// `rt.state.get("messages")`, `&rt.state`, `rt.state["key"]`), built from the state the
+/// first time a tool reads it, so a tool node whose tools never look pays nothing for a
+/// large state.
+#[derive(Clone)]
+pub struct ToolState(Arc<ToolStateInner>);
+
+struct ToolStateInner {
+    value: std::sync::OnceLock<Value>,
+    make: Option<Box<dyn Fn() -> Value + Send + Sync>>,
+}
+
+impl ToolState {
+    /// The state built by `make` when first read.
+    pub fn lazy(make: impl Fn() -> Value + Send + Sync + 'static) -> Self {
+        Self(Arc::new(ToolStateInner {
+            value: std::sync::OnceLock::new(),
+            make: Some(Box::new(make)),
+        }))
+    }
+    /// The JSON value.
+    #[must_use]
+    pub fn value(&self) -> &Value {
+        self.0
+            .value
+            .get_or_init(|| self.0.make.as_ref().map_or(Value::Null, |f| f()))
+    }
+}
+
+impl From<Value> for ToolState {
+    fn from(v: Value) -> Self {
+        let cell = std::sync::OnceLock::new();
+        let _ = cell.set(v);
+        Self(Arc::new(ToolStateInner {
+            value: cell,
+            make: None,
+        }))
+    }
+}
+
+impl std::ops::Deref for ToolState {
+    type Target = Value;
+    fn deref(&self) -> &Value {
+        self.value()
+    }
+}
+
+impl fmt::Debug for ToolState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0.value.get() {
+            Some(v) => write!(f, "ToolState({v})"),
+            None => f.write_str("ToolState(<not built yet>)"),
+        }
+    }
+}
+
 /// What a tool gets besides its arguments. Never part of the schema the model sees.
 #[derive(Clone)]
 pub struct ToolRuntime {
-    /// The graph state when the tool node ran, as JSON.
-    pub state: Value,
+    /// The graph state when the tool node ran, as JSON (built when first read).
+    pub state: ToolState,
     /// The id of the tool call being answered.
     pub tool_call_id: String,
     /// An idempotency key for side effects of this call, stable across retries, resumes and
@@ -247,9 +303,9 @@ impl fmt::Debug for ToolRuntime {
 
 impl ToolRuntime {
     /// A runtime outside a graph (for tests and direct calls).
-    pub fn detached(state: Value, tool_call_id: impl Into<String>) -> Self {
+    pub fn detached(state: impl Into<ToolState>, tool_call_id: impl Into<String>) -> Self {
         Self {
-            state,
+            state: state.into(),
             tool_call_id: tool_call_id.into(),
             idempotency_key: None,
             runtime: None,
@@ -257,11 +313,11 @@ impl ToolRuntime {
         }
     }
     /// A runtime inside a graph node.
-    pub fn new(state: Value, tool_call_id: impl Into<String>, runtime: Runtime) -> Self {
+    pub fn new(state: impl Into<ToolState>, tool_call_id: impl Into<String>, runtime: Runtime) -> Self {
         let tool_call_id = tool_call_id.into();
         Self {
             idempotency_key: Some(runtime.idempotency_key(&tool_call_id)),
-            state,
+            state: state.into(),
             tool_call_id,
             runtime: Some(runtime),
             injected: Map::new(),

@@ -1,8 +1,9 @@
 //! [`ToolNode`]: run the tool calls of the last AI message, in parallel, with validation,
 //! timeouts, result caps, stream redaction and the approval gate for mutating tools.
 
+use crate::middleware::{ToolCallRequest, ToolExec, ToolWrap};
 use crate::tool::{
-    Tool, ToolCommand, ToolError, ToolErrorCode, ToolOutput, ToolRuntime, DEFAULT_MAX_RESULT_BYTES,
+    Tool, ToolCommand, ToolError, ToolErrorCode, ToolOutput, ToolRuntime, ToolState, DEFAULT_MAX_RESULT_BYTES,
 };
 use futures::future::BoxFuture;
 use graphloom_core::{Message, MessageKind, NodeError, NodeOutput, RunType, Runtime, Seq, State, ToolCall};
@@ -83,6 +84,8 @@ pub struct ToolNode {
     timeout: Duration,
     max_result_bytes: usize,
     handle_errors: bool,
+    wrap: Option<Arc<dyn ToolWrap>>,
+    stream_results: bool,
 }
 
 impl std::fmt::Debug for ToolNode {
@@ -150,7 +153,30 @@ impl ToolNode {
             timeout: DEFAULT_TOOL_TIMEOUT,
             max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
             handle_errors: true,
+            wrap: None,
+            stream_results: true,
         }
+    }
+    /// `true` (default): write a `tool_result` event to the `custom` stream for every call
+    /// (see [Streams](ToolNode#streams)). `false`: write none (for a pipeline that emits
+    /// its own events).
+    #[must_use]
+    pub fn stream_results(mut self, on: bool) -> Self {
+        self.stream_results = on;
+        self
+    }
+    /// Run every call (after the approval gate, before the checks) through `wrap`, which
+    /// may change the call, retry it, or answer without running the tool. A duplicate call
+    /// id is refused before `wrap` sees it.
+    #[must_use]
+    pub fn wrap_calls(mut self, wrap: Arc<dyn ToolWrap>) -> Self {
+        self.wrap = Some(wrap);
+        self
+    }
+    /// The tool named `name`.
+    #[must_use]
+    pub fn tool(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.tools.get(name).map(|e| &e.tool)
     }
     /// Time each call out after `d` (tools may set their own).
     #[must_use]
@@ -275,7 +301,7 @@ impl ToolNode {
     pub async fn run_message(
         &self,
         message: &Message,
-        state: Value,
+        state: impl Into<ToolState>,
         rt: Option<&Runtime>,
     ) -> Result<Vec<Message>, NodeError> {
         self.run_calls(message, state, rt)
@@ -299,9 +325,10 @@ impl ToolNode {
     pub async fn run_calls(
         &self,
         message: &Message,
-        state: Value,
+        state: impl Into<ToolState>,
         rt: Option<&Runtime>,
     ) -> Result<Vec<ToolAnswer>, NodeError> {
+        let state: ToolState = state.into();
         let calls = &message.tool_calls;
         let mut id_counts: HashMap<&str, usize> = HashMap::new();
         for c in calls {
@@ -309,8 +336,11 @@ impl ToolNode {
         }
         // Checks first, then every verdict, then execution: nothing runs before the gate.
         let mut plans: Vec<Plan> = Vec::with_capacity(calls.len());
+        let mut duplicate: Vec<bool> = Vec::with_capacity(calls.len());
         for call in calls {
-            let plan = if id_counts.get(call.id.as_str()).copied().unwrap_or(0) > 1 {
+            let dup = id_counts.get(call.id.as_str()).copied().unwrap_or(0) > 1;
+            duplicate.push(dup);
+            let plan = if dup {
                 Plan::Refuse(ToolError::validation(format!(
                     "tool call id `{}` is used by more than one call in this message; no call with it was run. Use a unique id for each call",
                     call.id
@@ -335,8 +365,19 @@ impl ToolNode {
         // A reviewer's rejection is an answer, not a failure: it never fails the node.
         let rejected: Vec<bool> = plans.iter().map(|p| matches!(p, Plan::Rejected(_))).collect();
         let mut handles = Vec::with_capacity(calls.len());
-        for (call, plan) in calls.iter().zip(plans) {
+        for ((call, plan), dup) in calls.iter().zip(plans).zip(duplicate) {
             let outcome: BoxFuture<'static, Result<ToolOutput, ToolError>> = match plan {
+                Plan::Run(args) if self.wrap.is_some() => {
+                    let call = ToolCall {
+                        id: call.id.clone(),
+                        name: call.name.clone(),
+                        args,
+                    };
+                    self.wrapped(call, state.clone(), rt)
+                }
+                Plan::Refuse(_) if self.wrap.is_some() && !dup => {
+                    self.wrapped(call.clone(), state.clone(), rt)
+                }
                 Plan::Refuse(e) => Box::pin(async move { Err(e) }),
                 Plan::Rejected(reason) => {
                     let text = match reason {
@@ -360,7 +401,7 @@ impl ToolNode {
         let mut out = Vec::with_capacity(calls.len());
         for ((call, outcome), was_rejected) in calls.iter().zip(outcomes).zip(rejected) {
             let allowlist = self.tools.get(&call.name).and_then(|e| e.tool.stream_allowlist());
-            if let Some(rt) = rt {
+            if let Some(rt) = rt.filter(|_| self.stream_results) {
                 rt.write(stream_event(call, &outcome, allowlist));
             }
             match outcome {
@@ -408,12 +449,57 @@ impl ToolNode {
         Ok(out)
     }
 
+    /// One call through the wrapper: the wrapper gets the call; what it passes on is
+    /// checked and run.
+    fn wrapped(
+        &self,
+        call: ToolCall,
+        state: ToolState,
+        rt: Option<&Runtime>,
+    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+        let Some(wrap) = self.wrap.clone() else {
+            return Box::pin(async { Err(ToolError::unavailable("no tool wrapper")) });
+        };
+        let runtime = match rt {
+            Some(rt) => ToolRuntime::new(state, &call.id, rt.clone()),
+            None => ToolRuntime::detached(state, &call.id),
+        };
+        let request = ToolCallRequest {
+            tool: self.tools.get(&call.name).map(|e| Arc::clone(&e.tool)),
+            call,
+            runtime,
+        };
+        let node = self.clone();
+        let exec: ToolExec = Arc::new(move |req: ToolCallRequest| {
+            let Some(entry) = node.tools.get(&req.call.name) else {
+                let names = node.tools.keys().cloned().collect::<Vec<_>>().join(", ");
+                let name = req.call.name.clone();
+                return Box::pin(async move {
+                    Err(ToolError::unavailable(format!(
+                        "`{name}` is not a valid tool; try one of [{names}]"
+                    )))
+                });
+            };
+            match node.check_args(entry, &req.call.args) {
+                Err(e) => Box::pin(async move { Err(e) }),
+                Ok(args) => node.execute(
+                    entry,
+                    &req.call,
+                    args,
+                    req.runtime.state.clone(),
+                    req.runtime.runtime(),
+                ),
+            }
+        });
+        wrap.wrap(request, exec)
+    }
+
     fn execute(
         &self,
         entry: &Entry,
         call: &ToolCall,
         args: Value,
-        state: Value,
+        state: ToolState,
         rt: Option<&Runtime>,
     ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
         let tool_rt = match rt {
@@ -507,8 +593,9 @@ impl ToolNode {
                 if last.tool_calls.is_empty() && last.invalid_tool_calls().is_empty() {
                     return Ok(NodeOutput::None);
                 }
-                let snapshot = state.to_json().map_err(NodeError::terminal)?;
-                let answers = node.run_calls(&last, snapshot, Some(&rt)).await?;
+                let snapshot = Arc::clone(&state);
+                let lazy = ToolState::lazy(move || snapshot.to_json().unwrap_or(Value::Null));
+                let answers = node.run_calls(&last, lazy, Some(&rt)).await?;
                 if answers.iter().all(|a| matches!(a, ToolAnswer::Message(_))) {
                     let msgs = answers
                         .into_iter()

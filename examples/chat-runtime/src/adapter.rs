@@ -38,6 +38,12 @@ impl CompletionAdapter {
         Self { model }
     }
 
+    /// The model it calls.
+    #[must_use]
+    pub fn model(&self) -> Arc<dyn DynChatModel> {
+        Arc::clone(&self.model)
+    }
+
     /// Stream one answer: `text_delta` for every text chunk as it arrives, then one
     /// `usage_report` (also when the stream fails part way).
     ///

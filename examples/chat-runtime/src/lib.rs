@@ -13,13 +13,17 @@
 //!         -> ToolRunner::exec                validate -> execute -> validate -> redact -> emit
 //! ```
 //!
-//! The graph loops `agent -> tools -> agent` while the model asks for tools; a question
-//! answered in three tool rounds still ends with a single `done` and a single final result.
+//! The graph is a `graphloom_prebuilt::create_agent` agent: the adapter and the tool
+//! runner are its middleware ([`middleware::CompletionPort`] around every model call,
+//! [`middleware::ToolPipeline`] around every tool call). It loops `model -> tools ->
+//! model` while the model asks for tools; a question answered in three tool rounds still
+//! ends with a single `done` and a single final result.
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod adapter;
 pub mod events;
 pub mod executor;
+pub mod middleware;
 pub mod offline;
 pub mod route;
 pub mod runtime;
@@ -38,10 +42,9 @@ pub use wire::{decode_line, encode_data_stream, DataStreamEncoder, DATA_STREAM_H
 
 use graphloom_core::checkpoint::DynCheckpointer;
 use graphloom_core::store::DynStore;
-use graphloom_core::{
-    CompiledGraph, Message, MessageKind, NodeError, Runtime, Seq, State, StateGraph, END, START,
-};
-use graphloom_llm::{ChatOptions, DynChatModel, NodeResultExt, ToolCall};
+use graphloom_core::{CompiledGraph, Runtime};
+use graphloom_llm::DynChatModel;
+use graphloom_prebuilt::create_agent;
 use serde_json::json;
 use std::sync::Arc;
 
@@ -55,13 +58,11 @@ pub const GRAPH_VERSION: &str = env!("CARGO_PKG_VERSION");
 pub const SYSTEM_PROMPT: &str =
     "You are a support assistant. Use knowledge_search for product questions; answer briefly.";
 
-/// The chat state: the conversation.
-#[derive(State, Clone, Default, Debug)]
-pub struct ChatState {
-    /// The conversation, merged by message id.
-    #[reducer(add_messages)]
-    pub messages: Seq<Message>,
-}
+/// The chat state: the agent's state (`messages`, merged by id).
+pub type ChatState = graphloom_prebuilt::AgentGraphState;
+
+/// An update of [`ChatState`].
+pub type ChatStateUpdate = graphloom_prebuilt::AgentGraphUpdate;
 
 /// The caller of a run: the one the runtime put in the run's context, or (for runs started
 /// without the runtime, e.g. by the CLI) one derived from the run id.
@@ -81,16 +82,9 @@ fn caller_of(rt: &Runtime) -> GraphLlmCaller {
         })
 }
 
-fn pending_calls(s: &ChatState) -> Vec<ToolCall> {
-    s.messages
-        .last()
-        .filter(|m| m.kind == MessageKind::Ai)
-        .map(|m| m.tool_calls.clone())
-        .unwrap_or_default()
-}
-
-/// The chat graph over an adapter and a tool runner: `agent` streams the model's answer,
-/// `tools` runs the calls it asked for, and the loop ends when it asks for none.
+/// The chat graph over an adapter and a tool runner: a `create_agent` agent whose model
+/// calls go through the adapter and whose tool calls go through the runner; the loop ends
+/// when the model asks for no tool.
 ///
 /// # Errors
 /// A graph that does not compile.
@@ -100,56 +94,17 @@ pub fn graph_with(
     adapter: CompletionAdapter,
     tools: ToolRunner,
 ) -> graphloom_core::Result<CompiledGraph<ChatState>> {
-    let specs = tools.specs();
-    StateGraph::<ChatState>::new()
+    let model = adapter.model();
+    Ok(create_agent(model, middleware::ContractTool::of_runner(&tools))
         .name(GRAPH_ID)
-        .add_node("agent", move |s: Arc<ChatState>, rt: Runtime| {
-            let adapter = adapter.clone();
-            let options = ChatOptions::new().tools(specs.clone());
-            async move {
-                let caller = caller_of(&rt);
-                let mut history = vec![Message::system(SYSTEM_PROMPT)];
-                history.extend(s.messages.iter().cloned());
-                let emit = |e: AiEvent| rt.write(&e);
-                let done = adapter
-                    .execute_stream(&caller, &history, &options, &emit)
-                    .await
-                    .node()?;
-                Ok(ChatStateUpdate::new().messages(vec![done.message]))
-            }
-        })
-        .add_node("tools", move |s: Arc<ChatState>, rt: Runtime| {
-            let tools = tools.clone();
-            async move {
-                let calls = pending_calls(&s);
-                if calls.is_empty() {
-                    return Err(NodeError::fatal("tools ran without pending tool calls"));
-                }
-                let emit = |e: AiEvent| rt.write(&e);
-                let outcomes = futures::future::join_all(calls.iter().map(|c| tools.exec(c, &emit))).await;
-                let replies = outcomes
-                    .iter()
-                    .map(|o| Message::tool(o.payload().to_string(), o.tool_call_id()))
-                    .collect::<Vec<_>>();
-                Ok(ChatStateUpdate::new().messages(replies))
-            }
-        })
-        .add_edge(START, "agent")
-        .add_conditional_edges(
-            "agent",
-            |s: &ChatState| {
-                if pending_calls(s).is_empty() {
-                    END
-                } else {
-                    "tools"
-                }
-            },
-        )
-        .destinations("agent", ["tools", END])
-        .add_edge("tools", "agent")
+        .system_prompt(SYSTEM_PROMPT)
+        .middleware(middleware::CompletionPort::new(adapter, caller_of))
+        .middleware(middleware::ToolPipeline::new(tools))
+        // The pipeline emits `tool_call_start` / `tool_call_result` itself.
+        .tool_node(|n| n.stream_results(false))
         .checkpointer_dyn(checkpointer)
         .store_dyn(store)
-        .compile()
+        .build()?)
 }
 
 /// The example's graph with its tools (`knowledge_search`).

@@ -14,12 +14,18 @@
 //! runtime ([`memory_for`]), and declare those names injected so the tool node drops any
 //! the model sends anyway (see [`crate::runtime_ids`]). All tools are `async` and share the
 //! run's store through [`graphloom_prebuilt::ToolRuntime::store`].
+//!
+//! The tools that write or find memories answer with a [`ToolCommand`] (LangGraph's
+//! `Command` from a tool): besides their tool message, `memory_store` appends the fact to
+//! the state's `stored` and the searches append their hits to `retrieved`, so the agent's
+//! state records what its tools did. Parallel calls of one message (an L2 and an L3 search
+//! at once) are joined by the `append` reducer, in call order.
 
 use crate::memory::{Memory, MemoryError};
 use crate::runtime_ids::{resolve_ids, MemoryContext, INJECTED};
 use crate::state::MemoryHit;
 use graphloom_core::Message;
-use graphloom_prebuilt::{FnTool, Tool, ToolError, ToolRuntime};
+use graphloom_prebuilt::{FnTool, Tool, ToolCommand, ToolError, ToolOutput, ToolRuntime};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -47,6 +53,19 @@ fn hits_json(hits: &[MemoryHit]) -> Value {
         .iter()
         .map(|h| json!({"tier": h.tier, "content": h.content, "ciar": h.ciar, "score": h.score}))
         .collect::<Vec<_>>())
+}
+
+/// The tool's answer `content` as its tool message, and `items` appended to state key
+/// `key`, in one command.
+fn answer_and_record(rt: &ToolRuntime, tool: &str, content: &Value, key: &str, items: Value) -> ToolOutput {
+    let mut answer = Message::tool(content.to_string(), rt.tool_call_id.clone());
+    answer.name = Some(tool.to_owned());
+    answer.extra.insert("status".into(), json!("success"));
+    ToolOutput::command(
+        ToolCommand::new()
+            .update("messages", json!([answer]))
+            .update(key, items),
+    )
 }
 
 /// The recent turns in a tool runtime's state (human and AI text, oldest first).
@@ -132,11 +151,12 @@ pub fn memory_store() -> FnTool {
         |a: StoreArgs, rt: ToolRuntime| async move {
             let mem = memory_for(&rt)?;
             let fact = mem.remember(a.content.trim(), "memory_store").await.map_err(store_err)?;
-            Ok::<_, ToolError>(json!({
+            let content = json!({
                 "stored": fact.content,
                 "ciar": fact.ciar,
                 "tiers": if fact.promoted { json!(["L2", "L3"]) } else { json!(["L2"]) },
-            }))
+            });
+            Ok::<_, ToolError>(answer_and_record(&rt, "memory_store", &content, "stored", json!([fact])))
         },
     )
     .inject(INJECTED)
@@ -163,7 +183,14 @@ pub fn memory_query() -> FnTool {
             }
             hits.sort_by(|a, b| b.score.unwrap_or(0.0).total_cmp(&a.score.unwrap_or(0.0)));
             hits.truncate(n);
-            Ok::<_, ToolError>(json!({"query": a.query, "found": hits_json(&hits)}))
+            let content = json!({"query": a.query, "found": hits_json(&hits)});
+            Ok::<_, ToolError>(answer_and_record(
+                &rt,
+                "memory_query",
+                &content,
+                "retrieved",
+                json!(hits),
+            ))
         },
     )
     .inject(INJECTED)
@@ -222,7 +249,14 @@ pub fn l2_search_facts() -> FnTool {
                 .search_session(&a.query, a.min_ciar_score.unwrap_or(0.0), 5)
                 .await
                 .map_err(store_err)?;
-            Ok::<_, ToolError>(json!({"tier": "L2", "found": hits_json(&hits)}))
+            let content = json!({"tier": "L2", "found": hits_json(&hits)});
+            Ok::<_, ToolError>(answer_and_record(
+                &rt,
+                "l2_search_facts",
+                &content,
+                "retrieved",
+                json!(hits),
+            ))
         },
     )
     .inject(INJECTED)
@@ -240,7 +274,14 @@ pub fn l3_search_knowledge() -> FnTool {
                 .search_long_term(&a.query, limit(a.limit, 5))
                 .await
                 .map_err(store_err)?;
-            Ok::<_, ToolError>(json!({"tier": "L3", "found": hits_json(&hits)}))
+            let content = json!({"tier": "L3", "found": hits_json(&hits)});
+            Ok::<_, ToolError>(answer_and_record(
+                &rt,
+                "l3_search_knowledge",
+                &content,
+                "retrieved",
+                json!(hits),
+            ))
         },
     )
     .inject(INJECTED)

@@ -35,6 +35,7 @@
 //! - [`server::router`] serves `POST /execute` and an SSE stream of node events.
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod agent;
 mod nodes;
 pub mod offline;
 pub mod server;

@@ -339,7 +339,27 @@ async fn create_entity(a: CreateEntityArgs, rt: ToolRuntime) -> Result<Value, To
 /// Every tool of the example, by name.
 #[must_use]
 pub fn all_tools() -> BTreeMap<String, Arc<dyn Tool>> {
-    let tools: Vec<Arc<dyn Tool>> = vec![
+    tool_list(true)
+        .into_iter()
+        .map(|t| (t.name().to_owned(), t))
+        .collect()
+}
+
+/// Every tool of the example, with `create_entity` marked mutating (the tool node's own
+/// gate asks before it runs) or not (a middleware gates it: see [`crate::agent`]).
+#[must_use]
+pub fn tool_list(gate_in_tool_node: bool) -> Vec<Arc<dyn Tool>> {
+    let create = FnTool::new(
+        "create_entity",
+        "Create an entity in the knowledge graph (needs approval)",
+        create_entity,
+    );
+    let create = if gate_in_tool_node {
+        create.mark_mutating()
+    } else {
+        create
+    };
+    vec![
         FnTool::new("entity_resolve", "Resolve an entity by name, API number or alias", |a: ResolveArgs, rt: ToolRuntime| async move {
             let found: Vec<Value> = all_entities(rt.store()).await.into_iter().filter(|e| matches(e, &a.query)).collect();
             Ok::<_, ToolError>(match found.as_slice() {
@@ -359,9 +379,7 @@ pub fn all_tools() -> BTreeMap<String, Arc<dyn Tool>> {
             Ok::<_, ToolError>(json!({"entity": entity, "related": related}))
         })
         .arc(),
-        FnTool::new("create_entity", "Create an entity in the knowledge graph (needs approval)", create_entity)
-            .mark_mutating()
-            .arc(),
+        create.arc(),
         FnTool::new("spacing_assessment", "Assess a well's spacing against Statewide Rule 37", |a: SpacingArgs, _rt| async move {
             let lease_ok = a.lease_line_distance_ft >= 467.0;
             let well_ok = a.nearest_well_distance_ft >= 1200.0;
@@ -408,6 +426,5 @@ pub fn all_tools() -> BTreeMap<String, Arc<dyn Tool>> {
             Ok::<_, ToolError>(block("ok", "Form R-32 package assembled", json!({"form": "R-32", "well_api": a.well_api})))
         })
         .arc(),
-    ];
-    tools.into_iter().map(|t| (t.name().to_owned(), t)).collect()
+    ]
 }

@@ -7,3 +7,4 @@ mod parallel_tools;
 mod postgres_checkpoints;
 mod runtime_ids;
 mod supervisor_routing;
+mod tool_commands;

@@ -1,0 +1,133 @@
+"""The create_agent scenarios of the differential test, run on LangChain's create_agent.
+
+Each scenario: a two-tool agent with human-in-the-loop review and a model call limit, a
+scripted fake chat model, a thread run until its review, then resumed with decisions.
+Prints one JSON object: scenario name -> {"interrupts": [...], "messages": [...]}, messages
+normalised (type, content, tool calls, tool_call_id, name, status; no ids).
+"""
+
+import json
+import sys
+
+from langchain.agents import create_agent
+from langchain.agents.middleware import HumanInTheLoopMiddleware, ModelCallLimitMiddleware
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
+
+
+class ScriptedChat(GenericFakeChatModel):
+    """Answers from a list; accepts the tools it is bound to."""
+
+    def bind_tools(self, tools, **kwargs):
+        return self
+
+
+@tool
+def get_weather(city: str) -> str:
+    """The weather in a city."""
+    return f"sunny in {city}"
+
+
+@tool
+def send_email(body: str, to: str) -> str:
+    """Send an email."""
+    return f"sent to {to}: {body}"
+
+
+def call(name, args, id_):
+    return {"name": name, "args": args, "id": id_, "type": "tool_call"}
+
+
+def norm(m):
+    out = {"type": m.type, "content": m.content}
+    calls = getattr(m, "tool_calls", None)
+    if calls:
+        out["tool_calls"] = [{"name": c["name"], "args": c["args"], "id": c["id"]} for c in calls]
+    if getattr(m, "tool_call_id", None):
+        out["tool_call_id"] = m.tool_call_id
+    if m.name:
+        out["name"] = m.name
+    if m.type == "tool":
+        out["status"] = m.status
+    return out
+
+
+def run(replies, middleware, decisions):
+    agent = create_agent(
+        ScriptedChat(messages=iter(replies)),
+        [get_weather, send_email],
+        system_prompt="You help with weather and email.",
+        middleware=middleware,
+        checkpointer=InMemorySaver(),
+    )
+    cfg = {"configurable": {"thread_id": "t"}}
+    interrupts = []
+    out = agent.invoke({"messages": [HumanMessage("Weather in Paris, and tell bob.")]}, cfg)
+    for d in decisions:
+        interrupts.append([i.value for i in out.get("__interrupt__", [])])
+        out = agent.invoke(Command(resume=d), cfg)
+    interrupts.append([i.value for i in out.get("__interrupt__", [])])
+    return {"interrupts": interrupts, "messages": [norm(m) for m in out["messages"]]}
+
+
+def reject_then_limit():
+    replies = [
+        AIMessage("", tool_calls=[call("get_weather", {"city": "Paris"}, "w1"),
+                                  call("send_email", {"body": "sunny", "to": "bob"}, "e1")]),
+        AIMessage("", tool_calls=[call("get_weather", {"city": "Rome"}, "w2")]),
+        AIMessage("", tool_calls=[call("get_weather", {"city": "Oslo"}, "w3")]),
+        AIMessage("never reached"),
+    ]
+    middleware = [
+        HumanInTheLoopMiddleware(interrupt_on={"send_email": True}),
+        ModelCallLimitMiddleware(run_limit=2),
+    ]
+    return run(replies, middleware, [{"decisions": [{"type": "reject", "message": "not now"}]}])
+
+
+def edit_and_approve():
+    replies = [
+        AIMessage("Checking.", tool_calls=[call("get_weather", {"city": "Paris"}, "w1"),
+                                           call("send_email", {"body": "rain", "to": "bob"}, "e1")]),
+        AIMessage("Done: bob knows."),
+    ]
+    middleware = [
+        ModelCallLimitMiddleware(thread_limit=5),
+        HumanInTheLoopMiddleware(
+            interrupt_on={
+                "send_email": {"allowed_decisions": ["approve", "edit", "reject"]},
+                "get_weather": {"allowed_decisions": ["approve"], "description": "Weather lookup"},
+            }
+        ),
+    ]
+    decisions = [{"decisions": [
+        {"type": "approve"},
+        {"type": "edit", "edited_action": {"name": "send_email", "args": {"body": "sunny", "to": "bob"}}},
+    ]}]
+    return run(replies, middleware, decisions)
+
+
+def respond_and_limit_on_thread():
+    replies = [
+        AIMessage("", tool_calls=[call("send_email", {"body": "hi", "to": "ann"}, "e1")]),
+        AIMessage("Ann says hi back."),
+    ]
+    middleware = [
+        HumanInTheLoopMiddleware(interrupt_on={"send_email": {"allowed_decisions": ["respond", "reject"]}}),
+        ModelCallLimitMiddleware(thread_limit=1),
+    ]
+    return run(replies, middleware, [{"decisions": [{"type": "respond", "message": "ann replied: hi"}]}])
+
+
+if __name__ == "__main__":
+    json.dump(
+        {
+            "reject_then_limit": reject_then_limit(),
+            "edit_and_approve": edit_and_approve(),
+            "respond_and_limit_on_thread": respond_and_limit_on_thread(),
+        },
+        sys.stdout,
+    )
