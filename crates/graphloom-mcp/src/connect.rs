@@ -58,9 +58,15 @@ pub(crate) async fn open(server: &str, cfg: &ServerConfig) -> Result<Session> {
 }
 
 fn handshake_error(server: &str, e: rmcp::service::ClientInitializeError) -> Error {
+    // A transport error's own cause (connection refused, ...) is not its `source`: keep it
+    // as ours, so the chain ends at what actually happened.
+    let source: BoxError = match e {
+        rmcp::service::ClientInitializeError::TransportError { error, .. } => error.error,
+        other => Box::new(other),
+    };
     Error::Handshake {
         server: server.to_owned(),
-        source: Box::new(e),
+        source,
     }
 }
 
@@ -145,8 +151,21 @@ fn http_transport(
         headers.insert(n, v);
     }
     let client = http_client().map_err(|e| config_error(server, format!("the HTTP client: {e}")))?;
-    let config = StreamableHttpClientTransportConfig::with_uri(h.url.as_str()).custom_headers(headers);
+    let mut config = StreamableHttpClientTransportConfig::with_uri(h.url.as_str()).custom_headers(headers);
+    config.retry_config = Arc::new(ResumeBriefly);
     Ok(StreamableHttpClientTransport::with_client(client, config))
+}
+
+/// How often a broken response stream is resumed: three times, 250 ms, 500 ms and 1 s
+/// apart, which rides out a blip; rmcp's default (forever, doubling) would keep a call to a
+/// dead server waiting for its whole timeout.
+#[derive(Debug)]
+struct ResumeBriefly;
+
+impl rmcp::transport::common::client_side_sse::SseRetryPolicy for ResumeBriefly {
+    fn retry(&self, attempt: usize) -> Option<std::time::Duration> {
+        (attempt < 3).then(|| std::time::Duration::from_millis(250 << attempt))
+    }
 }
 
 /// An HTTP client with rustls over ring and the platform's certificate verifier, following

@@ -85,6 +85,7 @@
 //! # async fn start_math_server() -> String {
 //! #     use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 //! #     use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+//! #     use std::future::IntoFuture;
 //! #     let service: StreamableHttpService<Math, LocalSessionManager> = StreamableHttpService::new(
 //! #         || Ok(Math), Default::default(), StreamableHttpServerConfig::default());
 //! #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -147,9 +147,9 @@ impl Server {
             Err(e) => {
                 tracing::warn!(server = %self.name, error = %e, "reconnecting to the MCP server failed");
                 Err(ToolError::unavailable(format!(
-                    "the MCP server `{}` is not connected and reconnecting failed: {}",
+                    "the MCP server `{}` is not connected and reconnecting failed: {e} ({})",
                     self.name,
-                    error_chain(&e)
+                    root_cause(&e)
                 )))
             }
         }
@@ -223,14 +223,12 @@ fn call_error(server: &str, tool: &str, e: &ServiceError) -> ToolError {
     }
 }
 
-/// An error and its causes, `: `-separated.
-pub(crate) fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = e.to_string();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        text.push_str(": ");
-        text.push_str(&c.to_string());
-        cause = c.source();
+/// The innermost cause of `e` (the one that says what actually happened, like "connection
+/// refused"), as text.
+fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut cause = e;
+    while let Some(inner) = cause.source() {
+        cause = inner;
     }
-    text
+    cause.to_string()
 }

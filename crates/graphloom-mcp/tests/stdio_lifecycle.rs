@@ -40,7 +40,11 @@ async fn a_server_that_exits_at_start_fails_the_handshake() {
     let cause = std::error::Error::source(&err)
         .map(ToString::to_string)
         .unwrap_or_default();
-    assert!(cause.contains("connection closed"), "{cause}");
+    // Depending on when the process is gone: writing the request fails, or reading the answer.
+    assert!(
+        cause.contains("connection closed") || cause.contains("Broken pipe"),
+        "{cause}"
+    );
 }
 
 #[tokio::test]
