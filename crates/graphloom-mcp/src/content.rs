@@ -2,10 +2,11 @@
 //!
 //! - `isError: true`: a [`ToolError`] (code `execution`) with the result's text, so the
 //!   tool message has `status: "error"` and the run goes on.
-//! - Structured content (`structuredContent`): the JSON value itself, so a `ToolNode`'s
-//!   stream allowlist can pick its fields; the text blocks servers add beside it (the same
-//!   JSON, serialised) are dropped. Should non-text blocks come with it, the result is
-//!   `{"structured_content": .., "content": "<the blocks as text>"}`.
+//! - Structured content (`structuredContent`) that the text blocks only repeat (the
+//!   serialised copy the spec asks servers to add), or with no blocks at all: the JSON value
+//!   itself, so a `ToolNode`'s stream allowlist can pick its fields. When the text says
+//!   something else (the Python SDK's `{"result": ..}` wrapping of a plain return, a summary
+//!   for the model), the text is what the model reads, as the server's author wrote it.
 //! - Otherwise the blocks as text, one after the other on their own lines: text as it is;
 //!   an embedded text resource as a `[resource <uri> (<mime>)]` line followed by its text;
 //!   images, audio and binary resources as a one-line description with their MIME type and
@@ -14,7 +15,7 @@
 
 use graphloom_prebuilt::{ToolError, ToolOutput};
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 /// `result` of the server's tool as a tool output, or the error it reports.
 pub(crate) fn to_output(result: CallToolResult) -> Result<ToolOutput, ToolError> {
@@ -29,26 +30,28 @@ pub(crate) fn to_output(result: CallToolResult) -> Result<ToolOutput, ToolError>
         };
         return Err(ToolError::execution(message));
     }
-    match result.structured_content {
-        Some(structured) => {
-            let has_non_text = result.content.iter().any(|b| !matches!(b, ContentBlock::Text(_)));
-            if has_non_text {
-                let rendered = render(
-                    &result
-                        .content
-                        .into_iter()
-                        .filter(|b| !matches!(b, ContentBlock::Text(_)))
-                        .collect::<Vec<_>>(),
-                );
-                Ok(ToolOutput::json(
-                    json!({"structured_content": structured, "content": rendered}),
-                ))
-            } else {
-                Ok(ToolOutput::json(structured))
-            }
+    if let Some(structured) = result.structured_content {
+        if repeats(&result.content, &structured) {
+            return Ok(ToolOutput::json(structured));
         }
-        None => Ok(ToolOutput::text(text)),
     }
+    Ok(ToolOutput::text(text))
+}
+
+/// Whether `blocks` say nothing `structured` does not: none at all, or text blocks holding
+/// exactly that JSON.
+fn repeats(blocks: &[ContentBlock], structured: &Value) -> bool {
+    if blocks.is_empty() {
+        return true;
+    }
+    let mut joined = String::new();
+    for b in blocks {
+        match b {
+            ContentBlock::Text(t) => joined.push_str(&t.text),
+            _ => return false,
+        }
+    }
+    serde_json::from_str::<Value>(&joined).is_ok_and(|v| &v == structured)
 }
 
 /// The blocks as text, one per line group.
@@ -105,6 +108,7 @@ fn decoded_len(data: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn base64_sizes() {
@@ -132,5 +136,15 @@ mod tests {
     fn structured_content_wins_over_its_text_copy() {
         let r = CallToolResult::structured(json!({"sum": 5}));
         assert_eq!(to_output(r).unwrap().content, json!({"sum": 5}));
+    }
+
+    #[test]
+    fn text_that_says_more_than_the_structured_content_wins() {
+        let mut r = CallToolResult::success(vec![ContentBlock::text("5")]);
+        r.structured_content = Some(json!({"result": 5}));
+        assert_eq!(to_output(r).unwrap().content, json!("5"));
+        let mut r = CallToolResult::success(vec![]);
+        r.structured_content = Some(json!({"result": 5}));
+        assert_eq!(to_output(r).unwrap().content, json!({"result": 5}));
     }
 }

@@ -46,8 +46,8 @@
 //! A tool message is text, so a result becomes text this way:
 //!
 //! - Text blocks: their text, one block per line.
-//! - `structuredContent`: the JSON value (its serialised copy in the text blocks is dropped),
-//!   so a `ToolNode`'s stream allowlist can pick its fields.
+//! - `structuredContent`: the JSON value when the text blocks only repeat it (or there are
+//!   none), so a `ToolNode`'s stream allowlist can pick its fields; else the text.
 //! - Embedded text resources: `[resource <uri> (<mime>)]` and the text.
 //! - Images, audio, binary resources: `[image: image/png, 70 bytes]`; resource links:
 //!   `[resource link: <uri> (<name>, <mime>)]`.
