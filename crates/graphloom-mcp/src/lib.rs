@@ -65,8 +65,8 @@
 //! # #[derive(Clone)]
 //! # struct Math;
 //! # impl ServerHandler for Math {
-//! #     fn get_info(&self) -> ServerConfig {
-//! #         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+//! #     fn get_info(&self) -> InitializeResult {
+//! #         InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
 //! #     }
 //! #     async fn list_tools(&self, _: Option<PaginatedRequestParams>, _: RequestContext<RoleServer>)
 //! #         -> Result<ListToolsResult, ErrorData> {
@@ -122,7 +122,8 @@
 //! let out = agent
 //!     .invoke(AgentStateUpdate::new().messages(vec![Message::human("2 + 3?")]), RunConfig::default())
 //!     .await?;
-//! assert_eq!(out.values.messages[2].text(), "5"); // the tool message
+//! let texts: Vec<String> = out.values.messages.iter().map(Message::text).collect();
+//! assert_eq!(texts, ["2 + 3?", "", "5", "2 + 3 = 5"]); // the tool message is "5"
 //! # Ok(()) }
 //! ```
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
