@@ -91,9 +91,7 @@ impl McpClient {
             first_error = check_unique(&tools).err();
         }
         if let Some(e) = first_error {
-            for server in servers.values() {
-                server.close().await;
-            }
+            futures::future::join_all(servers.values().map(|s| s.close())).await;
             return Err(e);
         }
         Ok(McpConnections { servers, tools })

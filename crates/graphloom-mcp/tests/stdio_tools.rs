@@ -8,6 +8,7 @@ use common::{bounded, call, find, server_bin, stdio, stdio_server, text};
 use graphloom_mcp::{Error, McpClient, ServerConfig, StdioServer};
 use graphloom_prebuilt::ToolErrorCode;
 use serde_json::json;
+use std::time::Duration;
 
 #[tokio::test]
 async fn tools_carry_the_servers_name_description_and_schema() {
@@ -110,6 +111,24 @@ async fn a_big_result_comes_through_whole() {
         .unwrap();
     let out = text(&find(&tools, "big"), json!({"bytes": 1_000_000})).await;
     assert_eq!(out.len(), 1_000_000);
+}
+
+#[tokio::test]
+async fn a_result_over_the_transport_limit_is_a_tool_error() {
+    // rmcp drops a stdio line over 16 MiB rather than buffer it: memory stays bounded, and
+    // the call, never answered, ends at its timeout.
+    let cfg = stdio_server().tool_timeout("big", Duration::from_secs(3));
+    let tools = bounded(McpClient::new().server("t", cfg).load_tools())
+        .await
+        .unwrap();
+    let e = call(&find(&tools, "big"), json!({"bytes": 20_000_000}))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, ToolErrorCode::Timeout, "{e:?}");
+    assert_eq!(
+        text(&find(&tools, "echo"), json!({"text": "after"})).await,
+        "after"
+    );
 }
 
 #[tokio::test]
