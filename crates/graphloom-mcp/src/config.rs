@@ -361,3 +361,74 @@ mod wire {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn an_http_server_from_json() {
+        let cfg: ServerConfig = serde_json::from_value(json!({
+            "transport": "http",
+            "url": "https://mcp.example.com/mcp",
+            "headers": {"Authorization": "Bearer t"},
+            "deny": ["delete_everything"],
+            "mutating": ["create_ticket"],
+            "auto_reconnect": false,
+            "prefix_tool_names": true
+        }))
+        .unwrap();
+        assert_eq!(
+            cfg.transport,
+            Transport::StreamableHttp(HttpServer::new("https://mcp.example.com/mcp").bearer("t"))
+        );
+        assert!(!cfg.offers("delete_everything") && cfg.offers("search"));
+        assert!(cfg.mutating.contains("create_ticket"));
+        assert!(!cfg.auto_reconnect);
+        assert_eq!(cfg.prefix_tool_names, Some(true));
+        assert_eq!(cfg.call_timeout, DEFAULT_CALL_TIMEOUT);
+    }
+
+    #[test]
+    fn a_stdio_server_from_json_with_its_defaults() {
+        let cfg: ServerConfig = serde_json::from_value(json!({
+            "transport": "stdio",
+            "command": "npx",
+            "args": ["-y", "@modelcontextprotocol/server-everything"],
+            "stderr": {"file": "/tmp/mcp.log"}
+        }))
+        .unwrap();
+        let Transport::Stdio(s) = &cfg.transport else {
+            panic!("{cfg:?}")
+        };
+        assert_eq!(s.args.len(), 2);
+        assert_eq!(s.stderr, Stderr::File("/tmp/mcp.log".into()));
+        assert!(!s.inherit_env);
+        assert!(cfg.auto_reconnect);
+        assert_eq!(cfg.connect_timeout, DEFAULT_CONNECT_TIMEOUT);
+    }
+
+    #[test]
+    fn a_misspelt_field_is_an_error() {
+        let err = serde_json::from_value::<ServerConfig>(json!({
+            "transport": "stdio",
+            "command": "x",
+            "agrs": ["--typo"]
+        }))
+        .unwrap_err();
+        assert!(err.to_string().contains("agrs"), "{err}");
+    }
+
+    #[test]
+    fn filters_and_per_tool_timeouts() {
+        let cfg = ServerConfig::new(StdioServer::new("x"))
+            .allow(["a", "b"])
+            .deny(["b"])
+            .call_timeout(Duration::from_secs(5))
+            .tool_timeout("a", Duration::from_secs(9));
+        assert!(cfg.offers("a") && !cfg.offers("b") && !cfg.offers("c"));
+        assert_eq!(cfg.timeout_of("a"), Duration::from_secs(9));
+        assert_eq!(cfg.timeout_of("c"), Duration::from_secs(5));
+    }
+}

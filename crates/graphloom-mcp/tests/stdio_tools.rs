@@ -239,6 +239,25 @@ async fn env_and_cwd_reach_the_process_and_secrets_do_not() {
 }
 
 #[tokio::test]
+async fn stderr_can_go_to_a_file() {
+    let log = std::env::temp_dir().join(format!("graphloom-mcp-stderr-{}.log", std::process::id()));
+    let _ = std::fs::remove_file(&log);
+    let script = format!("echo 'server starting' >&2; exec '{}' stdio", server_bin());
+    let cfg = ServerConfig::stdio(
+        StdioServer::new("sh")
+            .args(["-c", &script])
+            .stderr(graphloom_mcp::Stderr::File(log.clone())),
+    );
+    let tools = bounded(McpClient::new().server("t", cfg).load_tools())
+        .await
+        .unwrap();
+    assert_eq!(text(&find(&tools, "echo"), json!({"text": "x"})).await, "x");
+    // The line was written before the handshake, which has completed.
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "server starting\n");
+    std::fs::remove_file(&log).unwrap();
+}
+
+#[tokio::test]
 async fn a_config_from_json_loads_tools() {
     let client = McpClient::from_json(json!({
         "calc": {
