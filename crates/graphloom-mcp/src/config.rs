@@ -199,7 +199,8 @@ pub struct ServerConfig {
     /// tool listing.
     pub connect_timeout: Duration,
     /// Bound on each tool call (a call past it is cancelled at the server and answered with
-    /// a timeout error).
+    /// a timeout error). It is the tool's own timeout, so it replaces a `ToolNode`'s default
+    /// timeout for this server's tools.
     pub call_timeout: Duration,
     /// Per-tool call bounds (by the server's names), over `call_timeout`.
     pub tool_timeouts: BTreeMap<String, Duration>,

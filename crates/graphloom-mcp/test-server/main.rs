@@ -16,7 +16,8 @@
 //!
 //! Tools (stdio, http, bad-schema): `echo`, `add` (structured), `fail` (an `isError`
 //! result), `rpc_error` (a JSON-RPC error), `hang` (never answers), `sleep`, `big`, `image`,
-//! `resources`, `pid`, `cancellations`, `env`, `cwd`, `header` (HTTP only: a request header).
+//! `resources`, `pid`, `cancellations`, `env`, `cwd`, `header` (HTTP only: a request header),
+//! and `ghost` (listed, but calling it is "method not found", as for a removed tool).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use rmcp::model::{
@@ -123,6 +124,8 @@ fn tools(bad_schema: bool) -> Vec<Tool> {
             ),
         ),
     ];
+    // Listed, but unknown to `call_tool` (as a tool removed after the listing).
+    tools.push(Tool::new("ghost", "Listed but gone", no_args()));
     if bad_schema {
         tools.push(Tool::new(
             "broken",

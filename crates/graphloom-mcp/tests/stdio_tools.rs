@@ -80,6 +80,11 @@ async fn server_errors_are_tool_errors_for_the_model() {
     assert!(e.message.contains("the database is on fire"), "{}", e.message);
     assert!(e.message.contains("-32603"), "{}", e.message);
 
+    // A listed tool the server no longer knows: its JSON-RPC error, for the model.
+    let e = call(&find(&tools, "ghost"), json!({})).await.unwrap_err();
+    assert_eq!(e.code, ToolErrorCode::Execution);
+    assert!(e.message.contains("no tool `ghost`"), "{}", e.message);
+
     // The session is still fine afterwards.
     assert_eq!(
         text(&find(&tools, "echo"), json!({"text": "still here"})).await,
