@@ -82,6 +82,8 @@ struct DbArgs {
 }
 
 #[derive(Subcommand)]
+// Parsed once per process: the size of `Serve`'s options does not matter.
+#[allow(clippy::large_enum_variant)]
 enum Cmd {
     /// Serve the example graphs over the LangGraph Server HTTP API.
     Serve {
