@@ -22,11 +22,41 @@ use futures::StreamExt;
 use serde_json::Value;
 use std::convert::Infallible;
 
+/// A protocol command, as the OpenAPI document describes it (the handler parses the body
+/// itself, to answer the protocol's error frames).
+#[allow(dead_code)]
+#[derive(utoipa::ToSchema)]
+pub(crate) struct CommandRequest {
+    /// The client's id of the command, echoed in the answer.
+    id: u64,
+    /// `run.start`, `input.respond`, `input.inject`, `agent.getTree`, `state.get`,
+    /// `state.listCheckpoints`, `state.fork`, ...
+    method: String,
+    /// The command's parameters.
+    #[schema(value_type = Object)]
+    params: Option<Value>,
+}
+
+/// What `POST /threads/{id}/stream/events` reads, as the OpenAPI document describes it.
+#[allow(dead_code)]
+#[derive(utoipa::ToSchema)]
+pub(crate) struct StreamEventsRequest {
+    /// The channels to receive (`values`, `updates`, `messages`, `tools`, `custom`,
+    /// `custom:<name>`, `lifecycle`, `input`, `checkpoints`, `tasks`).
+    channels: Vec<String>,
+    /// Only events of these namespaces (and below them, to `depth`).
+    namespaces: Option<Vec<Vec<String>>>,
+    /// How deep below the namespaces events are sent.
+    depth: Option<u32>,
+    /// Replay the events after this sequence number (default: the whole history).
+    since: Option<u64>,
+}
+
 #[utoipa::path(post, path = "/threads/{thread_id}/commands", tag = "thread-protocol",
     summary = "Send a protocol command to a thread",
     description = "A command of the thread-centric streaming protocol (`run.start`, `input.respond`, `input.inject`, `agent.getTree`, `state.get`, `state.listCheckpoints`, `state.fork`): `{\"id\", \"method\", \"params\"}`. The answer is `{\"type\": \"success\", \"id\", \"result\", \"meta\"}` or an error frame `{\"type\": \"error\", \"id\", \"error\", \"message\"}`, both with status 200; a body that is not a command answers 400 with an error frame. `run.start` creates the thread when it does not exist.",
     params(("thread_id" = String, Path, description = "Thread id (the client may make it)")),
-    request_body = Object,
+    request_body = CommandRequest,
     responses((status = 200, description = "The command's answer or error frame", body = Object), (status = 400, description = "Not a command", body = Object)))]
 pub(crate) async fn command(
     State(state): State<AppRef>,
@@ -72,8 +102,8 @@ fn event_stream_headers(res: &mut Response) {
     summary = "Read a thread's protocol events (SSE)",
     description = "Body: `{\"channels\": [..], \"namespaces\"?: [[..]], \"depth\"?: n, \"since\"?: seq}`. Channels: `values`, `updates`, `messages`, `tools`, `custom` (and `custom:<name>`), `lifecycle`, `input`, `checkpoints`, `tasks`. The stream replays the thread's whole history (its replayable runs; with `since`, the events after that sequence number), then follows its runs for as long as it is read. A `GET` with a WebSocket upgrade on the same path speaks the protocol over one socket.",
     params(("thread_id" = String, Path, description = "Thread id")),
-    request_body = Object,
-    responses((status = 200, description = "Server-sent events: one protocol event each (`event: <method>`, `id: <seq>`)", content_type = "text/event-stream", body = String), (status = 400, description = "A bad filter", body = ErrorBody)))]
+    request_body = StreamEventsRequest,
+    responses((status = 200, description = "Server-sent events: one protocol event each (`event: <method>`, `id: <seq>`)", content_type = "text/event-stream", body = String), (status = 400, description = "A bad filter", body = ErrorBody), (status = 422, description = "A body that is not JSON", body = ErrorBody)))]
 pub(crate) async fn events(
     State(state): State<AppRef>,
     Owner(owner): Owner,

@@ -220,7 +220,16 @@ pub(crate) async fn wait_outcome_from(
                 return settled_body(state, owner, &r).await;
             }
             Ok(Some(_)) => {}
-            Ok(None) => return json!({"__error__": {"error": "NotFound", "message": "run was deleted"}}),
+            Ok(None) => {
+                // A stateless run's thread (and the run with it) is deleted just before its
+                // log gets the outcome: a run executing here has it a moment later.
+                if let Some(w) = &waiter {
+                    if let Ok(Some(v)) = tokio::time::timeout(Duration::from_secs(5), w.outcome()).await {
+                        return v;
+                    }
+                }
+                return json!({"__error__": {"error": "NotFound", "message": "run was deleted"}});
+            }
             Err(e) => tracing::warn!(error = %e, "polling a run failed"),
         }
         if waiter.is_none() {
