@@ -135,7 +135,7 @@ pub fn graph_with(
             }
         })
         .add_edge(START, "agent")
-        .add_conditional_edges(
+        .add_conditional_edges_to(
             "agent",
             |s: &ChatState| {
                 if pending_calls(s).is_empty() {
@@ -144,8 +144,8 @@ pub fn graph_with(
                     "tools"
                 }
             },
+            ["tools", END],
         )
-        .destinations("agent", ["tools", END])
         .add_edge("tools", "agent")
         .checkpointer_dyn(checkpointer)
         .store_dyn(store)
