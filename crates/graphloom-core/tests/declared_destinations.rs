@@ -81,11 +81,9 @@ async fn a_router_that_leaves_its_destinations_fails_the_run() {
         .checkpointer(InMemorySaver::new())
         .compile()
         .unwrap();
-    let err = bad
-        .invoke(TicketUpdate::new(), RunConfig::thread("t1"))
-        .await
-        .err()
-        .expect("fails");
+    let Err(err) = bad.invoke(TicketUpdate::new(), RunConfig::thread("t1")).await else {
+        panic!("a router going to an undeclared node fails the run");
+    };
     assert!(
         matches!(err, Error::UnknownNode(ref m) if m.contains("audit")),
         "{err}"
