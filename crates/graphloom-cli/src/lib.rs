@@ -288,6 +288,7 @@ async fn serve(args: ServeArgs, graphs: &Graphs) -> anyhow::Result<()> {
     let mut builder = Server::builder(cfg);
     for e in graphs.all() {
         builder = builder.graph(e.id, Arc::clone(&e.factory));
+        builder = builder.sample_input(e.id, (e.sample)());
     }
     let server = builder.build().await?;
     let listener = tokio::net::TcpListener::bind(&addr)

@@ -18,6 +18,7 @@ use tokio::sync::{watch, Notify};
 pub struct ServerBuilder {
     config: ServerConfig,
     graphs: Vec<(String, GraphFactory)>,
+    samples: BTreeMap<String, serde_json::Value>,
 }
 
 impl ServerBuilder {
@@ -27,6 +28,7 @@ impl ServerBuilder {
         Self {
             config,
             graphs: Vec::new(),
+            samples: BTreeMap::new(),
         }
     }
 
@@ -34,6 +36,13 @@ impl ServerBuilder {
     #[must_use]
     pub fn graph(mut self, graph_id: impl Into<String>, factory: GraphFactory) -> Self {
         self.graphs.push((graph_id.into(), factory));
+        self
+    }
+
+    /// An example input of graph `graph_id`: the console's start form shows it.
+    #[must_use]
+    pub fn sample_input(mut self, graph_id: impl Into<String>, input: serde_json::Value) -> Self {
+        self.samples.insert(graph_id.into(), input);
         self
     }
 
@@ -73,6 +82,7 @@ impl ServerBuilder {
             openapi: std::sync::OnceLock::new(),
             config: self.config,
             file_lock: Mutex::new(file_lock),
+            samples: self.samples,
         });
         Ok(Server { state })
     }

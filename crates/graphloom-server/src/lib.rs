@@ -31,6 +31,7 @@ mod service;
 mod start_error;
 mod state;
 pub mod telemetry;
+mod ui;
 pub mod wire;
 mod worker;
 

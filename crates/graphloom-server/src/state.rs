@@ -58,6 +58,8 @@ pub struct AppState {
     /// The SQLite file's lock (none on PostgreSQL), released when `Server::serve` is
     /// done or the state is dropped.
     pub(crate) file_lock: Mutex<Option<FileLock>>,
+    /// Example inputs by graph id, for the console's start form.
+    pub(crate) samples: BTreeMap<String, serde_json::Value>,
 }
 
 impl AppState {

@@ -55,7 +55,7 @@ impl FromRequestParts<AppRef> for Owner {
 
 /// The gate of the routes behind the API key: 401 when keys are configured and none
 /// matches (before the body is read), else the request goes on with its [`Owner`].
-pub(super) async fn require_key(State(state): State<AppRef>, mut req: Request, next: Next) -> Response {
+pub(crate) async fn require_key(State(state): State<AppRef>, mut req: Request, next: Next) -> Response {
     match Owner::authenticate(&state.config.api_keys, req.headers()) {
         Ok(owner) => {
             req.extensions_mut().insert(owner);
