@@ -1,9 +1,10 @@
 //! The console at `/ui` in a real browser: Playwright (`tests/console/`, pinned in its lock
 //! file) drives Debian's Chromium against `graphloom serve` of the five seed graphs, with
 //! two owners' keys, and against a second server hosting a graph made for the console's
-//! limits (a 1,000-token run, a thread of 1,000 checkpoints, a state too large to render,
-//! HTML planted in state and messages). What the browser does and checks is in
-//! `tests/console/console.test.mjs`; the measurements it prints go to bench/README.md.
+//! limits (a 1,000-token run, a run that holds until it is cancelled, a thread of 1,000
+//! checkpoints, a state too large to render, HTML planted in state and messages). What the
+//! browser does and checks is in `tests/console/console.test.mjs`; the measurements it prints
+//! go to bench/README.md.
 //!
 //! `GRAPHLOOM_CONSOLE_SHOTS=<dir>` keeps the screenshots of each page there
 //! (`scripts/console-screenshots.sh` regenerates `docs/console/` this way).
@@ -36,9 +37,13 @@ struct Talk {
 }
 
 /// `speak`: asked to count, it streams `TOKENS` tokens (one message chunk each) and
-/// returns the whole answer with its usage; otherwise it answers in one message.
+/// returns the whole answer with its usage; asked to hold, it waits until the run is
+/// cancelled; otherwise it answers in one message.
 async fn speak(s: Arc<Talk>, rt: Runtime) -> Result<TalkUpdate, graphloom_core::NodeError> {
     let asked = s.messages.last().map(Message::text).unwrap_or_default();
+    if asked.starts_with("hold") {
+        std::future::pending::<()>().await;
+    }
     let id = format!("answer-{}", s.messages.len());
     let text = if asked.starts_with("count") {
         let mut all = String::new();

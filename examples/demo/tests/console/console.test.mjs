@@ -235,6 +235,22 @@ try {
     startToDoneMsMedian: median(runs.map((r) => r.startToDoneMs)),
   };
 
+  step("a running run is cancelled from its thread's page");
+  await go(`${LIMITS}/ui/graphs`);
+  const talk = page.locator('section.graph[data-graph="talk"]');
+  await talk.locator("details.start-run summary").click();
+  await talk.locator("form.start-run textarea[name=input]").fill(JSON.stringify({ messages: [{ type: "human", content: "hold on" }] }));
+  await talk.locator("form.start-run button").click();
+  await page.waitForURL(/\/ui\/runs\//, { timeout: WAIT });
+  const [, , , heldThread, heldRun] = new globalThis.URL(page.url()).pathname.split("/");
+  await go(`${LIMITS}/ui/threads/${heldThread}`);
+  const heldRow = page.locator(`tr[data-run="${heldRun}"]`);
+  assert.match(await heldRow.getAttribute("data-status"), /pending|running/);
+  await rendered(() => heldRow.locator("button.cancel").click());
+  assert.match(await page.textContent("#banner"), /cancelled/);
+  assert.equal(await heldRow.getAttribute("data-status"), "interrupted", "the run stopped");
+  assert.equal(await heldRow.locator("button.cancel").count(), 0);
+
   assert.deepEqual(offsite, [], "no request leaves 127.0.0.1");
   assert.deepEqual(errors, [], "no script error on any page");
   console.log(`measurements: ${JSON.stringify(measured)}`);
