@@ -202,3 +202,27 @@ async fn graphs_overview_and_usage_read_the_server() {
     );
     s.stop().await;
 }
+
+#[tokio::test]
+async fn an_interrupt_that_is_not_a_hitl_request_gets_the_json_answer_form() {
+    let s = server().await;
+    let t = post(&s, ANN, "/threads", json!({"metadata": {"graph_id": "approval"}})).await;
+    let t = t["thread_id"].as_str().unwrap();
+    post(
+        &s,
+        ANN,
+        &format!("/threads/{t}/runs/wait"),
+        json!({"assistant_id": "approval", "input": human("go")}),
+    )
+    .await;
+    let (status, body, _) = page(&s, Some(ANN), &format!("/ui/frag/threads/{t}")).await;
+    assert_eq!(status, 200);
+    assert!(body.contains(r#"data-kind="json""#), "{body}");
+    assert!(!body.contains(r#"data-kind="hitl""#), "{body}");
+    assert!(
+        body.contains("approve?"),
+        "the interrupt's value is shown: {body}"
+    );
+    assert!(body.contains("badge interrupted"), "{body}");
+    s.stop().await;
+}
