@@ -200,6 +200,10 @@ async fn graphs_overview_and_usage_read_the_server() {
         usage.contains("gpt-4o-mini") && usage.contains("unpriced"),
         "{usage}"
     );
+    // Only unpriced models: the total is unpriced too, not a negative zero.
+    let (_, usage, _) = page(&s, Some(ANN), "/ui/frag/usage?m=unknown-model%3A1%3A2").await;
+    assert!(!usage.contains("-0.0"), "{usage}");
+    assert_eq!(usage.matches("unpriced").count(), 2, "{usage}");
     s.stop().await;
 }
 

@@ -94,7 +94,8 @@ pub(crate) async fn usage(
             break;
         }
     }
-    let total: f64 = rows.iter().filter_map(|r| r.3).sum();
+    // None when no model is priced (an empty f64 sum is -0.0, which reads as a refund).
+    let total = rows.iter().filter_map(|r| r.3).reduce(|a, b| a + b);
     fragment(html! {
         table.usage {
             thead { tr { th { "model" } th { "input" } th { "output" } th { "cost (USD)" } } }
@@ -103,7 +104,7 @@ pub(crate) async fn usage(
                     tr { td { (m) } td { (i) } td { (o) } td { (c.map_or("unpriced".to_owned(), |c| format!("{c:.6}"))) } }
                 }
             }
-            tfoot { tr { th { "total" } th { (rows.iter().map(|r| r.1).sum::<u64>()) } th { (rows.iter().map(|r| r.2).sum::<u64>()) } th { (format!("{total:.6}")) } } }
+            tfoot { tr { th { "total" } th { (rows.iter().map(|r| r.1).sum::<u64>()) } th { (rows.iter().map(|r| r.2).sum::<u64>()) } th { (total.map_or("unpriced".to_owned(), |t| format!("{t:.6}"))) } } }
         }
     })
 }

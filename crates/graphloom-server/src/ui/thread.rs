@@ -189,7 +189,7 @@ fn timeline(thread_id: &str, history: &[Value], selected: &str, before: Option<&
                         tr.selected[id == selected] data-checkpoint=(id) data-source=(source) {
                             td { (h.pointer("/metadata/step").and_then(Value::as_i64).unwrap_or(0)) }
                             td.nodes { (nodes)
-                                @if branch { " " span.branch title={ "parent " (parent_id) } { "⑂ fork of " (short(parent_id)) } }
+                                @if branch { " " span.branch title={ "parent " (parent_id) } { "↳ fork of " (short(parent_id)) } }
                             }
                             td { (time(text(h, "/created_at"))) }
                             td.writes { (writes.unwrap_or_else(|| "—".to_owned())) }
