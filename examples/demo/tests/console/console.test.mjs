@@ -110,6 +110,7 @@ try {
   assert.ok((await page.locator("#timings tr").count()) >= 5, "node timings");
   assert.ok((await page.locator("svg .gl-node.gl-done").count()) >= 5, "nodes lit as they ran");
   assert.match(await page.textContent(".run-status"), /interrupted|success/);
+  await page.evaluate(() => window.scrollTo(0, 0));
   await shot("run");
   await rendered(() => page.click("#run-end a"));
   await page.locator("form.resume").waitFor({ timeout: WAIT });
@@ -146,6 +147,8 @@ try {
   assert.equal(await top.getAttribute("data-checkpoint"), forked);
   assert.match(await page.textContent(".state-tree"), /tenant-forked-by-console/);
   assert.match(await page.textContent("details.diff"), /tenant_id/);
+  // The banner and the new branch at the top of the timeline.
+  await page.evaluate(() => window.scrollTo(0, 0));
   await shot("fork");
 
   // ---- threads, owners, overview -----------------------------------------------------------
