@@ -138,14 +138,15 @@ mod tests {
     #[test]
     fn chat_shows_html_as_text() {
         let m = json!([{"type": "human", "content": "<img src=x onerror=alert(1)>"},
-                       {"type": "ai", "content": "", "tool_calls": [{"id": "c1", "name": "<b>", "args": {"q": "<i>"}}]},
+                       {"type": "ai", "content": "", "tool_calls": [{"id": "c1", "name": "<u>", "args": {"q": "<i>"}}]},
                        {"type": "tool", "content": "ok", "tool_call_id": "c1"}]);
         let out = chat(m.as_array().unwrap()).into_string();
         assert!(
-            !out.contains("<img") && !out.contains("<b>") && !out.contains("<i>"),
+            !out.contains("<img") && !out.contains("<u>") && !out.contains("<i>"),
             "{out}"
         );
         assert!(out.contains("&lt;img src=x onerror=alert(1)&gt;"));
+        assert!(out.contains("&lt;u&gt;") && out.contains("&lt;i&gt;"), "{out}");
         assert!(out.contains("result of"));
     }
 }
