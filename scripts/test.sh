@@ -78,6 +78,15 @@ if [ ! -x /usr/bin/chromium ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y chromium
 fi
 export GRAPHLOOM_CHROMIUM="${GRAPHLOOM_CHROMIUM:-/usr/bin/chromium}"
+# The console's browser test (examples/demo/tests/console.rs) runs `npm ci` and `node`.
+if ! command -v npm >/dev/null 2>&1; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "Node.js is not installed and we are not root: run 'apt-get install -y nodejs npm'" >&2
+    exit 1
+  fi
+  apt-get update
+  DEBIAN_FRONTEND=noninteractive apt-get install -y nodejs npm
+fi
 export npm_config_cache="${npm_config_cache:-$HOME/.cache/graphloom/npm}"
 export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1
 # ---------------------------------------------------------------------------------------------

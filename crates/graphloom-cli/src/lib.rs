@@ -43,6 +43,7 @@
 mod graphs;
 mod jwt;
 mod ops;
+mod raster;
 mod render;
 mod threads;
 
@@ -164,6 +165,9 @@ enum Cmd {
         /// Output file (default: standard output for Mermaid, `<graph>.<format>` otherwise).
         #[arg(long, short)]
         output: Option<PathBuf>,
+        /// Draw subgraphs expanded, each inside a frame (SVG and PNG).
+        #[arg(long)]
+        expand: bool,
     },
     /// List the graphs this command knows.
     Graphs,
@@ -305,6 +309,7 @@ async fn serve(args: ServeArgs, graphs: &Graphs) -> anyhow::Result<()> {
     }
     for e in graphs.all() {
         builder = builder.graph(e.id, Arc::clone(&e.factory));
+        builder = builder.sample_input(e.id, (e.sample)());
     }
     let server = builder.build().await?;
     let listener = tokio::net::TcpListener::bind(&addr)
@@ -335,6 +340,7 @@ async fn draw(
     graph: &str,
     format: DrawFormat,
     output: Option<PathBuf>,
+    expand: bool,
 ) -> anyhow::Result<()> {
     let entry = graphs.find(graph)?;
     let dir = std::env::temp_dir().join(format!("graphloom-draw-{}", uuid::Uuid::new_v4()));
@@ -343,38 +349,30 @@ async fn draw(
         db: dir.join("draw.db"),
         database_url: None,
     })
-    .await?;
-    let g = (entry.factory)(&deps)?;
-    let text = g.mermaid();
-    let result = match format {
-        DrawFormat::Mermaid => match output {
-            Some(p) => std::fs::write(&p, &text).with_context(|| format!("cannot write {}", p.display())),
-            None => {
-                println!("{text}");
-                Ok(())
-            }
-        },
-        DrawFormat::Svg | DrawFormat::Png => {
-            let ext = if format == DrawFormat::Svg { "svg" } else { "png" };
-            let out = output.unwrap_or_else(|| PathBuf::from(format!("{}.{ext}", entry.id)));
-            let src = dir.join("graph.mmd");
-            std::fs::write(&src, &text)?;
-            match std::process::Command::new("mmdc").arg("-i").arg(&src).arg("-o").arg(&out).status() {
-                Ok(s) if s.success() => {
-                    println!("wrote {}", out.display());
-                    Ok(())
-                }
-                Ok(s) => Err(anyhow::anyhow!("mmdc failed ({s})")),
-                Err(_) => Err(anyhow::anyhow!(
-                    "no renderer for {ext}: install the Mermaid CLI (`npm install -g @mermaid-js/mermaid-cli`, \
-                     which provides `mmdc`), or print Mermaid text with `--format mermaid` and paste it \
-                     into https://mermaid.live"
-                )),
-            }
-        }
-    };
+    .await;
     let _ = std::fs::remove_dir_all(&dir);
-    result
+    let g = (entry.factory)(&deps?)?;
+    let mut options = graphloom_core::draw::SvgOptions::new();
+    if expand {
+        options = options.expand_all();
+    }
+    let (bytes, ext) = match format {
+        DrawFormat::Mermaid => (g.mermaid().into_bytes(), "mmd"),
+        DrawFormat::Svg => (g.draw().to_svg(&options).into_bytes(), "svg"),
+        DrawFormat::Png => (raster::png(&g.draw().to_svg(&options))?, "png"),
+    };
+    match (output, format) {
+        (None, DrawFormat::Mermaid) => {
+            println!("{}", String::from_utf8_lossy(&bytes));
+            Ok(())
+        }
+        (out, _) => {
+            let out = out.unwrap_or_else(|| PathBuf::from(format!("{}.{ext}", entry.id)));
+            std::fs::write(&out, &bytes).with_context(|| format!("cannot write {}", out.display()))?;
+            println!("wrote {}", out.display());
+            Ok(())
+        }
+    }
 }
 
 async fn main_inner(cli: Cli, graphs: &Graphs) -> anyhow::Result<()> {
@@ -435,7 +433,8 @@ async fn main_inner(cli: Cli, graphs: &Graphs) -> anyhow::Result<()> {
             graph,
             format,
             output,
-        } => draw(graphs, &graph, format, output).await,
+            expand,
+        } => draw(graphs, &graph, format, output, expand).await,
         Cmd::Graphs => {
             for e in graphs.all() {
                 println!("{:<22} {}", e.id, e.about);

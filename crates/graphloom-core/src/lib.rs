@@ -42,6 +42,7 @@
 mod change;
 pub mod checkpoint;
 pub mod config;
+pub mod draw;
 pub mod error;
 mod error_source;
 pub mod events;

@@ -1,8 +1,6 @@
-//! Mermaid drawing of a compiled graph.
+//! Mermaid drawing of a compiled graph, from the same [`Drawing`] the SVG renderer lays out.
 
-use crate::graph::spec::GraphInner;
-use crate::state::State;
-use crate::types::{END, START};
+use crate::draw::{DrawNodeKind, Drawing};
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
@@ -19,47 +17,25 @@ fn id(name: &str) -> String {
 }
 
 /// Mermaid `graph TD` text: solid arrows for edges and joins, dotted for conditional edges
-/// and declared `Command` destinations; START and END as round nodes.
-pub(crate) fn draw<S: State>(g: &GraphInner<S>) -> String {
+/// (to their declared destinations) and declared `Command` destinations, labelled with
+/// their path-map key where it differs from the target; START and END as round nodes.
+pub(crate) fn draw(d: &Drawing) -> String {
     let mut out = String::from("---\nconfig:\n  flowchart:\n    curve: linear\n---\ngraph TD;\n");
-    let _ = writeln!(out, "\t{}([<p>{START}</p>]):::first", id(START));
-    for n in &g.node_names {
-        let _ = writeln!(out, "\t{}({n})", id(n));
+    for n in &d.nodes {
+        let _ = match n.kind {
+            DrawNodeKind::Start => writeln!(out, "\t{}([<p>{}</p>]):::first", id(&n.id), n.id),
+            DrawNodeKind::End => writeln!(out, "\t{}([<p>{}</p>]):::last", id(&n.id), n.id),
+            _ => writeln!(out, "\t{}({})", id(&n.id), n.id),
+        };
     }
-    let _ = writeln!(out, "\t{}([<p>{END}</p>]):::last", id(END));
     let mut lines = BTreeSet::new();
-    for (a, b) in &g.declared_edges {
-        lines.insert(format!("\t{} --> {};", id(a), id(b)));
-    }
-    for j in &g.joins {
-        for s in &j.sources {
-            lines.insert(format!("\t{} --> {};", id(s), id(&j.target)));
-        }
-    }
-    for (src, branches) in &g.branches {
-        for b in branches {
-            match &b.path_map {
-                Some(map) => {
-                    for (key, target) in map {
-                        if key == target {
-                            lines.insert(format!("\t{} -.-> {};", id(src), id(target)));
-                        } else {
-                            lines.insert(format!("\t{} -. &nbsp;{key}&nbsp; .-> {};", id(src), id(target)));
-                        }
-                    }
-                }
-                None => {
-                    for target in g.node_names.iter().map(String::as_str).chain([END]) {
-                        lines.insert(format!("\t{} -.-> {};", id(src), id(target)));
-                    }
-                }
-            }
-        }
-    }
-    for (name, spec) in &g.nodes {
-        for d in &spec.destinations {
-            lines.insert(format!("\t{} -.-> {};", id(name), id(d)));
-        }
+    for e in &d.edges {
+        let line = match (&e.label, e.conditional) {
+            (Some(key), true) => format!("\t{} -. &nbsp;{key}&nbsp; .-> {};", id(&e.source), id(&e.target)),
+            (None, true) => format!("\t{} -.-> {};", id(&e.source), id(&e.target)),
+            (_, false) => format!("\t{} --> {};", id(&e.source), id(&e.target)),
+        };
+        lines.insert(line);
     }
     for l in lines {
         out.push_str(&l);

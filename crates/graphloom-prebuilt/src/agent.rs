@@ -150,7 +150,11 @@ pub fn create_react_agent(
             node.into_node::<AgentState>(|s| &s.messages, |m| AgentStateUpdate::new().messages(m)),
         )
         .add_edge(START, AGENT_NODE)
-        .add_conditional_edges(AGENT_NODE, |s: &AgentState| tools_condition(&s.messages))
+        .add_conditional_edges_to(
+            AGENT_NODE,
+            |s: &AgentState| tools_condition(&s.messages),
+            [TOOLS_NODE, END],
+        )
         .add_edge(TOOLS_NODE, AGENT_NODE);
     if let Some(cp) = options.checkpointer {
         graph = graph.checkpointer_dyn(cp);

@@ -20,6 +20,7 @@ pub struct ServerBuilder {
     graphs: Vec<(String, GraphFactory)>,
     auth: Option<Arc<dyn crate::auth::DynAuth>>,
     custom: crate::custom::Custom,
+    samples: BTreeMap<String, serde_json::Value>,
 }
 
 impl ServerBuilder {
@@ -31,6 +32,7 @@ impl ServerBuilder {
             graphs: Vec::new(),
             auth: None,
             custom: crate::custom::Custom::default(),
+            samples: BTreeMap::new(),
         }
     }
 
@@ -87,6 +89,13 @@ impl ServerBuilder {
         self
     }
 
+    /// An example input of graph `graph_id`: the console's start form shows it.
+    #[must_use]
+    pub fn sample_input(mut self, graph_id: impl Into<String>, input: serde_json::Value) -> Self {
+        self.samples.insert(graph_id.into(), input);
+        self
+    }
+
     /// Open the database (running migrations), compile the graphs, create their system
     /// assistants.
     ///
@@ -128,6 +137,7 @@ impl ServerBuilder {
             config: self.config,
             file_lock: Mutex::new(file_lock),
             thread_signals: crate::protocol::ThreadSignals::default(),
+            samples: self.samples,
         });
         Ok(Server { state })
     }

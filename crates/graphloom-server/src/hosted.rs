@@ -149,6 +149,12 @@ pub trait HostedGraph: Send + Sync + 'static {
     fn drawing(&self) -> Value;
     /// Mermaid text.
     fn mermaid(&self) -> String;
+    /// What the graph looks like, for the SVG renderer
+    /// ([`Drawing::to_svg`](graphloom_core::draw::Drawing::to_svg)). The default reads
+    /// [`Self::drawing`] (no subgraphs); a compiled graph gives its own, subgraphs included.
+    fn draw(&self) -> graphloom_core::draw::Drawing {
+        drawing_from_json(&self.drawing())
+    }
     /// The subgraph nodes by namespace (`parent|child` with `recurse`): the child graph's
     /// name and its state's JSON Schema.
     fn subgraphs(&self, recurse: bool) -> Vec<(String, String, Value)>;
@@ -405,6 +411,39 @@ fn drawing_json<S: State>(g: &CompiledGraph<S>) -> Value {
     json!({"nodes": nodes, "edges": edges})
 }
 
+/// A [`Drawing`](graphloom_core::draw::Drawing) from the drawing JSON of
+/// [`HostedGraph::drawing`].
+fn drawing_from_json(v: &Value) -> graphloom_core::draw::Drawing {
+    use graphloom_core::draw::{DrawEdge, DrawNode, DrawNodeKind, Drawing};
+    let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
+    let nodes = v
+        .get("nodes")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|n| text(n, "id"))
+        .filter(|id| id != START && id != END && !id.is_empty())
+        .map(|id| DrawNode {
+            id,
+            kind: DrawNodeKind::Node,
+            subgraph: None,
+        })
+        .collect();
+    let edges: Vec<DrawEdge> = v
+        .get("edges")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|e| DrawEdge {
+            source: text(e, "source"),
+            target: text(e, "target"),
+            conditional: e.get("conditional").and_then(Value::as_bool).unwrap_or(false),
+            label: None,
+        })
+        .collect();
+    Drawing::new("graph", nodes, edges)
+}
+
 impl<S: State> HostedGraph for CompiledGraph<S> {
     fn node_names(&self) -> Vec<String> {
         CompiledGraph::node_names(self).to_vec()
@@ -451,6 +490,10 @@ impl<S: State> HostedGraph for CompiledGraph<S> {
             .into_iter()
             .map(|(ns, info)| (ns, info.mermaid.clone()))
             .collect()
+    }
+
+    fn draw(&self) -> graphloom_core::draw::Drawing {
+        self.drawing()
     }
 
     fn store(&self) -> Option<Arc<dyn DynStore>> {

@@ -36,6 +36,7 @@ mod service;
 mod start_error;
 mod state;
 pub mod telemetry;
+mod ui;
 pub mod webhook;
 pub mod wire;
 mod worker;

@@ -25,6 +25,17 @@ pub(crate) struct TokenLabel {
     pub kind: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct ModelTokenLabel {
+    pub model: String,
+    pub kind: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct ModelLabel {
+    pub model: String,
+}
+
 /// The server's metrics.
 pub struct Metrics {
     registry: Registry,
@@ -35,6 +46,10 @@ pub struct Metrics {
     pub(crate) queue_depth: Gauge,
     pub(crate) tokens: Family<TokenLabel, Counter>,
     pub(crate) cost: Counter<f64, AtomicU64>,
+    /// Tokens by model (`response_metadata.model_name`) and kind.
+    pub(crate) tokens_by_model: Family<ModelTokenLabel, Counter>,
+    /// Cost by model.
+    pub(crate) cost_by_model: Family<ModelLabel, Counter<f64, AtomicU64>>,
 }
 
 impl Metrics {
@@ -68,8 +83,22 @@ impl Metrics {
             "Model cost in US dollars (known prices only)",
             cost.clone(),
         );
+        let tokens_by_model = Family::<ModelTokenLabel, Counter>::default();
+        let cost_by_model = Family::<ModelLabel, Counter<f64, AtomicU64>>::default();
+        registry.register(
+            "model_tokens_by_model",
+            "Model tokens seen in run outputs, by model",
+            tokens_by_model.clone(),
+        );
+        registry.register(
+            "model_cost_by_model_usd",
+            "Model cost in US dollars by model (known prices only)",
+            cost_by_model.clone(),
+        );
         Self {
             registry,
+            tokens_by_model,
+            cost_by_model,
             runs_finished,
             runs_current,
             run_seconds,

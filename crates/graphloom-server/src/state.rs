@@ -64,6 +64,8 @@ pub struct AppState {
     pub(crate) custom: crate::custom::Custom,
     /// Wakes the thread-protocol followers of a thread when a command queues a run on it.
     pub(crate) thread_signals: crate::protocol::ThreadSignals,
+    /// Example inputs by graph id, for the console's start form.
+    pub(crate) samples: BTreeMap<String, serde_json::Value>,
 }
 
 impl AppState {

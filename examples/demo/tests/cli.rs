@@ -138,3 +138,87 @@ fn draw_prints_mermaid() {
     let m = text(&out.stdout);
     assert!(m.contains("planner") && m.contains("tool_executor"), "{m}");
 }
+
+/// Each seed graph's conditional edges, as the seeds draw them: only to the destinations
+/// their routers declare (no fan-out to every node).
+#[test]
+fn draw_shows_only_declared_destinations() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = graphloom(dir.path(), &["draw", "permit_filing"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let m = text(&out.stdout);
+    let mut dotted: Vec<&str> = m.lines().map(str::trim).filter(|l| l.contains("-.->")).collect();
+    dotted.sort_unstable();
+    let expected = [
+        "approval_node -.-> output_format;",
+        "approval_node -.-> synthesis_llm_call;",
+        "initial_llm_call -.-> output_format;",
+        "initial_llm_call -.-> skill_select_node;",
+        "initial_llm_call -.-> tool_node;",
+        "output_format -.-> __end__;",
+        "output_format -.-> approval_node;",
+        "output_format -.-> system_prompt_node;",
+        "resume_guard -.-> initial_llm_call;",
+        "resume_guard -.-> output_format;",
+        "resume_guard -.-> tool_node;",
+        "skill_select_node -.-> approval_node;",
+        "skill_select_node -.-> skill_inject_node;",
+        "synthesis_llm_call -.-> output_format;",
+        "synthesis_llm_call -.-> tool_node;",
+        "tool_node -.-> initial_llm_call;",
+        "tool_node -.-> output_format;",
+        "tool_node -.-> synthesis_llm_call;",
+    ];
+    assert_eq!(dotted, expected, "{m}");
+    for (graph, most) in [
+        ("fraud_investigation", 2),
+        ("support_chat", 7),
+        ("chat_runtime", 2),
+        ("memory_supervisor", 4),
+    ] {
+        let out = graphloom(dir.path(), &["draw", graph]);
+        let m = text(&out.stdout);
+        let n = m
+            .lines()
+            .filter(|l| l.contains("-.->") || l.contains(".->"))
+            .count();
+        assert!(n > 0 && n <= most, "{graph}: {n} conditional edges\n{m}");
+    }
+}
+
+/// `--format svg` and `--format png` render with the built-in renderer: every node is in
+/// the SVG, the PNG is a PNG of the drawing's size.
+#[test]
+fn draw_writes_svg_and_png_without_external_tools() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = graphloom(
+        dir.path(),
+        &[
+            "draw",
+            "memory_supervisor",
+            "--format",
+            "svg",
+            "--expand",
+            "-o",
+            "g.svg",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let svg = std::fs::read_to_string(dir.path().join("g.svg")).unwrap();
+    assert!(svg.starts_with("<svg"), "{svg}");
+    for node in [
+        "supervisor",
+        "memory_writer|score",
+        "recall_agent|tools",
+        "assistant|agent",
+    ] {
+        assert!(svg.contains(&format!("data-node=\"{node}\"")), "{node} missing");
+    }
+    let out = graphloom(dir.path(), &["draw", "permit_filing", "--format", "png"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let png = std::fs::read(dir.path().join("permit_filing.png")).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    let width = u32::from_be_bytes(png[16..20].try_into().unwrap());
+    let height = u32::from_be_bytes(png[20..24].try_into().unwrap());
+    assert!(height > width && width > 400, "{width}x{height}: a tall pipeline");
+}

@@ -12,7 +12,7 @@
 //! their `ToolRuntime::state`, and the run context, store and thread through the runtime.
 
 use crate::state::{MemoryState, MemoryStateUpdate};
-use graphloom_core::{CompiledGraph, Message, NodeError, Runtime, StateGraph, START};
+use graphloom_core::{CompiledGraph, Message, NodeError, Runtime, StateGraph, END, START};
 use graphloom_llm::{ChatOptions, DynChatModel, NodeResultExt};
 use graphloom_prebuilt::{tools_condition, Tool, ToolNode, TOOLS_NODE};
 use std::sync::Arc;
@@ -60,7 +60,11 @@ pub fn react_agent(
             node.into_node::<MemoryState>(|s| &s.messages, |m| MemoryStateUpdate::new().messages(m)),
         )
         .add_edge(START, "agent")
-        .add_conditional_edges("agent", |s: &MemoryState| tools_condition(&s.messages))
+        .add_conditional_edges_to(
+            "agent",
+            |s: &MemoryState| tools_condition(&s.messages),
+            [TOOLS_NODE, END],
+        )
         .add_edge(TOOLS_NODE, "agent")
         .compile()
 }

@@ -228,14 +228,42 @@ pub fn graph(
         .add_edge(START, SYSTEM_PROMPT_NODE)
         .add_edge(SYSTEM_PROMPT_NODE, MEMORY_NODE)
         .add_edge(MEMORY_NODE, RESUME_GUARD)
-        .add_conditional_edges(RESUME_GUARD, route_after_resume_guard)
-        .add_conditional_edges(INITIAL_LLM_CALL, route_after_initial)
-        .add_conditional_edges(TOOL_NODE, route_after_tool)
-        .add_conditional_edges(SKILL_SELECT_NODE, route_after_skill_select)
+        .add_conditional_edges_to(
+            RESUME_GUARD,
+            route_after_resume_guard,
+            [OUTPUT_FORMAT, TOOL_NODE, INITIAL_LLM_CALL],
+        )
+        .add_conditional_edges_to(
+            INITIAL_LLM_CALL,
+            route_after_initial,
+            [OUTPUT_FORMAT, TOOL_NODE, SKILL_SELECT_NODE],
+        )
+        .add_conditional_edges_to(
+            TOOL_NODE,
+            route_after_tool,
+            [OUTPUT_FORMAT, SYNTHESIS_LLM_CALL, INITIAL_LLM_CALL],
+        )
+        .add_conditional_edges_to(
+            SKILL_SELECT_NODE,
+            route_after_skill_select,
+            [APPROVAL_NODE, SKILL_INJECT_NODE],
+        )
         .add_edge(SKILL_INJECT_NODE, APPROVAL_NODE)
-        .add_conditional_edges(APPROVAL_NODE, route_after_approval)
-        .add_conditional_edges(SYNTHESIS_LLM_CALL, route_after_synthesis)
-        .add_conditional_edges(OUTPUT_FORMAT, route_after_output)
+        .add_conditional_edges_to(
+            APPROVAL_NODE,
+            route_after_approval,
+            [OUTPUT_FORMAT, SYNTHESIS_LLM_CALL],
+        )
+        .add_conditional_edges_to(
+            SYNTHESIS_LLM_CALL,
+            route_after_synthesis,
+            [OUTPUT_FORMAT, TOOL_NODE],
+        )
+        .add_conditional_edges_to(
+            OUTPUT_FORMAT,
+            route_after_output,
+            [END, APPROVAL_NODE, SYSTEM_PROMPT_NODE],
+        )
         .checkpointer_dyn(checkpointer)
         .store_dyn(store)
         .compile()

@@ -55,10 +55,31 @@ pub enum Verdict {
 }
 
 /// Parse a resume value: `"approved"`, `"rejected"`, `"pending"` (also `approve`, `reject`)
-/// or `{"decision": ..., "reviewer_id": ..., "comment": ...}`. Anything else is `None`,
+/// or `{"decision": ..., "reviewer_id": ..., "comment": ...}`, or LangChain's HITL response
+/// `{"decisions": [{"type": "approve"}]}` (`reject` with an optional `message`, kept as the
+/// comment; `edit` and `respond` are not offered for approvals). Anything else is `None`,
 /// which the gate treats as "cannot evaluate" and pauses again.
 #[must_use]
 pub fn parse_verdict(value: &Value) -> Option<Verdict> {
+    // LangChain's HITL response: the first decision rules (one action per request).
+    if let Some(d) = value
+        .get("decisions")
+        .and_then(Value::as_array)
+        .and_then(|d| d.first())
+    {
+        let comment = d.get("message").and_then(Value::as_str).map(str::to_owned);
+        return match d.get("type").and_then(Value::as_str)? {
+            "approve" => Some(Verdict::Approved {
+                reviewer_id: None,
+                comment,
+            }),
+            "reject" => Some(Verdict::Rejected {
+                reviewer_id: None,
+                comment,
+            }),
+            _ => None,
+        };
+    }
     let (decision, reviewer_id, comment) = match value {
         Value::String(s) => (s.as_str(), None, None),
         Value::Object(m) => {
@@ -754,6 +775,19 @@ pub async fn output_format(s: Arc<PermitState>, rt: Runtime) -> NodeResult {
             "tool_call": s.pending_mutation.as_ref().map(|p| json!({
                 "id": p.tool_call_id, "name": p.tool_name, "args": p.args})),
             "answer_with": ["approved", "rejected", {"decision": "approved", "reviewer_id": "...", "comment": "..."}],
+            // The same request in LangChain's HITL shape, so HITL clients (the console at
+            // /ui, Agent Inbox) show approve / reject; answered with `{"decisions": [..]}`.
+            "action_requests": [{
+                "name": s.pending_mutation.as_ref().map_or("approve_checkpoint", |p| p.tool_name.as_str()),
+                "args": s.pending_mutation.as_ref().map_or_else(
+                    || json!({"checkpoint_type": s.hitl_checkpoint_type, "approval_id": approval_id}),
+                    |p| p.args.clone()),
+                "description": format!("Approval {approval_id} ({})", s.hitl_checkpoint_type.as_deref().unwrap_or("mutation")),
+            }],
+            "review_configs": [{
+                "action_name": s.pending_mutation.as_ref().map_or("approve_checkpoint", |p| p.tool_name.as_str()),
+                "allowed_decisions": ["approve", "reject"],
+            }],
         });
         let verdict = rt.interrupt(request)?;
         record_verdict(rt.store(), &approval_id, &verdict).await;

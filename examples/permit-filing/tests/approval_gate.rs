@@ -369,3 +369,36 @@ async fn memory_node_rehydrates_a_pending_mutation_from_working_memory() {
         .unwrap()
         .is_none());
 }
+
+/// The approval request also speaks LangChain's HITL shape (what the console's form and
+/// other HITL clients read), and a HITL decision answers it like a verdict.
+#[tokio::test]
+async fn the_request_speaks_langchain_hitl_and_a_decision_answers_it() {
+    let s = setup(ScriptedModel::new([
+        create_operator_reply(),
+        text_reply("Understood: the operator was not registered."),
+    ]));
+    let cfg = RunConfig::thread("hitl");
+    let approval_id = pause(&s, "hitl").await;
+    let state = s.graph.get_state(&cfg).await.unwrap();
+    let ask = &state.interrupts[0].value;
+    assert_eq!(ask["action_requests"][0]["name"], "create_entity");
+    assert_eq!(
+        ask["action_requests"][0]["args"]["name"],
+        "Permian Basin Energy LLC"
+    );
+    assert_eq!(ask["review_configs"][0]["action_name"], "create_entity");
+    assert_eq!(
+        ask["review_configs"][0]["allowed_decisions"],
+        json!(["approve", "reject"])
+    );
+    let decision = json!({"decisions": [{"type": "reject", "message": "wrong operator number"}]});
+    let done = s.graph.resume(Command::resume(decision), cfg).await.unwrap();
+    assert_eq!(done.status, RunStatus::Done);
+    assert!(entities(&s.store).await.is_empty(), "no mutation");
+    let record = approval(&s.store, &approval_id).await;
+    assert_eq!(
+        (&record["status"], &record["comment"]),
+        (&json!("rejected"), &json!("wrong operator number"))
+    );
+}

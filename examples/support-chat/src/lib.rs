@@ -201,34 +201,43 @@ pub fn graph_with(
         .add_node("generator", node!(nodes::generator))
         .add_node("summarizer", node!(nodes::summarizer))
         .add_edge(START, "ingress")
-        .add_conditional_edges("ingress", |s: &AgentState| {
-            if s.safety_check {
-                "planner"
-            } else if s.phase == "rejected" {
-                END
-            } else {
-                "summarizer"
-            }
-        })
-        .destinations("ingress", ["planner", "summarizer", END])
-        .add_conditional_edges("planner", |s: &AgentState| {
-            if s.next_step == "tool_use" {
-                "tool_router"
-            } else {
-                "generator"
-            }
-        })
-        .destinations("planner", ["tool_router", "generator"])
+        .add_conditional_edges_to(
+            "ingress",
+            |s: &AgentState| {
+                if s.safety_check {
+                    "planner"
+                } else if s.phase == "rejected" {
+                    END
+                } else {
+                    "summarizer"
+                }
+            },
+            ["planner", "summarizer", END],
+        )
+        .add_conditional_edges_to(
+            "planner",
+            |s: &AgentState| {
+                if s.next_step == "tool_use" {
+                    "tool_router"
+                } else {
+                    "generator"
+                }
+            },
+            ["tool_router", "generator"],
+        )
         .add_edge("tool_router", "tool_executor")
         .add_edge("tool_executor", "verifier")
-        .add_conditional_edges("verifier", |s: &AgentState| {
-            if s.phase == "plan" {
-                "planner"
-            } else {
-                "generator"
-            }
-        })
-        .destinations("verifier", ["planner", "generator"])
+        .add_conditional_edges_to(
+            "verifier",
+            |s: &AgentState| {
+                if s.phase == "plan" {
+                    "planner"
+                } else {
+                    "generator"
+                }
+            },
+            ["planner", "generator"],
+        )
         .add_edge("generator", "summarizer")
         .add_edge("summarizer", END)
         .checkpointer_dyn(checkpointer)

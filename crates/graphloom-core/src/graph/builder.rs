@@ -149,11 +149,14 @@ impl<S: State> StateGraph<S> {
             self.problems
                 .push(format!("node name `{name}` is reserved or contains `|` or `:`"));
         } else {
+            let order = self.nodes.len();
             match self.nodes.entry(name) {
                 std::collections::btree_map::Entry::Occupied(e) => {
                     self.problems.push(format!("node `{}` is added twice", e.key()));
                 }
                 std::collections::btree_map::Entry::Vacant(e) => {
+                    let mut spec = spec;
+                    spec.order = order;
                     e.insert(spec);
                 }
             }
@@ -171,6 +174,7 @@ impl<S: State> StateGraph<S> {
             destinations: Vec::new(),
             subgraph: None,
             defer: false,
+            order: 0,
         }
     }
 
@@ -384,6 +388,50 @@ impl<S: State> StateGraph<S> {
             },
         ));
         self
+    }
+    /// Like [`Self::add_conditional_edges`], declaring where the router may go
+    /// (LangGraph's `path_map` given as a list): the router returns node names (or `END`)
+    /// from `destinations`, and `Send` packets as it likes. Drawings (SVG, Mermaid) show
+    /// one dotted edge per destination instead of one to every node; compile checks the
+    /// names; a router that returns a name outside the list fails the run with
+    /// `Error::UnknownNode`.
+    ///
+    /// ```
+    /// use graphloom_core::{State, StateGraph, END, START};
+    /// #[derive(State, Clone, Default, Debug)]
+    /// struct Ticket {
+    ///     urgent: bool,
+    /// }
+    /// let g = StateGraph::<Ticket>::new()
+    ///     .add_node("triage", |_s, _rt| async { Ok(TicketUpdate::new()) })
+    ///     .add_node("answer", |_s, _rt| async { Ok(TicketUpdate::new()) })
+    ///     .add_edge(START, "triage")
+    ///     .add_conditional_edges_to("triage", |s: &Ticket| if s.urgent { "answer" } else { END }, ["answer", END])
+    ///     .add_edge("answer", END)
+    ///     .compile()
+    ///     .unwrap();
+    /// assert!(g.edges().contains(&("triage".into(), "answer".into(), true)));
+    /// assert!(!g.edges().contains(&("triage".into(), "triage".into(), true)));
+    /// ```
+    pub fn add_conditional_edges_to<R, I, T>(
+        self,
+        from: impl Into<String>,
+        router: impl Fn(&S) -> R + Send + Sync + 'static,
+        destinations: I,
+    ) -> Self
+    where
+        R: Into<Routes>,
+        I: IntoIterator<Item = T>,
+        T: Into<String>,
+    {
+        let map: Vec<(String, String)> = destinations
+            .into_iter()
+            .map(|d| {
+                let d = d.into();
+                (d.clone(), d)
+            })
+            .collect();
+        self.add_conditional_edges_map(from, router, map)
     }
     /// Shorthand for `add_edge(START, node)`.
     pub fn set_entry_point(self, node: impl Into<String>) -> Self {

@@ -113,6 +113,7 @@ impl<S: State> CompiledGraph<S> {
         Arc::new(SubgraphInfo {
             name: self.inner.name.clone(),
             mermaid: self.draw_mermaid(),
+            drawing: Arc::new(self.drawing()),
             state_schema: self.state_schema(),
             subgraphs: self.subgraph_nodes(),
         })
@@ -427,32 +428,67 @@ impl<S: State> CompiledGraph<S> {
 
     /// The graph's edges for drawing, as `(source, target, conditional)`, sorted and
     /// without duplicates: static edges and join edges are unconditional; conditional
-    /// edges (every target of the path map, or every node and END when there is none) and
-    /// declared `Command` destinations are conditional. The same edges
-    /// [`draw_mermaid`](Self::draw_mermaid) draws.
+    /// edges (every declared destination, or every node and END when the router declared
+    /// none) and declared `Command` destinations are conditional. The edges of
+    /// [`drawing`](Self::drawing), which the SVG and [`draw_mermaid`](Self::draw_mermaid) draw.
     #[must_use]
     pub fn edges(&self) -> Vec<(String, String, bool)> {
+        let set: BTreeSet<(String, String, bool)> = self
+            .drawing()
+            .edges
+            .into_iter()
+            .map(|e| (e.source, e.target, e.conditional))
+            .collect();
+        set.into_iter().collect()
+    }
+
+    /// What the graph looks like: its nodes in the order they were added (subgraph nodes
+    /// with their own drawing) and its edges; [`Drawing::to_svg`](crate::draw::Drawing::to_svg)
+    /// lays it out top down.
+    #[must_use]
+    pub fn drawing(&self) -> crate::draw::Drawing {
+        use crate::draw::{DrawEdge, DrawNode, DrawNodeKind, Drawing};
         let g = &self.inner;
-        let mut out = BTreeSet::new();
+        let mut names: Vec<(&String, usize)> = g.nodes.iter().map(|(n, spec)| (n, spec.order)).collect();
+        names.sort_by_key(|(n, order)| (*order, (*n).clone()));
+        let nodes = names
+            .into_iter()
+            .map(|(name, _)| DrawNode {
+                id: name.clone(),
+                kind: DrawNodeKind::Node,
+                subgraph: g
+                    .nodes
+                    .get(name)
+                    .and_then(|spec| spec.subgraph.as_ref())
+                    .map(|info| Arc::clone(&info.drawing)),
+            })
+            .collect();
+        let edge = |source: &str, target: &str, conditional: bool, label: Option<&str>| DrawEdge {
+            source: source.to_owned(),
+            target: target.to_owned(),
+            conditional,
+            label: label.filter(|l| *l != target).map(str::to_owned),
+        };
+        let mut edges = Vec::new();
         for (a, b) in &g.declared_edges {
-            out.insert((a.clone(), b.clone(), false));
+            edges.push(edge(a, b, false, None));
         }
         for j in &g.joins {
             for s in &j.sources {
-                out.insert((s.clone(), j.target.clone(), false));
+                edges.push(edge(s, &j.target, false, None));
             }
         }
         for (src, branches) in &g.branches {
             for b in branches {
                 match &b.path_map {
                     Some(map) => {
-                        for target in map.values() {
-                            out.insert((src.clone(), target.clone(), true));
+                        for (key, target) in map {
+                            edges.push(edge(src, target, true, Some(key)));
                         }
                     }
                     None => {
                         for target in g.node_names.iter().map(String::as_str).chain([crate::types::END]) {
-                            out.insert((src.clone(), target.to_owned(), true));
+                            edges.push(edge(src, target, true, None));
                         }
                     }
                 }
@@ -460,16 +496,22 @@ impl<S: State> CompiledGraph<S> {
         }
         for (name, spec) in &g.nodes {
             for d in &spec.destinations {
-                out.insert((name.clone(), d.clone(), true));
+                edges.push(edge(name, d, true, None));
             }
         }
-        out.into_iter().collect()
+        Drawing::new(g.name.clone(), nodes, edges)
+    }
+
+    /// The graph as an SVG document, laid out top down (see [`crate::draw`]).
+    #[must_use]
+    pub fn draw_svg(&self, options: &crate::draw::SvgOptions) -> String {
+        self.drawing().to_svg(options)
     }
 
     /// Mermaid text of the graph; conditional edges are dotted.
     #[must_use]
     pub fn draw_mermaid(&self) -> String {
-        crate::mermaid::draw(&self.inner)
+        crate::mermaid::draw(&self.drawing())
     }
 }
 

@@ -40,6 +40,8 @@ pub struct SubgraphInfo {
     pub name: String,
     /// The child's Mermaid drawing.
     pub mermaid: String,
+    /// The child's drawing (boxes, edges, its own subgraphs).
+    pub drawing: Arc<crate::draw::Drawing>,
     /// JSON Schema of the child's state (also what it takes and returns).
     pub state_schema: serde_json::Value,
     /// The child's own subgraph nodes, by node name.
@@ -58,6 +60,8 @@ pub(crate) struct NodeSpec<S: State> {
     pub subgraph: Option<Arc<SubgraphInfo>>,
     /// Deferred: its pull tasks wait until no other task is pending.
     pub defer: bool,
+    /// Its place among the nodes in the order they were added (drawings follow it).
+    pub order: usize,
 }
 
 impl<S: State> Clone for NodeSpec<S> {
@@ -71,6 +75,7 @@ impl<S: State> Clone for NodeSpec<S> {
             destinations: self.destinations.clone(),
             subgraph: self.subgraph.clone(),
             defer: self.defer,
+            order: self.order,
         }
     }
 }

@@ -5,7 +5,7 @@
 
 mod a2a;
 mod assistants;
-mod auth;
+pub(crate) mod auth;
 mod bounds;
 mod cors;
 mod crons;
@@ -107,6 +107,8 @@ pub(crate) fn router(state: AppRef) -> Router {
     });
     let open = crate::custom::open(open, &state);
     let (api, doc) = api.merge(open).split_for_parts();
+    // The console at /ui (not part of the OpenAPI document).
+    let api = api.merge(crate::ui::routes(&state));
     let secured: Vec<&str> = secured.iter().map(String::as_str).collect();
     let _ = state
         .openapi
@@ -156,7 +158,11 @@ async fn json_errors(req: Request, next: Next) -> Response {
         .headers()
         .get("content-type")
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/json") || v.starts_with("text/event-stream"));
+        .is_some_and(|v| {
+            v.starts_with("application/json")
+                || v.starts_with("text/event-stream")
+                || v.starts_with("text/html")
+        });
     if (status.is_client_error() || status.is_server_error()) && !is_json {
         let body = axum::body::to_bytes(res.into_body(), 64 * 1024)
             .await

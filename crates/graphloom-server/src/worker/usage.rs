@@ -1,6 +1,6 @@
 //! The models' token usage and cost, counted from the updates of a run.
 
-use crate::metrics::TokenLabel;
+use crate::metrics::{ModelLabel, ModelTokenLabel, TokenLabel};
 use crate::state::AppState;
 use serde_json::Value;
 
@@ -25,12 +25,24 @@ fn count_message(state: &AppState, m: &Value) {
     };
     let count = |key: &str| u.get(key).and_then(Value::as_u64);
     let (input, output) = (count("input_tokens"), count("output_tokens"));
+    let model = m
+        .pointer("/response_metadata/model_name")
+        .and_then(Value::as_str)
+        .unwrap_or("unknown");
     for (n, kind) in [(input, "input"), (output, "output")] {
         if let Some(n) = n {
             state
                 .metrics
                 .tokens
                 .get_or_create(&TokenLabel { kind: kind.into() })
+                .inc_by(n);
+            state
+                .metrics
+                .tokens_by_model
+                .get_or_create(&ModelTokenLabel {
+                    model: model.into(),
+                    kind: kind.into(),
+                })
                 .inc_by(n);
         }
     }
@@ -44,5 +56,10 @@ fn count_message(state: &AppState, m: &Value) {
         });
     if let Some(c) = cost.filter(|c| c.is_finite() && *c > 0.0) {
         state.metrics.cost.inc_by(c);
+        state
+            .metrics
+            .cost_by_model
+            .get_or_create(&ModelLabel { model: model.into() })
+            .inc_by(c);
     }
 }
