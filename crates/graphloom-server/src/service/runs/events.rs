@@ -154,7 +154,7 @@ impl Follower {
     /// The next frame; `None` at the end.
     async fn next(&mut self) -> Option<Frame> {
         if self.elsewhere {
-            return self.from_database().await;
+            return self.read_elsewhere().await;
         }
         let state = self.guard.state.clone();
         let run_id = self.guard.run.run_id.clone();
@@ -172,7 +172,7 @@ impl Follower {
                     self.elsewhere = true;
                     // The log here is not needed any more (it goes when it expires).
                     self.reader = None;
-                    return self.from_database().await;
+                    return self.read_elsewhere().await;
                 }
                 self.quiet += wait;
                 if self.quiet >= KEEPALIVE {
@@ -195,7 +195,7 @@ impl Follower {
     }
 
     /// The next frame of a run followed through the database.
-    async fn from_database(&mut self) -> Option<Frame> {
+    async fn read_elsewhere(&mut self) -> Option<Frame> {
         if self.resumable {
             self.read_stored().await
         } else {
