@@ -308,6 +308,17 @@ impl Broker {
         }
     }
 
+    /// Whether this process executes the run or executed it to its end: its log then gets
+    /// every event and the outcome. A log only opened here (a run queued here, not claimed
+    /// here yet, maybe never: another replica may take it) says false.
+    #[must_use]
+    pub fn executes_here(&self, run_id: &str) -> bool {
+        self.entry(run_id).is_some_and(|e| {
+            let log = e.log.lock().unwrap_or_else(PoisonError::into_inner);
+            !log.handed_off && (log.executing || log.outcome.is_some())
+        })
+    }
+
     /// Number of events so far (a cursor for "from now on").
     #[must_use]
     pub fn len(&self, run_id: &str) -> u64 {
@@ -604,5 +615,22 @@ mod tests {
             b.finish_unreplayable(&id, json!({"i": i}));
         }
         assert_eq!(b.held(), 1);
+    }
+
+    /// Only a log executed here (or ended here) says the run executes here: one merely
+    /// opened when the run was queued here does not, nor one handed off.
+    #[tokio::test]
+    async fn a_log_only_opened_here_is_not_executed_here() {
+        let b = Broker::default();
+        b.open("r");
+        assert!(b.knows("r") && !b.executes_here("r"));
+        b.reset("r", true);
+        assert!(b.executes_here("r"));
+        b.finish("r", json!({}));
+        assert!(b.executes_here("r"));
+        b.open("h");
+        b.reset("h", true);
+        b.abandon("h");
+        assert!(!b.executes_here("h") && !b.executes_here("unknown"));
     }
 }

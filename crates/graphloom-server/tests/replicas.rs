@@ -317,6 +317,56 @@ async fn a_resumable_run_streams_live_to_a_client_of_another_replica() {
     );
 }
 
+/// A run streamed from a replica that only serves the API (`runs/stream` there) while
+/// another replica executes it: the replica that queued it opened its log, which never
+/// gets an event, so its stream follows the run through the database, every event of a
+/// resumable run, the final values of one that is not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_run_streamed_from_an_api_replica_follows_it_on_the_executing_one() {
+    let (url, _guard) = graphloom_postgres::testing::test_database().await;
+    let (_a, _stop_a) = stepper_replica(&url, 1).await;
+    let (b, _stop_b) = stepper_replica(&url, 0).await;
+    let http = reqwest::Client::new();
+    for resumable in [true, false] {
+        let t: Value = http
+            .post(format!("{b}/threads"))
+            .json(&json!({}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let t = t["thread_id"].as_str().unwrap().to_owned();
+        let body = tokio::time::timeout(Duration::from_secs(30), async {
+            http.post(format!("{b}/threads/{t}/runs/stream"))
+                .json(&json!({"assistant_id": "stepper", "input": {},
+                              "stream_mode": ["custom", "values"], "stream_resumable": resumable}))
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap()
+        })
+        .await
+        .unwrap_or_else(|_| {
+            panic!("the stream on the API-only replica never ended (resumable: {resumable})")
+        });
+        let events = sse_events(&body);
+        let last_values = events.iter().rev().find(|(e, _, _)| e == "values");
+        assert_eq!(last_values.unwrap().1["n"], 3, "{events:?}");
+        if resumable {
+            let steps: Vec<Value> = events
+                .iter()
+                .filter(|(e, _, _)| e == "custom")
+                .map(|(_, d, _)| d["step"].clone())
+                .collect();
+            assert_eq!(steps, vec![json!(1), json!(2), json!(3)], "{events:?}");
+        }
+    }
+}
+
 /// `runs/wait` sent to a replica that only serves the API: it opens the run's log, another
 /// replica executes the run, and the wait still ends with the final values.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -178,9 +178,12 @@ async fn bad_commands_get_typed_error_frames_and_the_server_keeps_serving() {
         "{{\"id\": 1, \"method\": \"run.start\", \"params\": {{\"pad\": \"{}\"}}}}",
         "x".repeat(128 * 1024)
     );
+    // The server answers before reading the body and closes the connection: keep the
+    // client from reusing it for the next request.
     let r = s
         .http
         .post(s.u(&format!("/threads/{t}/commands")))
+        .header(reqwest::header::CONNECTION, "close")
         .body(huge)
         .send()
         .await

@@ -101,12 +101,22 @@ impl Drop for DisconnectGuard {
     }
 }
 
+/// How often a follower of a run whose log here is only opened (queued here, executed
+/// by nobody here yet) asks the database whether another process executes it.
+const CROSS_CHECK: Duration = Duration::from_millis(250);
+
 struct Follower {
     guard: DisconnectGuard,
     cursor: u64,
     resumable: bool,
     /// Keeps the run's events here while this follower reads them.
-    _reader: Option<Reader>,
+    reader: Option<Reader>,
+    /// The run executes (or ended) in another process: follow it through the database,
+    /// whatever this process's log of it says.
+    elsewhere: bool,
+    /// How long the follower has waited without news (for keep-alives while it cross
+    /// checks).
+    quiet: Duration,
 }
 
 /// The frames of run `run` from `from.cursor` on, until its end.
@@ -118,7 +128,9 @@ pub(crate) fn follow(
 ) -> impl Stream<Item = Frame> + Send {
     let reader = from.reader.or_else(|| state.broker.reader(&run.run_id));
     let init = Follower {
-        _reader: reader,
+        reader,
+        elsewhere: false,
+        quiet: Duration::ZERO,
         guard: DisconnectGuard {
             state,
             owner,
@@ -141,11 +153,38 @@ pub(crate) fn follow(
 impl Follower {
     /// The next frame; `None` at the end.
     async fn next(&mut self) -> Option<Frame> {
+        if self.elsewhere {
+            return self.read_elsewhere().await;
+        }
         let state = self.guard.state.clone();
         let run_id = self.guard.run.run_id.clone();
-        match state.broker.next(&run_id, self.cursor, KEEPALIVE).await {
-            Some(Next::Events(evs)) if evs.is_empty() => Some(Frame::KeepAlive),
-            Some(Next::Events(evs)) => Some(self.advance(evs)),
+        // A log only opened here (the run was queued here) may never get an event: another
+        // process may execute the run. Wait on it briefly, then ask the database.
+        let here = state.broker.executes_here(&run_id);
+        let wait = if here { KEEPALIVE } else { CROSS_CHECK };
+        match state.broker.next(&run_id, self.cursor, wait).await {
+            Some(Next::Events(evs)) if evs.is_empty() => {
+                if here {
+                    self.quiet = Duration::ZERO;
+                    return Some(Frame::KeepAlive);
+                }
+                if self.runs_elsewhere().await {
+                    self.elsewhere = true;
+                    // The log here is not needed any more (it goes when it expires).
+                    self.reader = None;
+                    return self.read_elsewhere().await;
+                }
+                self.quiet += wait;
+                if self.quiet >= KEEPALIVE {
+                    self.quiet = Duration::ZERO;
+                    return Some(Frame::KeepAlive);
+                }
+                Some(Frame::Pending)
+            }
+            Some(Next::Events(evs)) => {
+                self.quiet = Duration::ZERO;
+                Some(self.advance(evs))
+            }
             Some(Next::End(_)) => {
                 self.guard.done = true;
                 None
@@ -153,6 +192,38 @@ impl Follower {
             None if self.resumable => self.read_stored().await,
             None => Some(self.await_end().await),
         }
+    }
+
+    /// The next frame of a run followed through the database.
+    async fn read_elsewhere(&mut self) -> Option<Frame> {
+        if self.resumable {
+            self.read_stored().await
+        } else {
+            Some(self.await_end().await)
+        }
+    }
+
+    /// Whether the run, whose log here is only opened, executes (or ended) in another
+    /// process: it ended without this process executing it, or (a resumable run) the
+    /// database has events this process's log does not.
+    async fn runs_elsewhere(&self) -> bool {
+        let state = &self.guard.state;
+        let (run, owner) = (&self.guard.run, &self.guard.owner);
+        if state.broker.executes_here(&run.run_id) {
+            return false;
+        }
+        let elsewhere = match state.db.get_run(owner, Some(&run.thread_id), &run.run_id).await {
+            Ok(Some(r)) if r.status.is_final() => true,
+            Ok(None) => true,
+            Ok(Some(_)) if self.resumable => state
+                .db
+                .run_events(&run.run_id, self.cursor, 1)
+                .await
+                .is_ok_and(|evs| !evs.is_empty()),
+            Ok(Some(_)) | Err(_) => false,
+        };
+        // Claimed here meanwhile: this process's log has it all.
+        elsewhere && !state.broker.executes_here(&run.run_id)
     }
 
     fn advance(&mut self, evs: Vec<RunEventRecord>) -> Frame {
