@@ -36,6 +36,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod agent;
+mod approvals;
 mod nodes;
 pub mod offline;
 pub mod server;
@@ -52,7 +53,8 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-pub use nodes::{get_approval_status, parse_verdict, select_skills, ApprovalRecord, Verdict};
+pub use approvals::{get_approval_status, parse_verdict, ApprovalRecord, Verdict};
+pub use nodes::select_skills;
 
 /// The graph id the CLI and server register this example under.
 pub const GRAPH_ID: &str = "permit_filing";
