@@ -1,7 +1,8 @@
 //! Bearer JWTs ([`Jwt`]): HS256 with a shared secret and RS256 with a JWKS file. A good
 //! token acts as its `sub` (each subject sees only its own threads); a token expired,
 //! not yet valid, signed with another key, from another issuer, or naming another
-//! algorithm (`none` included) is a 401 saying why, and nothing is created.
+//! algorithm (`none` included) is a 401 saying why, and nothing is created. The HS256
+//! checks run on SQLite and on PostgreSQL.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -110,7 +111,23 @@ async fn refuses(s: &TestServer, good: &str, bad: &[(String, &str)]) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hs256_tokens_act_as_their_subject_and_bad_ones_are_refused() {
-    let s = TestServer::sqlite_with(|_| {}, |b| b.auth(Jwt::hs256(SECRET).issuer("https://id.test"))).await;
+    hs256_checks(
+        TestServer::sqlite_with(|_| {}, |b| b.auth(Jwt::hs256(SECRET).issuer("https://id.test"))).await,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hs256_tokens_act_as_their_subject_on_postgres() {
+    let (url, _db) = graphloom_postgres::testing::test_database().await;
+    let cfg = graphloom_server::ServerConfig::postgres(url);
+    hs256_checks(TestServer::start_with(cfg, |b| b.auth(Jwt::hs256(SECRET).issuer("https://id.test"))).await)
+        .await;
+}
+
+/// Good HS256 tokens act as their subject (each sees only its own threads, and the identity
+/// reaches the run's config); every bad one is refused with a 401 and creates nothing.
+async fn hs256_checks(s: TestServer) {
     let claims = |sub: &str, exp: i64| json!({"sub": sub, "iss": "https://id.test", "exp": exp, "scope": "read write"});
     let ann = hs(&claims("ann", now() + 600), SECRET);
     let bob = hs(&claims("bob", now() + 600), SECRET);

@@ -1,23 +1,24 @@
 """Drive a graphloom server's crons through the official LangGraph Python SDK.
 
-Usage: crons.py <server url> <the server's SQLite file>
+Usage: crons.py <server url>
 
-The SQLite file is opened only to make a tick due now (its `next_run_date` moved into
-the past, as after downtime), so the test need not wait for a wall-clock minute. The last
-stdout line is a JSON summary {"ok": true, "checks": [...]} that the Rust test reads.
+To make a tick due now (its `next_run_date` moved into the past, as after downtime, so the
+test need not wait for a wall-clock minute), the script prints `DUE <cron id>` and waits for
+the Rust test, which holds the server's database (SQLite or PostgreSQL), to answer `ok` on
+stdin. The last stdout line is a JSON summary {"ok": true, "checks": [...]} that the Rust
+test reads.
 """
 
 import asyncio
 import datetime as dt
 import json
-import sqlite3
 import sys
 import time
 
 from langgraph_sdk import get_client, get_sync_client
 from langgraph_sdk.errors import NotFoundError, UnprocessableEntityError
 
-URL, DB = sys.argv[1], sys.argv[2]
+URL = sys.argv[1]
 CHECKS: list[str] = []
 
 
@@ -31,17 +32,9 @@ def human(text: str) -> dict:
 
 
 def make_due(cron_id: str) -> None:
-    con = sqlite3.connect(DB, timeout=30)
-    try:
-        con.execute("PRAGMA busy_timeout = 30000")
-        with con:
-            n = con.execute(
-                "UPDATE server_crons SET next_run_date = ? WHERE cron_id = ?",
-                (int((time.time() - 5) * 1_000_000), cron_id),
-            ).rowcount
-        assert n == 1, n
-    finally:
-        con.close()
+    print(f"DUE {cron_id}", flush=True)
+    reply = sys.stdin.readline().strip()
+    assert reply == "ok", f"the test did not make the tick due: {reply!r}"
 
 
 async def crons(client) -> None:
