@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 /// `x-user: <name>` authenticates as owner `acme` with permission `user:<name>`; the
 /// team is `x-team`. Threads and runs are filtered by team and stamped with it; only
-/// `admin` deletes; the store is closed to `intern`.
+/// `admin` deletes; the store is closed to `intern`; `viewer` starts no runs.
 struct Teams;
 
 impl Auth for Teams {
@@ -40,6 +40,9 @@ impl Auth for Teams {
         }
         if req.resource == Resource::Store && user == "intern" {
             return Err(AuthError::forbidden("no store for interns"));
+        }
+        if req.resource == Resource::Runs && req.action == Action::Create && user == "viewer" {
+            return Err(AuthError::forbidden("viewers start no runs"));
         }
         let team = req.identity.extra["team"].clone();
         Ok(match req.resource {
@@ -321,5 +324,155 @@ async fn every_documented_route_is_authorised_as_an_action() {
         route_action(&axum::http::Method::DELETE, "/runs/crons/{cron_id}"),
         Some((Resource::Crons, Action::Delete))
     );
+    s.stop().await;
+}
+
+/// The thread-centric protocol under a custom `Auth`: the thread a first `run.start`
+/// creates carries the grant's stamp, so its creator finds it and another team does not;
+/// over the WebSocket (whose upgrade is a thread read) each command is authorised as over
+/// HTTP, and the runs it starts carry the identity's claims.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn thread_protocol_commands_are_authorised_and_stamped() {
+    use futures::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    use tokio_tungstenite::tungstenite::Message;
+
+    let s = TestServer::sqlite_with(|_| {}, |b| b.graph("whoami", factory(whoami)).auth(Teams)).await;
+    let idle = |t: String, who: (&'static str, &'static str)| {
+        let s = &s;
+        async move {
+            for _ in 0..400 {
+                let (st, b) = call(s, who, "GET", &format!("/threads/{t}"), None).await;
+                assert_eq!(st, 200, "{b}");
+                if b["status"] == "idle" {
+                    return b;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+            }
+            panic!("thread {t} never went idle");
+        }
+    };
+    let seen = |t: String, who: (&'static str, &'static str)| {
+        let s = &s;
+        async move {
+            let (st, b) = call(s, who, "GET", &format!("/threads/{t}/state"), None).await;
+            assert_eq!(st, 200, "{b}");
+            serde_json::from_str::<Value>(b["values"]["decision"].as_str().unwrap()).unwrap()
+        }
+    };
+
+    // Over HTTP: the client names a new thread; run.start creates it, stamped.
+    let t = uuid::Uuid::new_v4().to_string();
+    let (st, b) = call(
+        &s,
+        RED,
+        "POST",
+        &format!("/threads/{t}/commands"),
+        Some(json!({"id": 1, "method": "run.start",
+            "params": {"assistant_id": "whoami", "input": human("hi"), "metadata": {"team": "blue"}}})),
+    )
+    .await;
+    assert_eq!(st, 200, "{b}");
+    assert!(b["result"]["run_id"].is_string(), "{b}");
+    let thread = idle(t.clone(), RED).await;
+    assert_eq!(thread["metadata"]["team"], "red", "{thread}");
+    let (st, _) = call(&s, BLUE, "GET", &format!("/threads/{t}"), None).await;
+    assert_eq!(st, 404);
+    let (st, _) = call(
+        &s,
+        BLUE,
+        "POST",
+        &format!("/threads/{t}/commands"),
+        Some(json!({"id": 2, "method": "state.get", "params": {}})),
+    )
+    .await;
+    assert_eq!(st, 404);
+    let (st, runs) = call(&s, RED, "GET", &format!("/threads/{t}/runs"), None).await;
+    assert_eq!(st, 200, "{runs}");
+    assert_eq!(runs[0]["metadata"]["team"], "red", "{runs}");
+
+    // Over the WebSocket.
+    let socket = |t: String, who: (&'static str, &'static str)| {
+        let url = format!("{}/threads/{t}/stream/events", s.url.replacen("http", "ws", 1));
+        async move {
+            let mut req = url.into_client_request().unwrap();
+            req.headers_mut().insert("x-user", who.0.parse().unwrap());
+            req.headers_mut().insert("x-team", who.1.parse().unwrap());
+            tokio_tungstenite::connect_async(req).await.unwrap().0
+        }
+    };
+    async fn answer<S>(ws: &mut S, id: u64) -> Value
+    where
+        S: futures::Stream<Item = Result<Message, tokio_tungstenite::tungstenite::Error>> + Unpin,
+    {
+        loop {
+            let m = tokio::time::timeout(std::time::Duration::from_secs(20), ws.next())
+                .await
+                .expect("no answer within 20 s")
+                .expect("the socket closed")
+                .unwrap();
+            if let Message::Text(text) = m {
+                let v: Value = serde_json::from_str(&text).unwrap();
+                if v["id"] == id {
+                    return v;
+                }
+            }
+        }
+    }
+    // A viewer may follow the thread, not start a run on it.
+    const RED_VIEWER: (&str, &str) = ("viewer", "red");
+    let mut ws = socket(t.clone(), RED_VIEWER).await;
+    ws.send(Message::text(
+        json!({"id": 1, "method": "subscription.subscribe", "params": {"channels": ["values"]}}).to_string(),
+    ))
+    .await
+    .unwrap();
+    let ok = answer(&mut ws, 1).await;
+    assert_eq!(ok["type"], "success", "{ok}");
+    ws.send(Message::text(
+        json!({"id": 2, "method": "run.start", "params": {"assistant_id": "whoami", "input": human("no")}})
+            .to_string(),
+    ))
+    .await
+    .unwrap();
+    let refused = answer(&mut ws, 2).await;
+    assert_eq!(refused["error"], "permission_denied", "{refused}");
+    let (_, runs) = call(&s, RED, "GET", &format!("/threads/{t}/runs"), None).await;
+    assert_eq!(
+        runs.as_array().unwrap().len(),
+        1,
+        "the refused command started nothing: {runs}"
+    );
+    drop(ws);
+
+    // Another team cannot open the thread's socket: the upgrade is a read it may not make.
+    let url = format!("{}/threads/{t}/stream/events", s.url.replacen("http", "ws", 1));
+    let mut req = url.into_client_request().unwrap();
+    req.headers_mut().insert("x-user", BLUE.0.parse().unwrap());
+    req.headers_mut().insert("x-team", BLUE.1.parse().unwrap());
+    match tokio_tungstenite::connect_async(req).await {
+        Err(tokio_tungstenite::tungstenite::Error::Http(r)) => assert_eq!(r.status(), 404),
+        other => panic!("another team's socket opened: {:?}", other.map(|_| ())),
+    }
+
+    // A run started over the socket: its thread stamped, the identity's claims in its context.
+    let t2 = uuid::Uuid::new_v4().to_string();
+    let mut ws = socket(t2.clone(), RED).await;
+    ws.send(Message::text(
+        json!({"id": 4, "method": "run.start", "params": {"assistant_id": "whoami", "input": human("hi")}})
+            .to_string(),
+    ))
+    .await
+    .unwrap();
+    let started = answer(&mut ws, 4).await;
+    assert_eq!(started["type"], "success", "{started}");
+    let thread = idle(t2.clone(), RED).await;
+    assert_eq!(thread["metadata"]["team"], "red", "{thread}");
+    let who = seen(t2.clone(), RED).await;
+    assert_eq!(who["id"], "acme", "{who}");
+    assert_eq!(who["team"], "red", "{who}");
+    assert_eq!(who["name"], "ann", "{who}");
+    assert_eq!(who["permissions"], json!(["ann"]), "{who}");
+    drop(ws);
     s.stop().await;
 }

@@ -13,6 +13,8 @@
 
 use super::auth::Owner;
 use super::thread_commands::dispatch;
+use crate::auth::gate::authorize_command;
+use crate::auth::Identity;
 use crate::protocol::{
     error_frame, success_frame, BadFrame, Command, ErrorCode, Event, Filter, ProtocolError,
 };
@@ -22,9 +24,11 @@ use crate::state::AppRef;
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{Path, State};
 use axum::response::Response;
+use axum::Extension;
 use futures::stream::BoxStream;
 use futures::{SinkExt, StreamExt};
 use serde_json::{json, Value};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
@@ -46,16 +50,26 @@ const MAX_SUBSCRIPTIONS: usize = 256;
 pub(crate) async fn socket(
     State(state): State<AppRef>,
     Owner(owner): Owner,
+    identity: Option<Extension<Identity>>,
     Path(thread_id): Path<String>,
     ws: WebSocketUpgrade,
 ) -> Response {
+    // The session outlives the request: it carries the identity itself, so the runs its
+    // commands start carry it as the HTTP commands' runs do.
+    let identity = Arc::new(identity.map_or_else(|| Identity::new(owner.clone()), |Extension(i)| i));
     ws.max_message_size(MAX_FRAME)
         .max_frame_size(MAX_FRAME)
-        .on_upgrade(move |socket| session(state, owner, thread_id, socket))
+        .on_upgrade(move |socket| {
+            crate::auth::scope(
+                Arc::clone(&identity),
+                session(state, identity, owner, thread_id, socket),
+            )
+        })
 }
 
 struct Session {
     state: AppRef,
+    identity: Arc<Identity>,
     owner: String,
     thread_id: String,
     out: mpsc::Sender<Message>,
@@ -75,7 +89,13 @@ enum End {
     Stalled,
 }
 
-async fn session(state: AppRef, owner: String, thread_id: String, socket: WebSocket) {
+async fn session(
+    state: AppRef,
+    identity: Arc<Identity>,
+    owner: String,
+    thread_id: String,
+    socket: WebSocket,
+) {
     let (mut sink, mut incoming) = socket.split();
     let (tx, mut rx) = mpsc::channel::<Message>(OUT_QUEUE);
     let mut writer = tokio::spawn(async move {
@@ -90,6 +110,7 @@ async fn session(state: AppRef, owner: String, thread_id: String, socket: WebSoc
     let follower = follow_thread(state.clone(), owner.clone(), thread_id.clone(), Start::LatestRun).boxed();
     let mut s = Session {
         state,
+        identity,
         owner,
         thread_id,
         out: tx,
@@ -173,7 +194,7 @@ impl Session {
 
     /// One frame from the client.
     async fn frame(&mut self, bytes: &[u8]) -> Result<(), End> {
-        let cmd = match Command::parse(bytes) {
+        let mut cmd = match Command::parse(bytes) {
             Ok(c) => c,
             Err(bad) => return self.send_json(&bad.response()).await,
         };
@@ -181,9 +202,22 @@ impl Session {
             "subscription.subscribe" => self.subscribe(&cmd.params, None).await,
             "subscription.unsubscribe" => self.unsubscribe(&cmd.params),
             "subscription.reconnect" => self.reconnect(&cmd.params).await,
-            _ => dispatch(&self.state, &self.owner, &self.thread_id, &cmd)
-                .await
-                .map_err(Failure::from),
+            // Following the thread was authorised at the upgrade; anything else is
+            // authorised per command, as over HTTP.
+            _ => match authorize_command(
+                &self.state,
+                &self.identity,
+                &self.thread_id,
+                &cmd.method,
+                &mut cmd.params,
+            )
+            .await
+            {
+                Ok(()) => dispatch(&self.state, &self.owner, &self.thread_id, &cmd)
+                    .await
+                    .map_err(Failure::from),
+                Err(e) => Err(Failure::Protocol(ProtocolError::from(e))),
+            },
         };
         let frame = match answer {
             Ok(result) => success_frame(cmd.id, result, self.last_seq),

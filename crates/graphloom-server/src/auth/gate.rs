@@ -138,11 +138,10 @@ async fn apply_filter<'p>(
             let Some(id) = param("thread_id") else {
                 return Ok(false);
             };
-            match state.db.get_thread(owner, id).await {
-                Ok(Some(t)) if !filter.matches(&t.metadata) => Err(hidden(format!("thread {id}"))),
-                Ok(_) => Ok(false),
-                Err(e) => Err(ApiError::from(e).into_response()),
-            }
+            thread_visible(state, owner, grant, id)
+                .await
+                .map(|()| false)
+                .map_err(IntoResponse::into_response)
         }
         Check::Assistant => {
             let Some(id) = param("assistant_id") else {
@@ -197,6 +196,65 @@ async fn apply_filter<'p>(
     }
 }
 
+/// Whether the grant's filter lets `owner` see thread `id` (a thread not yet made is
+/// visible: the request may create it); a 404 when not.
+async fn thread_visible(state: &AppRef, owner: &str, grant: &Grant, id: &str) -> Result<(), ApiError> {
+    if grant.filter.is_empty() {
+        return Ok(());
+    }
+    match state.db.get_thread(owner, id).await? {
+        Some(t) if !grant.filter.matches(&t.metadata) => Err(ApiError::not_found(format!("thread {id}"))),
+        _ => Ok(()),
+    }
+}
+
+/// Authorise one thread-protocol command that arrived over the thread's WebSocket (whose
+/// upgrade was authorised as a thread read) as `POST /threads/{id}/commands` authorises
+/// it: the action asked of the [`Auth`](super::Auth), the grant's filter applied to the
+/// thread, its metadata stamped into the command's parameters.
+pub(crate) async fn authorize_command(
+    state: &AppRef,
+    identity: &Identity,
+    thread_id: &str,
+    method: &str,
+    params: &mut Value,
+) -> Result<(), ApiError> {
+    if !state.auth.authorizes() {
+        return Ok(());
+    }
+    let Some(rule) = rule_of(&Method::POST, "/threads/{thread_id}/commands") else {
+        return Ok(());
+    };
+    let mut command = json!({"method": method, "params": std::mem::take(params)});
+    let ask = AuthRequest {
+        identity,
+        resource: rule.resource,
+        action: rule.action,
+        id: Some(thread_id),
+        thread_id: Some(thread_id),
+        body: &command,
+        query: None,
+    };
+    let grant = state.auth.authorize(&ask).await;
+    let outcome = match grant {
+        Ok(grant) => match thread_visible(state, identity.identity.as_str(), &grant, thread_id).await {
+            Ok(()) => {
+                stamp(&rule, &grant, &mut command);
+                Ok(())
+            }
+            Err(e) => Err(e),
+        },
+        Err(e) => Err(ApiError::from(e)),
+    };
+    if let Some(p) = command.get_mut("params") {
+        *params = std::mem::take(p);
+    }
+    outcome
+}
+
+/// The commands whose parameters carry the metadata of the run they start.
+const RUN_COMMANDS: [&str; 3] = ["run.start", "input.respond", "state.fork"];
+
 /// Stamp the grant's metadata where the rule says; whether the body changed.
 fn stamp(rule: &Rule, grant: &Grant, body: &mut Value) -> bool {
     if grant.metadata.is_empty() {
@@ -224,6 +282,19 @@ fn stamp(rule: &Rule, grant: &Grant, body: &mut Value) -> bool {
             Value::Array(items) => items.iter_mut().fold(false, |acc, v| one(v) | acc),
             _ => false,
         },
+        Stamp::Command => {
+            let starts_run = body
+                .get("method")
+                .and_then(Value::as_str)
+                .is_some_and(|m| RUN_COMMANDS.contains(&m));
+            if !starts_run || !matches!(body.get("params"), None | Some(Value::Object(_) | Value::Null)) {
+                return false;
+            }
+            if body.get("params").is_none() {
+                set_key(body, "params", Value::Null);
+            }
+            body.get_mut("params").is_some_and(one)
+        }
     }
 }
 

@@ -51,6 +51,10 @@ pub(crate) enum Stamp {
     Body,
     /// The `metadata` of each element of the body (a list).
     Each,
+    /// The `params.metadata` of a thread-protocol command that starts a run (`run.start`,
+    /// `input.respond`, `state.fork`): the run's metadata, and the thread's when the run
+    /// creates it.
+    Command,
 }
 
 const fn rule(resource: Resource, action: Action, check: Check, stamp: Stamp) -> Option<Rule> {
@@ -109,10 +113,11 @@ pub(crate) fn rule_of(method: &Method, path: &str) -> Option<Rule> {
         }
         // The thread protocol: following a thread reads it; a command may start a run on
         // it (and creates the thread on its first `run.start`), so commands are authorised
-        // as the most a command does.
+        // as the most a command does, and the grant's metadata goes on the runs they start
+        // (and on the thread a first `run.start` creates, so the filter finds it again).
         ("GET", "/threads/{thread_id}/stream" | "/threads/{thread_id}/stream/events")
         | ("POST", "/threads/{thread_id}/stream/events") => rule(Threads, Read, Thread, Stamp::Nothing),
-        ("POST", "/threads/{thread_id}/commands") => rule(Runs, Create, Thread, Stamp::Nothing),
+        ("POST", "/threads/{thread_id}/commands") => rule(Runs, Create, Thread, Stamp::Command),
         ("PATCH", "/threads/{thread_id}") => rule(Threads, Update, Thread, Stamp::Body),
         ("POST", "/threads/{thread_id}/state") => rule(Threads, Update, Thread, Stamp::Nothing),
         // A copy is a new thread, made of one the filter must let the identity read.

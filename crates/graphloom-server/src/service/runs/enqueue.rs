@@ -153,10 +153,12 @@ pub(crate) fn check_input(state: &AppRef, graph_id: &str, input: Option<&Value>)
 }
 
 /// The run's thread: a new temporary one for a stateless run; else the owner's thread,
-/// created when missing if the request says `if_not_exists: create`.
+/// created when missing if the request says `if_not_exists: create`. A thread the run
+/// creates starts with the run's metadata (what an `Auth` stamped on it included, so its
+/// filter finds the thread again), and the graph and assistant.
 async fn thread_of(state: &AppRef, s: &Submit, assistant: &Assistant) -> ApiResult<Thread> {
     let meta = || {
-        let mut m = Map::new();
+        let mut m = s.request.metadata.clone().unwrap_or_default();
         m.insert("graph_id".into(), json!(assistant.graph_id));
         m.insert("assistant_id".into(), json!(assistant.assistant_id));
         m
