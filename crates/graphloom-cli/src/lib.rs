@@ -200,7 +200,7 @@ pub(crate) async fn open_deps(db: &DbArgs) -> anyhow::Result<GraphDeps> {
             Arc::new(graphloom_sqlite::SqliteStore::open(db.db.clone()).await?),
         ),
     };
-    Ok(GraphDeps { checkpointer, store })
+    Ok(GraphDeps::new(checkpointer, store))
 }
 
 /// Parse `--input`: JSON text or `@file`; errors point at the line and column.

@@ -109,10 +109,7 @@ impl ServerBuilder {
             store,
             file_lock,
         } = crate::db::open(&self.config.database, self.config.retention.store_ttl).await?;
-        let deps = GraphDeps {
-            checkpointer: Arc::clone(&checkpointer),
-            store: Arc::clone(&store),
-        };
+        let deps = GraphDeps::new(Arc::clone(&checkpointer), Arc::clone(&store));
         let (graphs, validators) = compile_graphs(&self.graphs, &deps)?;
         create_system_assistants(db.as_ref(), &graphs).await?;
         let (shutdown, _) = watch::channel(false);
@@ -123,6 +120,7 @@ impl ServerBuilder {
             store,
             broker: Broker::default(),
             metrics: Metrics::new(),
+            graph_metrics: deps.metrics.clone(),
             worker_id: uuid::Uuid::new_v4().to_string(),
             wake: Notify::new(),
             slots: std::sync::OnceLock::new(),

@@ -25,6 +25,65 @@ pub struct GraphDeps {
     pub checkpointer: Arc<dyn DynCheckpointer>,
     /// The server's store.
     pub store: Arc<dyn DynStore>,
+    /// Where the graph registers its own Prometheus metrics: `/metrics` exports them
+    /// after the server's own.
+    pub metrics: GraphMetrics,
+}
+
+impl GraphDeps {
+    /// Dependencies over this checkpointer and store, with no graph metrics yet.
+    #[must_use]
+    pub fn new(checkpointer: Arc<dyn DynCheckpointer>, store: Arc<dyn DynStore>) -> Self {
+        Self {
+            checkpointer,
+            store,
+            metrics: GraphMetrics::default(),
+        }
+    }
+}
+
+/// A metric registry a graph keeps, as `/metrics` reads it.
+pub type SharedRegistry = Arc<dyn AsRef<prometheus_client::registry::Registry> + Send + Sync>;
+
+/// The graphs' own Prometheus metrics, exported by the server's `/metrics` after its own
+/// (`graphloom_*`) ones. A graph keeps its metrics in a `prometheus_client` registry of its
+/// own (with its own names, e.g. `ops_agent_*`) and hands it over here when it is built;
+/// a registry handed over twice is exported once.
+#[derive(Clone, Default)]
+pub struct GraphMetrics {
+    registries: Arc<std::sync::Mutex<Vec<SharedRegistry>>>,
+}
+
+impl GraphMetrics {
+    /// Export `registry` on `/metrics`.
+    pub fn export(&self, registry: SharedRegistry) {
+        let mut all = self
+            .registries
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let same = |r: &SharedRegistry| {
+            std::ptr::eq(Arc::as_ptr(r).cast::<()>(), Arc::as_ptr(&registry).cast::<()>())
+        };
+        if !all.iter().any(same) {
+            all.push(registry);
+        }
+    }
+
+    /// The exported registries in the text exposition format, each without the closing
+    /// `# EOF` (the server writes it once, at the end).
+    pub(crate) fn encode_into(&self, out: &mut String) {
+        let all = self
+            .registries
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        for r in all {
+            let mut text = String::new();
+            if prometheus_client::encoding::text::encode(&mut text, r.as_ref().as_ref()).is_ok() {
+                out.push_str(text.strip_suffix("# EOF\n").unwrap_or(&text));
+            }
+        }
+    }
 }
 
 /// Builds a graph against the server's persistence.

@@ -43,7 +43,7 @@ mod worker;
 
 pub use app::{Server, ServerBuilder, StartError};
 pub use config::{ConfigError, Database, ServerConfig};
-pub use hosted::{factory, hosted, GraphDeps, GraphFactory, HostedGraph};
+pub use hosted::{factory, hosted, GraphDeps, GraphFactory, GraphMetrics, HostedGraph, SharedRegistry};
 pub use retention::RetentionConfig;
 pub use scheduler::CronConfig;
 pub use service::assistants::system_assistant_id;

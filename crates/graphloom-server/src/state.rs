@@ -45,6 +45,8 @@ pub struct AppState {
     pub(crate) store: Arc<dyn DynStore>,
     pub(crate) broker: Broker,
     pub(crate) metrics: Metrics,
+    /// The graphs' own metrics, exported after the server's.
+    pub(crate) graph_metrics: crate::hosted::GraphMetrics,
     pub(crate) config: ServerConfig,
     pub(crate) worker_id: String,
     pub(crate) wake: Notify,

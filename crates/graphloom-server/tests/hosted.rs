@@ -354,10 +354,10 @@ async fn factory_compiles_against_server_deps() {
             .store_dyn(Arc::clone(&deps.store))
             .compile()
     });
-    let deps = GraphDeps {
-        checkpointer: Arc::new(InMemorySaver::new()) as Arc<dyn DynCheckpointer>,
-        store: Arc::new(graphloom_core::InMemoryStore::new()) as Arc<dyn DynStore>,
-    };
+    let deps = GraphDeps::new(
+        Arc::new(InMemorySaver::new()) as Arc<dyn DynCheckpointer>,
+        Arc::new(graphloom_core::InMemoryStore::new()) as Arc<dyn DynStore>,
+    );
     let g = f(&deps).unwrap();
     run(&g, req("t", Some(json!({})), &[])).await;
     let st = g.get_state("t", None).await.unwrap().unwrap();

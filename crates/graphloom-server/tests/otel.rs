@@ -292,3 +292,83 @@ async fn a_run_exports_run_node_model_and_tool_spans() {
     assert!(radar.status.as_ref().unwrap().message.contains("offline"));
     drop(guard);
 }
+
+/// A seed graph's own `tracing` spans (seed 000's `agent.planner` per planning step and
+/// `agent.completion` once) reach the server's OTLP export inside the run's trace, each
+/// under the node that made it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_seed_graphs_own_spans_join_the_runs_trace() {
+    let (base, got) = receiver().await;
+    let telemetry = TelemetryConfig {
+        service_name: "graphloom-otel-seed".into(),
+        log_filter: "warn".into(),
+        ..TelemetryConfig::default()
+    }
+    .with_otlp_endpoint(format!("{base}/"));
+    let guard = init_tracing(&telemetry).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let s = TestServer::start_with(ServerConfig::sqlite(dir.path().join("graphloom.db")), |b| {
+        b.graph(
+            fraud_investigation::GRAPH_ID,
+            Arc::new(|deps: &GraphDeps| {
+                fraud_investigation::graph(
+                    Arc::clone(&deps.checkpointer),
+                    Arc::clone(&deps.store),
+                    Arc::new(fraud_investigation::offline::model().keep_requests(0)),
+                )
+                .map(graphloom_server::hosted)
+            }),
+        )
+    })
+    .await;
+    let t = s.thread().await;
+    let (code, run) = s
+        .post(
+            &format!("/threads/{t}/runs"),
+            json!({"assistant_id": fraud_investigation::GRAPH_ID, "input": fraud_investigation::sample_input()}),
+        )
+        .await;
+    assert_eq!(code, 200, "{run}");
+    let done = s.wait_run(&t, run["run_id"].as_str().unwrap()).await;
+    assert_eq!(done["status"], "success", "{done}");
+    let mut all = Vec::new();
+    for _ in 0..50 {
+        tokio::task::block_in_place(|| guard.flush()).unwrap();
+        all = spans(&got);
+        if all.iter().any(|sp| sp.name == "run") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    s.stop().await;
+    let root = all.iter().find(|sp| sp.name == "run").unwrap_or_else(|| {
+        panic!(
+            "no run span: {:?}",
+            all.iter().map(|s| &s.name).collect::<Vec<_>>()
+        )
+    });
+    let in_trace: Vec<&Span> = all.iter().filter(|sp| sp.trace_id == root.trace_id).collect();
+    let node_of = |sp: &Span| {
+        in_trace
+            .iter()
+            .find(|n| n.span_id == sp.parent_span_id && n.name == "node")
+            .map(|n| text(n, "graphloom.node"))
+    };
+    let planners: Vec<&&Span> = in_trace.iter().filter(|sp| sp.name == "agent.planner").collect();
+    let completions: Vec<&&Span> = in_trace
+        .iter()
+        .filter(|sp| sp.name == "agent.completion")
+        .collect();
+    assert!(
+        planners.len() >= 6,
+        "a planner span per step, in the run's trace: {:?}",
+        in_trace.iter().map(|s| &s.name).collect::<Vec<_>>()
+    );
+    assert_eq!(completions.len(), 1);
+    for p in &planners {
+        assert_eq!(node_of(p).as_deref(), Some("planner"));
+        assert_eq!(text(p, "investigation_id"), "inv-sample-tx-1009");
+    }
+    assert_eq!(text(completions[0], "status"), "COMPLETED");
+    assert_eq!(text(completions[0], "severity"), "CRITICAL");
+}

@@ -8,10 +8,15 @@ use std::sync::Arc;
 
 macro_rules! entry {
     ($krate:ident, $about:literal) => {
+        entry!($krate, $about, |_deps: &GraphDeps| {})
+    };
+    // `export`: what else the graph hands the server (its metrics).
+    ($krate:ident, $about:literal, $export:expr) => {
         Entry {
             id: $krate::GRAPH_ID,
             about: $about,
             factory: Arc::new(|deps: &GraphDeps| {
+                ($export)(deps);
                 $krate::graph(
                     Arc::clone(&deps.checkpointer),
                     Arc::clone(&deps.store),
@@ -30,7 +35,11 @@ pub fn all() -> Graphs {
     Graphs::new(vec![
         entry!(
             fraud_investigation,
-            "seed 000: planner -> tool executor loop over transaction data"
+            "seed 000: planner -> tool executor loop over transaction data",
+            // The `ops_agent_*` metrics of TDD-002 §12, on the server's `/metrics`.
+            |deps: &GraphDeps| deps
+                .metrics
+                .export(Arc::clone(fraud_investigation::global_metrics()) as _)
         ),
         entry!(
             support_chat,

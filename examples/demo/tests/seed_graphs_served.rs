@@ -131,6 +131,42 @@ async fn fraud_investigation_completes_every_run_with_the_models_plan() {
             "run {i}: the model planned every step, no fallback: {decisions:?}"
         );
     }
+    // The graph's own metrics (seed 000's `ops_agent_*`) are on the server's `/metrics`,
+    // after the server's, in one exposition that ends once. (nextest runs each test in a
+    // process of its own, so the process-wide registry counts this test's runs only.)
+    let text = s
+        .http
+        .get(format!("{}/metrics", s.url))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let sample = |line_start: &str| -> f64 {
+        text.lines()
+            .find(|l| l.starts_with(line_start))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no sample {line_start:?} in /metrics:\n{text}"))
+    };
+    assert_eq!(
+        sample("ops_agent_investigation_completed_total{status=\"COMPLETED\",severity=\"CRITICAL\"}"),
+        RUNS as f64
+    );
+    assert_eq!(sample("ops_agent_investigation_steps_count"), RUNS as f64);
+    let tool_calls: f64 = text
+        .lines()
+        .filter(|l| l.starts_with("ops_agent_tool_execution_latency_seconds_count{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum();
+    assert!(
+        tool_calls >= (6 * RUNS) as f64,
+        "{tool_calls} tool calls:\n{text}"
+    );
+    assert!(sample("graphloom_runs_finished_total{") >= RUNS as f64, "{text}");
+    assert_eq!(text.matches("# EOF").count(), 1, "{text}");
+    assert!(text.ends_with("# EOF\n"), "{text}");
     s.stop().await;
 }
 

@@ -204,3 +204,10 @@ mod tests {
         }
     }
 }
+
+/// The registry, for a server that exports it (`graphloom serve` does: `GraphDeps::metrics`).
+impl AsRef<Registry> for Metrics {
+    fn as_ref(&self) -> &Registry {
+        &self.registry
+    }
+}

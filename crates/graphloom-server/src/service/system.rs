@@ -10,7 +10,7 @@ pub(crate) fn graph_ids(state: &AppState) -> Vec<&str> {
     state.graphs.keys().map(String::as_str).collect()
 }
 
-/// The metrics in the OpenMetrics text format, the queue depth and the runs by status
+/// The metrics in the OpenMetrics text format (the server's, then the graphs' own), the queue depth and the runs by status
 /// counted now (a count the database cannot give keeps its last value).
 pub(crate) async fn metrics_text(state: &AppState) -> String {
     if let Ok(depth) = state.db.queue_depth().await {
@@ -35,5 +35,14 @@ pub(crate) async fn metrics_text(state: &AppState) -> String {
                 .set(n);
         }
     }
-    state.metrics.render()
+    let mut text = state.metrics.render();
+    let eof = text.ends_with("# EOF\n");
+    if eof {
+        text.truncate(text.len() - "# EOF\n".len());
+    }
+    state.graph_metrics.encode_into(&mut text);
+    if eof {
+        text.push_str("# EOF\n");
+    }
+    text
 }
