@@ -183,6 +183,13 @@ impl Metrics {
     }
 }
 
+/// The registry, for a server that exports it (`graphloom serve` does: `GraphDeps::metrics`).
+impl AsRef<Registry> for Metrics {
+    fn as_ref(&self) -> &Registry {
+        &self.registry
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -202,12 +209,5 @@ mod tests {
         ] {
             assert!(text.contains(name), "missing `{name}` in\n{text}");
         }
-    }
-}
-
-/// The registry, for a server that exports it (`graphloom serve` does: `GraphDeps::metrics`).
-impl AsRef<Registry> for Metrics {
-    fn as_ref(&self) -> &Registry {
-        &self.registry
     }
 }
