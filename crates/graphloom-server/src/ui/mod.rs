@@ -45,6 +45,7 @@ pub(crate) fn routes(state: &AppRef) -> Router<AppRef> {
     let frags = Router::new()
         .route("/ui/frag/graphs", get(graphs::page))
         .route("/ui/frag/graphs/{graph_id}/svg", get(graphs::svg_fragment))
+        .route("/ui/frag/graphs/live", get(graphs::live))
         .route("/ui/frag/threads", get(threads::page))
         .route("/ui/frag/threads/{thread_id}", get(thread::page))
         .route(

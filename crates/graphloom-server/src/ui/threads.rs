@@ -111,7 +111,7 @@ pub(crate) async fn page(State(state): State<AppRef>, Owner(owner): Owner, q: Q)
             @if let Some(g) = &graph { input type="hidden" name="graph" value=(g); }
             button type="submit" { "Search" }
         }
-        p.muted {
+        p.muted.thread-count {
             (total) (if total == 1 { " thread" } else { " threads" })
             @if let Some(g) = &graph { " of graph " b { (g) } }
             @if total > 0 { " · showing " (offset + 1) "–" (offset + threads.len() as i64) }
