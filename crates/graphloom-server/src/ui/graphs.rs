@@ -2,6 +2,7 @@
 //! form that starts a run of it, and the owner's runs in flight (`/ui/frag/graphs/live`),
 //! whose nodes the page lights as they run.
 
+use super::access::Viewer;
 use super::{error_page, fragment, Q};
 use crate::api::auth::Owner;
 use crate::error::ApiError;
@@ -100,33 +101,41 @@ const LIVE_THREADS: i64 = 50;
 /// `[{"graph", "thread", "run", "next"}]` (`next`: the nodes the thread's latest checkpoint
 /// runs next, for a run whose stream carries no task events). The graphs page asks again
 /// every second and follows each new run's event stream.
-pub(crate) async fn live(State(state): State<AppRef>, Owner(owner): Owner) -> Response {
+pub(crate) async fn live(State(state): State<AppRef>, viewer: Viewer) -> Response {
+    let owner = viewer.owner();
+    // The threads a custom Auth's filter lets the viewer search, as on the API.
+    let metadata = match viewer.search_needle(&state, &serde_json::Map::new()).await {
+        Ok(Some(needle)) => needle,
+        Ok(None) => return Json(Vec::<Value>::new()).into_response(),
+        Err(e) => return e.into_response(),
+    };
     let query = ThreadQuery {
+        metadata,
         status: Some(ThreadStatus::Busy),
         limit: LIVE_THREADS,
         sort_by: Some("updated_at".into()),
         ..ThreadQuery::default()
     };
-    let busy = match threads::search(&state, &owner, &query).await {
+    let busy = match threads::search(&state, owner, &query).await {
         Ok((list, _)) => list,
         Err(e) => return e.into_response(),
     };
     let mut out = Vec::new();
     for t in busy {
-        let Ok(running) = runs::list(&state, &owner, &t.thread_id, Some(RunStatus::Running), (5, 0)).await
+        let Ok(running) = runs::list(&state, owner, &t.thread_id, Some(RunStatus::Running), (5, 0)).await
         else {
             continue;
         };
         if running.is_empty() {
             continue;
         }
-        let next: Vec<Value> = threads::state_at(&state, &owner, &t.thread_id, None)
+        let next: Vec<Value> = threads::state_at(&state, owner, &t.thread_id, None)
             .await
             .ok()
             .and_then(|s| s.get("next").and_then(Value::as_array).cloned())
             .unwrap_or_default();
         for r in running {
-            let graph = match assistants::resolve(&state, &owner, &r.assistant_id).await {
+            let graph = match assistants::resolve(&state, owner, &r.assistant_id).await {
                 Ok(a) => a.graph_id,
                 Err(_) => continue,
             };

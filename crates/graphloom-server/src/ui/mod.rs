@@ -13,6 +13,7 @@
 //! Pages are sent with a Content-Security-Policy that allows only the console's own
 //! script and style: a value from a state that escaped the templates still could not run.
 
+mod access;
 mod graphs;
 mod html;
 mod json;
