@@ -12,6 +12,7 @@
   const timings = (window.__glTimings = window.__glTimings || []);
   let generation = 0; // bumps on every navigation; stale work stops
   let graphWatch = null; // the graphs page's runs in flight
+  let streams = []; // the event streams the current view reads; closed when it goes
 
   // ---- the API key ---------------------------------------------------------------------
   const key = () => sessionStorage.getItem(KEY) || "";
@@ -67,6 +68,9 @@
 
   async function render() {
     const my = ++generation;
+    // A stream of a quiet run would otherwise hold its connection until its next event.
+    streams.forEach((c) => c.abort());
+    streams = [];
     const started = performance.now();
     const section = (location.pathname.split("/")[2] || "graphs").replace("runs", "threads");
     document.querySelectorAll("nav a").forEach((a) => a.classList.toggle("active", a.dataset.section === section));
@@ -292,7 +296,9 @@
   // ---- a live run --------------------------------------------------------------------------
   // Server-sent events read with fetch (EventSource cannot send the key), split into frames.
   async function* sse(url, my) {
-    const res = await fetch(url, { headers: headers({ accept: "text/event-stream" }) });
+    const closer = new AbortController();
+    streams.push(closer);
+    const res = await fetch(url, { headers: headers({ accept: "text/event-stream" }), signal: closer.signal });
     if (res.status === 401) return showLogin(true);
     if (!res.ok || !res.body) throw new Error(`stream: ${res.status}`);
     const reader = res.body.getReader();
