@@ -1,13 +1,16 @@
 //! The console's routes over a real socket: the shell is public and locked down by its
 //! Content-Security-Policy, fragments need the key and answer as the key's owner (another
-//! owner's thread is a 404 page), values are escaped, the overview reads the metrics, and
-//! bad input is a 4xx page, never a 5xx. The browser test is `examples/demo/tests/console.rs`.
+//! owner's thread is a 404 page), a custom `Auth`'s metadata filter hides what it hides on
+//! the API, values are escaped, the overview reads the metrics, and bad input is a 4xx
+//! page, never a 5xx. The browser test is `examples/demo/tests/console.rs`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
 use common::{human, TestServer};
-use serde_json::json;
+use graphloom_server::auth::{Auth, AuthError, AuthRequest, Grant, Identity, Resource};
+use serde_json::{json, Value};
+use std::time::Duration;
 
 const ANN: &str = "key-ann";
 const BOB: &str = "key-bob";
@@ -228,5 +231,140 @@ async fn an_interrupt_that_is_not_a_hitl_request_gets_the_json_answer_form() {
         "the interrupt's value is shown: {body}"
     );
     assert!(body.contains("badge interrupted"), "{body}");
+    s.stop().await;
+}
+
+/// Everyone is owner `acme`; `x-team` names the team, and the grant lets threads and runs
+/// of that team only be seen, stamping new ones with it (LangGraph's `@auth.on` filter).
+struct Teams;
+
+impl Auth for Teams {
+    async fn authenticate(&self, req: &axum::http::request::Parts) -> Result<Identity, AuthError> {
+        let team = req
+            .headers
+            .get("x-team")
+            .and_then(|v| v.to_str().ok())
+            .ok_or_else(|| AuthError::unauthenticated("x-team is missing"))?;
+        Ok(Identity::new("acme").with_extra("team", team))
+    }
+
+    async fn authorize(&self, req: &AuthRequest<'_>) -> Result<Grant, AuthError> {
+        let team = req.identity.extra["team"].clone();
+        Ok(match req.resource {
+            Resource::Threads | Resource::Runs => {
+                Grant::allow().filter("team", team.clone()).stamp("team", team)
+            }
+            _ => Grant::allow(),
+        })
+    }
+}
+
+async fn as_team(s: &TestServer, team: &str, method: &str, path: &str, body: Option<Value>) -> (u16, String) {
+    let mut rb = s
+        .http
+        .request(reqwest::Method::from_bytes(method.as_bytes()).unwrap(), s.u(path))
+        .header("x-team", team);
+    if let Some(b) = body {
+        rb = rb.json(&b);
+    }
+    let r = rb.send().await.unwrap();
+    (r.status().as_u16(), r.text().await.unwrap())
+}
+
+#[tokio::test]
+async fn a_custom_auth_filter_hides_another_teams_threads_and_runs_in_the_console() {
+    let s = TestServer::sqlite_with(|_| {}, |b| b.auth(Teams)).await;
+    let mut ids = Vec::new();
+    for team in ["red", "blue"] {
+        let (st, t) = as_team(
+            &s,
+            team,
+            "POST",
+            "/threads",
+            Some(json!({"metadata": {"graph_id": "slow"}})),
+        )
+        .await;
+        assert_eq!(st, 200, "{t}");
+        let t: Value = serde_json::from_str(&t).unwrap();
+        ids.push(t["thread_id"].as_str().unwrap().to_owned());
+    }
+    let (red, blue) = (&ids[0], &ids[1]);
+    // Blue's run holds for a while: it is in flight while the lists are read.
+    let (st, run) = as_team(
+        &s,
+        "blue",
+        "POST",
+        &format!("/threads/{blue}/runs"),
+        Some(json!({"assistant_id": "slow", "input": {"sleep_ms": 3000}})),
+    )
+    .await;
+    assert_eq!(st, 200, "{run}");
+    let run: Value = serde_json::from_str(&run).unwrap();
+    let run_id = run["run_id"].as_str().unwrap().to_owned();
+
+    // The list: the same owner, but only the team's threads, with or without a search.
+    for q in ["", "?q=graph_id%3Dslow", "?status=busy", "?q=team%3Dblue"] {
+        let (st, list) = as_team(&s, "red", "GET", &format!("/ui/frag/threads{q}"), None).await;
+        assert_eq!(st, 200, "{list}");
+        assert!(
+            !list.contains(blue.as_str()),
+            "{q}: blue's thread is not listed: {list}"
+        );
+        if !q.contains("blue") && !q.contains("busy") {
+            assert!(list.contains(red.as_str()), "{q}: {list}");
+        }
+    }
+    let (_, list) = as_team(&s, "blue", "GET", "/ui/frag/threads", None).await;
+    assert!(
+        list.contains(blue.as_str()) && !list.contains(red.as_str()),
+        "{list}"
+    );
+
+    // Its thread, its state download and its run are 404 pages for red, as on the API.
+    for path in [
+        format!("/ui/frag/threads/{blue}"),
+        format!("/ui/frag/runs/{blue}/{run_id}"),
+    ] {
+        let (st, body) = as_team(&s, "red", "GET", &path, None).await;
+        assert_eq!(st, 404, "{path}: {body}");
+        let (api, _) = as_team(&s, "red", "GET", &format!("/threads/{blue}"), None).await;
+        assert_eq!(api, 404, "the API agrees");
+    }
+    let (st, body) = as_team(&s, "blue", "GET", &format!("/ui/frag/runs/{blue}/{run_id}"), None).await;
+    assert_eq!(st, 200, "{body}");
+    let (st, body) = as_team(&s, "red", "GET", &format!("/ui/frag/threads/{red}"), None).await;
+    assert_eq!(st, 200, "{body}");
+
+    // The graphs page's runs in flight: blue's run, for blue only.
+    let listed = tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            let (st, live) = as_team(&s, "blue", "GET", "/ui/frag/graphs/live", None).await;
+            assert_eq!(st, 200, "{live}");
+            let live: Value = serde_json::from_str(&live).unwrap();
+            if let Some(r) = live
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["run"] == run_id.as_str())
+            {
+                return r.clone();
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("blue's run is listed as running");
+    assert_eq!(listed["graph"], "slow");
+    assert_eq!(listed["thread"], blue.as_str());
+    assert_eq!(listed["next"], json!(["sleep"]), "the node it runs");
+    let (st, live) = as_team(&s, "red", "GET", "/ui/frag/graphs/live", None).await;
+    assert_eq!((st, live.as_str()), (200, "[]"), "red sees no run in flight");
+    // A checkpoint of blue's thread is there now; red cannot download it.
+    let (_, state) = as_team(&s, "blue", "GET", &format!("/threads/{blue}/state"), None).await;
+    let state: Value = serde_json::from_str(&state).unwrap();
+    let cp = state["checkpoint"]["checkpoint_id"].as_str().unwrap();
+    let download = format!("/ui/frag/threads/{blue}/state/{cp}");
+    assert_eq!(as_team(&s, "blue", "GET", &download, None).await.0, 200);
+    assert_eq!(as_team(&s, "red", "GET", &download, None).await.0, 404);
     s.stop().await;
 }

@@ -1,8 +1,10 @@
 //! The console at `/ui` in a real browser: Playwright (`tests/console/`, pinned in its lock
 //! file) drives Debian's Chromium against `graphloom serve` of the five seed graphs, with
-//! two owners' keys, and against a second server hosting a graph made for the console's
+//! two owners' keys, and against a second server hosting graphs made for the console's
 //! limits (a 1,000-token run, a run that holds until it is cancelled, a thread of 1,000
-//! checkpoints, a state too large to render, HTML planted in state and messages). What the
+//! checkpoints, a state too large to render, HTML planted in state and messages; `slow`,
+//! whose nodes sleep, stream two messages and call a tool; `ask`, which interrupts with a
+//! HITL request or a plain question and keeps the answer). What the
 //! browser does and checks is in `tests/console/console.test.mjs`; the measurements it prints
 //! go to bench/README.md.
 //!
@@ -26,6 +28,8 @@ const BOB: &str = "key-bob";
 const TOKENS: usize = 1000;
 /// Checkpoints of the long thread.
 const CHECKPOINTS: usize = 1000;
+/// Threads of metadata `kind: page` (the list shows 20 a page).
+const PAGED: usize = 25;
 
 /// The state of the limits graph.
 #[derive(State, Clone, Default, Debug)]
@@ -65,7 +69,59 @@ async fn speak(s: Arc<Talk>, rt: Runtime) -> Result<TalkUpdate, graphloom_core::
     Ok(TalkUpdate::new().messages(vec![answer]))
 }
 
-/// A server (auth off) hosting the limits graph `talk`, on 127.0.0.1:0.
+/// How long each sleeping node of `slow` runs.
+const NAP: Duration = Duration::from_millis(200);
+
+fn message(v: Value) -> Message {
+    serde_json::from_value(v).unwrap()
+}
+
+/// `slow`, first node: sleeps, streams a message and asks for a tool.
+async fn plan(_s: Arc<Talk>, rt: Runtime) -> Result<TalkUpdate, graphloom_core::NodeError> {
+    tokio::time::sleep(NAP).await;
+    for t in ["Let me ", "look that up."] {
+        rt.emit_message(json!({"type": "AIMessageChunk", "id": "m-plan", "content": t}));
+    }
+    Ok(TalkUpdate::new().messages(vec![message(json!({
+        "type": "ai", "id": "m-plan", "content": "Let me look that up.",
+        "tool_calls": [{"id": "call-1", "name": "lookup", "args": {"q": "permits"}, "type": "tool_call"}],
+    }))]))
+}
+
+/// `slow`, second node: sleeps and answers the tool call.
+async fn lookup(_s: Arc<Talk>, _rt: Runtime) -> Result<TalkUpdate, graphloom_core::NodeError> {
+    tokio::time::sleep(NAP).await;
+    Ok(TalkUpdate::new().messages(vec![message(json!({
+        "type": "tool", "id": "m-tool", "tool_call_id": "call-1", "name": "lookup", "content": "3 permits",
+    }))]))
+}
+
+/// `slow`, last node: streams a second message at once.
+async fn reply(_s: Arc<Talk>, rt: Runtime) -> Result<TalkUpdate, graphloom_core::NodeError> {
+    for t in ["There are ", "3 permits."] {
+        rt.emit_message(json!({"type": "AIMessageChunk", "id": "m-reply", "content": t}));
+    }
+    Ok(TalkUpdate::new().messages(vec![message(
+        json!({"type": "ai", "id": "m-reply", "content": "There are 3 permits."}),
+    )]))
+}
+
+/// `ask`: a HITL request for `send_email` allowing every decision (a plain question when
+/// `note` is "plain"); the answer is kept, as JSON text, in `blob`.
+async fn review(s: Arc<Talk>, rt: Runtime) -> Result<TalkUpdate, graphloom_core::NodeError> {
+    let request = if s.note == "plain" {
+        json!("Which colour?")
+    } else {
+        json!({
+            "action_requests": [{"name": "send_email", "args": {"to": "ann@example.com"}, "description": "Send the summary?"}],
+            "review_configs": [{"action_name": "send_email", "allowed_decisions": ["approve", "edit", "reject", "respond"]}],
+        })
+    };
+    let answer = rt.interrupt(request)?;
+    Ok(TalkUpdate::new().blob(vec![answer.to_string()]))
+}
+
+/// A server (auth off) hosting the limits graphs `talk`, `slow` and `ask`, on 127.0.0.1:0.
 async fn limits_server(dir: &Path) -> (String, tokio::sync::oneshot::Sender<()>) {
     let cfg = ServerConfig::sqlite(dir.join("limits.db"));
     let server = Server::builder(cfg)
@@ -83,6 +139,36 @@ async fn limits_server(dir: &Path) -> (String, tokio::sync::oneshot::Sender<()>)
         .sample_input(
             "talk",
             json!({"messages": [{"type": "human", "content": "count to 1000"}]}),
+        )
+        .graph(
+            "slow",
+            factory(|deps| {
+                StateGraph::<Talk>::new()
+                    .add_node("plan", plan)
+                    .add_node("lookup", lookup)
+                    .add_node("reply", reply)
+                    .add_edge(START, "plan")
+                    .add_edge("plan", "lookup")
+                    .add_edge("lookup", "reply")
+                    .add_edge("reply", END)
+                    .checkpointer_dyn(Arc::clone(&deps.checkpointer))
+                    .compile()
+            }),
+        )
+        .sample_input(
+            "slow",
+            json!({"messages": [{"type": "human", "content": "how many permits?"}]}),
+        )
+        .graph(
+            "ask",
+            factory(|deps| {
+                StateGraph::<Talk>::new()
+                    .add_node("review", review)
+                    .add_edge(START, "review")
+                    .add_edge("review", END)
+                    .checkpointer_dyn(Arc::clone(&deps.checkpointer))
+                    .compile()
+            }),
         )
         .build()
         .await
@@ -241,7 +327,71 @@ async fn prepare(seed: &str, limits: &str) -> Value {
         json!({"values": {"blob": blob}, "as_node": "speak"}),
     )
     .await;
-    json!({"bob": bob["thread_id"], "long": long_id, "xss": xss_id, "big": big_id})
+    // Threads enough for two pages of the list, found by their metadata.
+    for n in 0..PAGED {
+        call(
+            &http,
+            limits,
+            None,
+            "POST",
+            "/threads",
+            json!({"metadata": {"graph_id": "talk", "kind": "page", "n": n}}),
+        )
+        .await;
+    }
+    // Threads stopped at `ask`'s interrupt, one per way of answering it.
+    let mut ask = serde_json::Map::new();
+    for (way, note) in [
+        ("edit", "hitl"),
+        ("reject", "hitl"),
+        ("respond", "hitl"),
+        ("plain", "plain"),
+    ] {
+        let t = call(
+            &http,
+            limits,
+            None,
+            "POST",
+            "/threads",
+            json!({"metadata": {"graph_id": "ask", "kind": way}}),
+        )
+        .await;
+        let id = t["thread_id"].as_str().unwrap().to_owned();
+        call(
+            &http,
+            limits,
+            None,
+            "POST",
+            &format!("/threads/{id}/runs/wait"),
+            json!({"assistant_id": "ask", "input": {"note": note}}),
+        )
+        .await;
+        ask.insert(way.to_owned(), Value::String(id));
+    }
+    // A thread with one run, to fork and run again.
+    let fork = call(
+        &http,
+        limits,
+        None,
+        "POST",
+        "/threads",
+        json!({"metadata": {"graph_id": "talk", "kind": "fork"}}),
+    )
+    .await;
+    let fork_id = fork["thread_id"].as_str().unwrap().to_owned();
+    call(
+        &http,
+        limits,
+        None,
+        "POST",
+        &format!("/threads/{fork_id}/runs/wait"),
+        json!({"assistant_id": "talk", "input": {"messages": [{"type": "human", "content": "hello"}]}}),
+    )
+    .await;
+    json!({
+        "bob": bob["thread_id"], "long": long_id, "xss": xss_id, "big": big_id,
+        "ask": ask, "fork": fork_id, "paged": PAGED,
+    })
 }
 
 /// The Node package installed (`npm ci`) outside the clone, keyed by its lock file.

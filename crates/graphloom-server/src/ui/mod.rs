@@ -13,6 +13,7 @@
 //! Pages are sent with a Content-Security-Policy that allows only the console's own
 //! script and style: a value from a state that escaped the templates still could not run.
 
+mod access;
 mod graphs;
 mod html;
 mod json;
@@ -45,6 +46,7 @@ pub(crate) fn routes(state: &AppRef) -> Router<AppRef> {
     let frags = Router::new()
         .route("/ui/frag/graphs", get(graphs::page))
         .route("/ui/frag/graphs/{graph_id}/svg", get(graphs::svg_fragment))
+        .route("/ui/frag/graphs/live", get(graphs::live))
         .route("/ui/frag/threads", get(threads::page))
         .route("/ui/frag/threads/{thread_id}", get(thread::page))
         .route(

@@ -2,9 +2,11 @@
 //! and results, node timings, tokens and cost. The page is a frame; its script follows the
 //! run's event stream (`GET /threads/{thread_id}/runs/{run_id}/stream`) and fills it.
 
+use super::access::Viewer;
 use super::html::{badge, short, time};
 use super::{error_page, fragment};
 use crate::api::auth::Owner;
+use crate::auth::{Action, Resource};
 use crate::service::runs;
 use crate::state::AppRef;
 use axum::extract::{Path, State};
@@ -15,14 +17,21 @@ use maud::html;
 /// `GET /ui/frag/runs/{thread_id}/{run_id}`.
 pub(crate) async fn page(
     State(state): State<AppRef>,
-    Owner(owner): Owner,
+    viewer: Viewer,
     Path((thread_id, run_id)): Path<(String, String)>,
 ) -> Response {
-    let run = match runs::find(&state, &owner, &thread_id, &run_id).await {
+    let owner = viewer.owner();
+    if let Err(e) = viewer
+        .may(&state, Resource::Runs, Action::Read, &thread_id, Some(&run_id))
+        .await
+    {
+        return error_page(&e);
+    }
+    let run = match runs::find(&state, owner, &thread_id, &run_id).await {
         Ok(r) => r,
         Err(e) => return error_page(&e),
     };
-    let graph_id = match crate::service::assistants::resolve(&state, &owner, &run.assistant_id).await {
+    let graph_id = match crate::service::assistants::resolve(&state, owner, &run.assistant_id).await {
         Ok(a) => a.graph_id,
         Err(_) => String::new(),
     };

@@ -2,10 +2,11 @@
 //! page at a time, and the state at the chosen checkpoint (chat, tree, difference from its
 //! parent) with the form that forks from it.
 
+use super::access::Viewer;
 use super::html::{badge, chat, short, time};
 use super::json::{diff, diff_view, pretty, tree, LARGE, TREE_BUDGET};
 use super::{error_page, fragment, Q};
-use crate::api::auth::Owner;
+use crate::auth::{Action, Resource};
 use crate::error::ApiError;
 use crate::service::{runs, threads};
 use crate::state::AppRef;
@@ -32,11 +33,17 @@ fn names(v: Option<&Value>) -> Vec<String> {
 /// `GET /ui/frag/threads/{thread_id}?before=<checkpoint>&at=<checkpoint>`.
 pub(crate) async fn page(
     State(state): State<AppRef>,
-    Owner(owner): Owner,
+    viewer: Viewer,
     Path(thread_id): Path<String>,
     q: Q,
 ) -> Response {
-    match render(&state, &owner, &thread_id, &q).await {
+    if let Err(e) = viewer
+        .may(&state, Resource::Threads, Action::Read, &thread_id, None)
+        .await
+    {
+        return error_page(&e);
+    }
+    match render(&state, viewer.owner(), &thread_id, &q).await {
         Ok(m) => fragment(m),
         Err(e) => error_page(&e),
     }
@@ -341,10 +348,16 @@ fn interrupt_form(i: &Value, count: usize) -> Markup {
 /// as a JSON download (what a state too large to render links to).
 pub(crate) async fn full_state(
     State(state): State<AppRef>,
-    Owner(owner): Owner,
+    viewer: Viewer,
     Path((thread_id, checkpoint_id)): Path<(String, String)>,
 ) -> Response {
-    match threads::state_at(&state, &owner, &thread_id, Some(&checkpoint_id)).await {
+    if let Err(e) = viewer
+        .may(&state, Resource::Threads, Action::Read, &thread_id, None)
+        .await
+    {
+        return error_page(&e);
+    }
+    match threads::state_at(&state, viewer.owner(), &thread_id, Some(&checkpoint_id)).await {
         Ok(s) => {
             let body = serde_json::to_vec_pretty(s.get("values").unwrap_or(&Value::Null)).unwrap_or_default();
             let disposition = format!(

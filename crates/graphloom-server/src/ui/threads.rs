@@ -1,9 +1,9 @@
 //! The threads page: the owner's threads with their status, searched by metadata and
 //! status, a page at a time.
 
+use super::access::Viewer;
 use super::html::{badge, short, time};
 use super::{error_page, fragment, Q};
-use crate::api::auth::Owner;
 use crate::error::ApiError;
 use crate::models::ThreadStatus;
 use crate::state::AppRef;
@@ -43,7 +43,7 @@ pub(crate) fn metadata_filter(text: &str) -> Result<Map<String, Value>, ApiError
 }
 
 /// `GET /ui/frag/threads?status=&q=&graph=&offset=`.
-pub(crate) async fn page(State(state): State<AppRef>, Owner(owner): Owner, q: Q) -> Response {
+pub(crate) async fn page(State(state): State<AppRef>, viewer: Viewer, q: Q) -> Response {
     let text = q.get("q").cloned().unwrap_or_default();
     let mut metadata = match metadata_filter(&text) {
         Ok(m) => m,
@@ -66,6 +66,12 @@ pub(crate) async fn page(State(state): State<AppRef>, Owner(owner): Owner, q: Q)
         .and_then(|o| o.parse::<i64>().ok())
         .unwrap_or(0)
         .clamp(0, i64::from(u32::MAX));
+    // A custom Auth's filter narrows the search, as on `POST /threads/search`.
+    let (metadata, none) = match viewer.search_needle(&state, &metadata).await {
+        Ok(Some(needle)) => (needle, false),
+        Ok(None) => (metadata, true),
+        Err(e) => return error_page(&e),
+    };
     let query = ThreadQuery {
         metadata,
         status,
@@ -74,9 +80,13 @@ pub(crate) async fn page(State(state): State<AppRef>, Owner(owner): Owner, q: Q)
         sort_by: Some("updated_at".into()),
         ..ThreadQuery::default()
     };
-    let (threads, total) = match crate::service::threads::search(&state, &owner, &query).await {
-        Ok(r) => r,
-        Err(e) => return error_page(&e),
+    let (threads, total) = if none {
+        (Vec::new(), 0)
+    } else {
+        match crate::service::threads::search(&state, viewer.owner(), &query).await {
+            Ok(r) => r,
+            Err(e) => return error_page(&e),
+        }
     };
     let link = |off: i64| {
         let mut qs = vec![format!("offset={off}")];
@@ -111,7 +121,7 @@ pub(crate) async fn page(State(state): State<AppRef>, Owner(owner): Owner, q: Q)
             @if let Some(g) = &graph { input type="hidden" name="graph" value=(g); }
             button type="submit" { "Search" }
         }
-        p.muted {
+        p.muted.thread-count {
             (total) (if total == 1 { " thread" } else { " threads" })
             @if let Some(g) = &graph { " of graph " b { (g) } }
             @if total > 0 { " · showing " (offset + 1) "–" (offset + threads.len() as i64) }

@@ -238,6 +238,163 @@ try {
     startToDoneMsMedian: median(runs.map((r) => r.startToDoneMs)),
   };
 
+  // ---- the graphs page lights the nodes of live runs -----------------------------------------
+  step("a run started on the graphs page lights each node while its task runs, then puts it back");
+  await go(`${LIMITS}/ui/graphs`);
+  const slow = page.locator('section.graph[data-graph="slow"]');
+  // Every node that gets the highlight, in order, whatever the timing.
+  await page.evaluate(() => {
+    window.__glSeen = [];
+    const wrap = document.querySelector('section.graph[data-graph="slow"] .svg-wrap');
+    new MutationObserver((records) => {
+      for (const r of records) if (r.target.classList.contains("gl-active")) window.__glSeen.push(r.target.dataset.node);
+    }).observe(wrap, { attributes: true, attributeFilter: ["class"], subtree: true });
+  });
+  await slow.locator("details.start-run summary").click();
+  await slow.locator("form.start-run input[name=here]").check();
+  await slow.locator("form.start-run button").click();
+  await page.waitForFunction(() => window.__glGraphs && window.__glGraphs.runs.length === 1 && window.__glGraphs.runs[0].done, null, { timeout: WAIT });
+  assert.match(page.url(), /\/ui\/graphs$/, "the page stays on the graphs");
+  assert.deepEqual([...new Set(await page.evaluate(() => window.__glSeen))], ["plan", "lookup", "reply"], "each node lit as it ran");
+  assert.equal(await slow.locator("svg .gl-active").count(), 0, "no node stays lit after the run");
+  assert.equal(await slow.locator("ul.live-runs li").count(), 0);
+  const slowRun = await page.evaluate(() => window.__glGraphs.runs[0]);
+
+  step("a run started elsewhere (values stream only) is found and lit, and put back when cancelled");
+  const held = await page.evaluate(async () => {
+    const post = async (path, body) => (await fetch(path, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })).json();
+    const t = await post("/threads", { metadata: { graph_id: "talk", kind: "held" } });
+    const r = await post(`/threads/${t.thread_id}/runs`, { assistant_id: "talk", input: { messages: [{ type: "human", content: "hold it" }] } });
+    return { thread: t.thread_id, run: r.run_id };
+  });
+  const talkSection = page.locator('section.graph[data-graph="talk"]');
+  await talkSection.locator('svg [data-node="speak"].gl-active').waitFor({ timeout: WAIT });
+  await talkSection.locator(`ul.live-runs li[data-run="${held.run}"]`).waitFor({ timeout: WAIT });
+  await page.evaluate(async (h) => {
+    await fetch(`/threads/${h.thread}/runs/${h.run}/cancel?wait=true&action=interrupt`, { method: "POST" });
+  }, held);
+  await talkSection.locator(`ul.live-runs li[data-run="${held.run}"]`).waitFor({ state: "detached", timeout: WAIT });
+  assert.equal(await talkSection.locator("svg .gl-active").count(), 0, "the cancelled run's node is put back");
+
+  // ---- the live run page: real node timings, separate messages, tool calls ----------------
+  step("the live page of a finished run shows each node's own time, each message apart, the tool call and its result");
+  await go(`${LIMITS}/ui/runs/${slowRun.thread}/${slowRun.run}`);
+  await page.locator('[data-live-run][data-done="true"]').waitFor({ timeout: WAIT });
+  const took = Object.fromEntries(await page.$$eval("#timings tr", (rows) => rows.map((r) => [r.dataset.node, Number(r.dataset.ms)])));
+  // The stream is read after the run: times from arrival would all be about 0.
+  assert.ok(took.plan >= 190 && took.lookup >= 190, `the sleeping nodes took their 200 ms: ${JSON.stringify(took)}`);
+  assert.ok(took.reply < took.plan, `reply does not sleep: ${JSON.stringify(took)}`);
+  const blocks = await page.$$eval("#tokens .msg-block", (b) => b.map((e) => [e.dataset.message, e.textContent]));
+  assert.deepEqual(blocks, [["m-plan", "Let me look that up."], ["m-reply", "There are 3 permits."]], "two messages, each apart");
+  assert.match(await page.textContent('#tools li.call[data-call="call-1"]'), /lookup[\s\S]*"q": "permits"/);
+  assert.match(await page.textContent('#tools li.result[data-call="call-1"]'), /lookup[\s\S]*3 permits/);
+  await page.evaluate(() => window.scrollTo(0, 0));
+
+  // ---- threads list: metadata, status, pages ----------------------------------------------------
+  step("the threads list: search by metadata, a page at a time");
+  const ids = async () => page.$$eval("tr[data-thread]", (r) => r.map((e) => e.dataset.thread));
+  await go(`${LIMITS}/ui/threads`);
+  await page.fill("form.search input[name=q]", "kind=page");
+  await rendered(() => page.click("form.search button"));
+  assert.match(await page.textContent(".thread-count"), new RegExp(`^${THREADS.paged} threads`));
+  const first = await ids();
+  assert.equal(first.length, 20, "a page of 20");
+  for (const m of await page.$$eval("tr[data-thread] td.meta", (t) => t.map((e) => e.textContent))) assert.match(m, /"kind": "page"/);
+  await rendered(() => page.click('nav.pager a[rel="next"]'));
+  const second = await ids();
+  assert.equal(second.length, THREADS.paged - 20, "the rest on the second page");
+  assert.ok(second.every((id) => !first.includes(id)), "the pages do not overlap");
+  await rendered(() => page.click('nav.pager a[rel="prev"]'));
+  assert.deepEqual(await ids(), first);
+  await page.fill("form.search input[name=q]", '{"kind": "page", "n": 7}');
+  await rendered(() => page.click("form.search button"));
+  assert.equal((await ids()).length, 1, "a JSON filter matches one thread");
+  assert.match(await page.textContent("tr[data-thread] td.meta"), /"n": 7/);
+
+  step("the threads list: search by status");
+  const asked = Object.values(THREADS.ask).sort();
+  const byStatus = async (status) => {
+    await go(`${LIMITS}/ui/threads`);
+    await page.fill("form.search input[name=q]", "graph_id=ask");
+    await page.selectOption("form.search select[name=status]", status);
+    await rendered(() => page.click("form.search button"));
+    for (const b of await page.$$eval("tr[data-thread] .badge", (x) => x.map((e) => e.textContent))) assert.equal(b, status);
+    return (await ids()).sort();
+  };
+  assert.deepEqual(await byStatus("interrupted"), asked, "the four waiting threads");
+  assert.deepEqual(await byStatus("idle"), [], "none of them idle");
+
+  // ---- every way of answering an interrupt ------------------------------------------------------
+  const kept = async (thread) =>
+    page.evaluate(async (t) => {
+      const s = await (await fetch(`/threads/${t}/state`)).json();
+      return JSON.parse(s.values.blob[0]);
+    }, thread);
+  const answer = async (way, fill) => {
+    step(`an interrupt answered in the form: ${way}`);
+    await go(`${LIMITS}/ui/threads/${THREADS.ask[way]}`);
+    await page.locator("form.resume").waitFor({ timeout: WAIT });
+    await fill();
+    await rendered(() => page.click("form.resume button[type=submit]"));
+    assert.match(await page.textContent("#banner"), /ended: success/);
+    assert.equal(await page.locator("form.resume").count(), 0, "nothing pending any more");
+    return kept(THREADS.ask[way]);
+  };
+  const decide = (d) => page.locator(`form.resume input[type=radio][value="${d}"]`).check();
+  assert.deepEqual(
+    await answer("edit", async () => {
+      await decide("edit");
+      await page.fill('form.resume textarea[name="args-0"]', JSON.stringify({ to: "carol@example.com" }));
+    }),
+    { decisions: [{ type: "edit", edited_action: { name: "send_email", args: { to: "carol@example.com" } } }] }
+  );
+  assert.deepEqual(
+    await answer("reject", async () => {
+      await decide("reject");
+      await page.fill('form.resume input[name="message-0"]', "not before Monday");
+    }),
+    { decisions: [{ type: "reject", message: "not before Monday" }] }
+  );
+  assert.deepEqual(
+    await answer("respond", async () => {
+      await decide("respond");
+      await page.fill('form.resume input[name="message-0"]', "send it by fax");
+    }),
+    { decisions: [{ type: "respond", message: "send it by fax" }] }
+  );
+  assert.deepEqual(
+    await answer("plain", async () => {
+      assert.equal(await page.getAttribute("form.resume", "data-kind"), "json");
+      await page.fill("form.resume textarea[name=value]", '{"colour": "green", "shades": [1, 2]}');
+    }),
+    { colour: "green", shades: [1, 2] }
+  );
+  assert.deepEqual(await byStatus("idle"), asked, "all four answered");
+
+  // ---- a run from a fork ----------------------------------------------------------------------
+  step("forking a checkpoint and running from the fork");
+  await go(`${LIMITS}/ui/threads/${THREADS.fork}`);
+  const firstStep = page.locator('table.timeline tbody tr[data-source="loop"]').last();
+  const firstStepId = await firstStep.getAttribute("data-checkpoint");
+  await rendered(() => firstStep.locator("a").click());
+  await page.locator("details.fork summary").click();
+  await page.fill("form.fork textarea[name=values]", JSON.stringify({ note: "forked" }));
+  await page.locator("form.fork input[name=run]").check();
+  await rendered(() => page.click("form.fork button[type=submit]"));
+  assert.match(await page.textContent("#banner"), /ended: success/);
+  const forkState = await page.evaluate(async (t) => (await fetch(`/threads/${t}/state`)).json(), THREADS.fork);
+  assert.equal(forkState.values.note, "forked", "the run went on from the fork");
+  assert.deepEqual(
+    forkState.values.messages.map((m) => [m.type, m.content]),
+    [["human", "hello"], ["ai", "you said: hello"]],
+    "the fork's branch holds the answer of its own run"
+  );
+  const forkHistory = await page.evaluate(async (t) => (await fetch(`/threads/${t}/history?limit=20`)).json(), THREADS.fork);
+  const forkPoint = forkHistory.find((h) => h.metadata.source === "update");
+  assert.ok(forkPoint && forkPoint.parent_checkpoint_id === firstStepId, "the fork branches from the chosen checkpoint");
+  assert.ok(forkHistory[0].checkpoint_id !== forkPoint.checkpoint_id, "a run wrote after the fork");
+  assert.equal(await page.locator("table.runs tbody tr").count(), 2, "the thread's second run");
+
   step("a running run is cancelled from its thread's page");
   await go(`${LIMITS}/ui/graphs`);
   const talk = page.locator('section.graph[data-graph="talk"]');

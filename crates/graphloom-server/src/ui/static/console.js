@@ -5,10 +5,14 @@
 
 (() => {
   const KEY = "graphloom.apiKey";
-  const STREAM_MODES = ["values", "updates", "messages-tuple", "tasks"];
+  // `debug` carries each task's start and end with the server's time: node timings are the
+  // nodes' own, even when the stream is read after the run.
+  const STREAM_MODES = ["values", "updates", "messages-tuple", "debug"];
   const view = () => document.getElementById("view");
   const timings = (window.__glTimings = window.__glTimings || []);
   let generation = 0; // bumps on every navigation; stale work stops
+  let graphWatch = null; // the graphs page's runs in flight
+  let streams = []; // the event streams the current view reads; closed when it goes
 
   // ---- the API key ---------------------------------------------------------------------
   const key = () => sessionStorage.getItem(KEY) || "";
@@ -64,6 +68,9 @@
 
   async function render() {
     const my = ++generation;
+    // A stream of a quiet run would otherwise hold its connection until its next event.
+    streams.forEach((c) => c.abort());
+    streams = [];
     const started = performance.now();
     const section = (location.pathname.split("/")[2] || "graphs").replace("runs", "threads");
     document.querySelectorAll("nav a").forEach((a) => a.classList.toggle("active", a.dataset.section === section));
@@ -127,6 +134,7 @@
     root.querySelectorAll("button.cancel").forEach((b) => b.addEventListener("click", () => cancel(b)));
     root.querySelectorAll("[data-download]").forEach((a) => a.addEventListener("click", (e) => download(e, a)));
     root.querySelectorAll(".svg-wrap[data-graph-svg]").forEach((w) => bindSubgraphs(w));
+    graphWatch = root.querySelector("section.graph") ? watchGraphs(root, my) : null;
     const live = root.querySelector("[data-live-run]");
     if (live) followRun(live, my);
   }
@@ -160,7 +168,8 @@
       let thread = f.dataset.thread;
       if (!thread) thread = (await api("POST", "/threads", { metadata: { graph_id: graph } })).thread_id;
       const run = await api("POST", `/threads/${thread}/runs`, runBody(graph, { input }));
-      navigate(`/ui/runs/${thread}/${run.run_id}`);
+      if (f.elements.here && f.elements.here.checked && graphWatch) graphWatch.follow(graph, thread, run.run_id);
+      else navigate(`/ui/runs/${thread}/${run.run_id}`);
     } catch (err) {
       formError(f, err);
     }
@@ -287,7 +296,9 @@
   // ---- a live run --------------------------------------------------------------------------
   // Server-sent events read with fetch (EventSource cannot send the key), split into frames.
   async function* sse(url, my) {
-    const res = await fetch(url, { headers: headers({ accept: "text/event-stream" }) });
+    const closer = new AbortController();
+    streams.push(closer);
+    const res = await fetch(url, { headers: headers({ accept: "text/event-stream" }), signal: closer.signal });
     if (res.status === 401) return showLogin(true);
     if (!res.ok || !res.body) throw new Error(`stream: ${res.status}`);
     const reader = res.body.getReader();
@@ -319,6 +330,122 @@
     return "";
   }
 
+  // A task's start or end: from a `tasks` event, or from a `debug` one, which also carries
+  // the server's time (`at`, ms since the epoch, with the microseconds it sends).
+  function taskOf(base, data) {
+    if (!data || typeof data !== "object") return null;
+    if (base === "tasks" && data.id) return { p: data, start: "triggers" in data || "input" in data, at: null, step: null };
+    if (base === "debug" && (data.type === "task" || data.type === "task_result") && data.payload && data.payload.id) {
+      const ts = typeof data.timestamp === "string" ? data.timestamp : "";
+      const frac = (ts.match(/\.(\d+)/) || [, ""])[1];
+      const whole = Date.parse(ts.replace(/\.\d+/, ""));
+      const at = Number.isNaN(whole) ? null : whole + (frac ? Number(`0.${frac}`) * 1000 : 0);
+      return { p: data.payload, start: data.type === "task", at, step: data.step };
+    }
+    return null;
+  }
+
+  // The box of a node in a drawing: its path through the subgraphs of the event's namespace.
+  function nodePath(ns, name) {
+    return ns.map((s) => s.split(":")[0]).concat([name]).join("|");
+  }
+
+  // The graphs page: the owner's runs in flight (asked every second) and the runs started
+  // here light their graph's nodes as their tasks start, and put them back as they end.
+  function watchGraphs(root, my) {
+    const followed = new Map(); // run id -> its watch
+    const stats = (window.__glGraphs = { runs: [], lit: [] });
+    const sectionOf = (graph) => root.querySelector(`section.graph[data-graph="${CSS.escape(graph)}"]`);
+    const light = (s, path, on) => {
+      const el = s.querySelector(`svg.gl-graph [data-node="${CSS.escape(path)}"]`);
+      if (!el) return;
+      el.classList.toggle("gl-active", on);
+      if (on) stats.lit.push(path);
+    };
+    function follow(graph, thread, run, next) {
+      if (followed.has(run)) return followed.get(run);
+      const s = sectionOf(graph);
+      if (!s) return null;
+      const w = { streamed: false, next: [], done: false };
+      followed.set(run, w);
+      const seen = { graph, thread, run, done: false };
+      stats.runs.push(seen);
+      const list = s.querySelector("ul.live-runs");
+      const li = document.createElement("li");
+      li.dataset.run = run;
+      const code = document.createElement("code");
+      code.textContent = run.slice(0, 8);
+      const a = document.createElement("a");
+      a.href = `/ui/runs/${thread}/${run}`;
+      a.dataset.nav = "";
+      a.textContent = "follow it live";
+      li.append("Run ", code, " is running · ", a);
+      if (list) {
+        list.append(li);
+        list.hidden = false;
+      }
+      // The nodes the thread runs next, for a run whose stream has no task events.
+      w.showNext = (names) => {
+        if (w.streamed || w.done) return;
+        for (const n of w.next) if (!names.includes(n)) light(s, n, false);
+        for (const n of names) if (!w.next.includes(n)) light(s, n, true);
+        w.next = names.slice();
+      };
+      w.showNext(next || []);
+      const running = new Map(); // task id -> node path
+      (async () => {
+        try {
+          for await (const { event, data } of sse(`/threads/${thread}/runs/${run}/stream`, my)) {
+            const [base, ...ns] = event.split("|");
+            let parsed = null;
+            try {
+              parsed = JSON.parse(data);
+            } catch (_) {
+              continue;
+            }
+            const t = taskOf(base, parsed);
+            if (!t) continue;
+            if (!w.streamed) {
+              w.showNext([]);
+              w.streamed = true;
+            }
+            const path = nodePath(ns, t.p.name);
+            if (t.start) {
+              running.set(t.p.id, path);
+              light(s, path, true);
+            } else {
+              running.delete(t.p.id);
+              if (!Array.from(running.values()).includes(path)) light(s, path, false);
+            }
+          }
+        } catch (_) {}
+        if (my !== generation) return;
+        w.showNext([]);
+        w.done = true;
+        for (const p of running.values()) light(s, p, false);
+        li.remove();
+        if (list && !list.children.length) list.hidden = true;
+        seen.done = true;
+      })();
+      return w;
+    }
+    const poll = async () => {
+      if (my !== generation) return;
+      try {
+        const res = await fetch("/ui/frag/graphs/live", { headers: headers() });
+        if (res.ok && my === generation) {
+          for (const r of await res.json()) {
+            const w = follow(r.graph, r.thread, r.run, (r.next || []).filter((n) => typeof n === "string"));
+            if (w) w.showNext((r.next || []).filter((n) => typeof n === "string"));
+          }
+        }
+      } catch (_) {}
+      if (my === generation) setTimeout(poll, 1000);
+    };
+    poll();
+    return { follow };
+  }
+
   function followRun(root, my) {
     const thread = root.dataset.thread;
     const runId = root.dataset.liveRun;
@@ -326,17 +453,28 @@
     const tools = root.querySelector("#tools");
     const timingsBody = root.querySelector("#timings");
     const svg = root.querySelector("svg.gl-graph");
-    const started = new Map(); // task id -> {name, t0, row}
+    const started = new Map(); // task id -> {at, row}
+    const blocks = new Map(); // message id -> its block of text
+    let lastBlock = null;
+    const blockFor = (id) => {
+      if (id && blocks.has(id)) return blocks.get(id);
+      if (!id && lastBlock) return lastBlock;
+      const b = document.createElement("span");
+      b.className = "msg-block";
+      if (id) {
+        b.dataset.message = id;
+        blocks.set(id, b);
+      }
+      tokens.append(b);
+      lastBlock = b;
+      return b;
+    };
     const seenTools = new Set();
     const usage = new Map(); // model -> [in, out]
     const usageSeen = new Set();
     const stats = (window.__glLive = { run: runId, tokens: 0, events: 0, text: "", firstEventMs: null, lastTokenMs: null, done: false });
     const t0 = performance.now();
-    const box = (ns, name) => {
-      if (!svg) return null;
-      const path = ns.map((s) => s.split(":")[0]).concat([name]).join("|");
-      return svg.querySelector(`[data-node="${CSS.escape(path)}"]`);
-    };
+    const box = (ns, name) => (svg ? svg.querySelector(`[data-node="${CSS.escape(nodePath(ns, name))}"]`) : null);
     const addTool = (id, label, body, cls) => {
       const li = document.createElement("li");
       li.className = cls;
@@ -386,37 +524,42 @@
         if (type === "AIMessageChunk" || type === "ai") {
           const t = textOf(chunk.content);
           if (t) {
-            tokens.append(document.createTextNode(t));
+            blockFor(chunk.id).append(document.createTextNode(t));
             stats.tokens += 1;
             stats.text += t;
             stats.lastTokenMs = performance.now() - t0;
           }
         }
         if (chunk) onMessage(chunk);
-      } else if (base === "tasks" && data && data.id) {
-        const el = box(ns, data.name);
-        if ("triggers" in data || "input" in data) {
-          if (!started.has(data.id)) {
+      } else if (taskOf(base, data)) {
+        const task = taskOf(base, data);
+        const p = task.p;
+        const el = box(ns, p.name);
+        const at = task.at === null ? Date.now() : task.at;
+        if (task.start) {
+          if (!started.has(p.id)) {
             const row = document.createElement("tr");
-            row.dataset.node = data.name;
-            for (const v of [ns.length ? `${ns.map((s) => s.split(":")[0]).join("/")}/${data.name}` : data.name, String(data.step ?? ""), "…", "running"]) {
+            row.dataset.node = p.name;
+            for (const v of [ns.length ? `${ns.map((s) => s.split(":")[0]).join("/")}/${p.name}` : p.name, String(task.step ?? ""), "…", "running"]) {
               const td = document.createElement("td");
               td.textContent = v;
               row.append(td);
             }
             timingsBody.append(row);
-            started.set(data.id, { t: performance.now(), row });
+            started.set(p.id, { at, row });
           }
           if (el) el.classList.add("gl-active");
         } else {
-          const s = started.get(data.id);
+          const s = started.get(p.id);
           if (s) {
-            s.row.children[2].textContent = (performance.now() - s.t).toFixed(0);
-            s.row.children[3].textContent = data.error ? "error" : (data.interrupts || []).length ? "interrupted" : "done";
+            const ms = Math.max(0, at - s.at);
+            s.row.dataset.ms = ms.toFixed(1);
+            s.row.children[2].textContent = ms.toFixed(0);
+            s.row.children[3].textContent = p.error ? "error" : (p.interrupts || []).length ? "interrupted" : "done";
           }
           if (el) {
             el.classList.remove("gl-active");
-            el.classList.add(data.error ? "gl-failed" : "gl-done");
+            el.classList.add(p.error ? "gl-failed" : "gl-done");
           }
         }
       } else if (base === "updates" && data && typeof data === "object") {
