@@ -249,7 +249,7 @@ mod tests {
     #[test]
     fn the_order_table_parses() {
         let o = orders();
-        assert_eq!(o.len(), 5);
+        assert_eq!(o.len(), 6);
         assert_eq!(o[0].order_id, "1234");
         assert_eq!(o[0].eta_days, Some(2));
         assert_eq!(o[1].eta_days, None);
