@@ -37,7 +37,9 @@ pub use executor::{
 };
 pub use route::router;
 pub use runtime::{BillingSink, ChargeReceipt, ChatRequest, ChatRun, ChatRuntime, InMemoryBilling};
-pub use tools::{knowledge_search, redact, ToolContract, ToolErrorCode, ToolOutcome, ToolRunner};
+pub use tools::{
+    knowledge_search, redact, search_knowledge, ToolContract, ToolErrorCode, ToolOutcome, ToolRunner,
+};
 pub use wire::{decode_line, encode_data_stream, DataStreamEncoder, DATA_STREAM_HEADER};
 
 use graphloom_core::checkpoint::DynCheckpointer;

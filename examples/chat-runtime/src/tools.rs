@@ -271,8 +271,81 @@ pub fn redact(value: &Value, allowlist: Option<&[String]>) -> Result<Value, (Too
     Ok(Value::Object(kept))
 }
 
-/// The example's knowledge search: returns documents (full text, internal fields) of which
-/// only `query`, `resultCount` and `topUrl` are UI-safe.
+/// The example's knowledge base, bundled with the crate: articles with a URL, title and
+/// body, and internal fields (owner, revision) that must never reach the UI.
+pub const KNOWLEDGE_JSON: &str = include_str!("../data/knowledge.json");
+
+/// Words that carry no topic.
+const STOPWORDS: &[&str] = &[
+    "a", "an", "and", "any", "are", "at", "be", "by", "can", "do", "does", "for", "from", "how", "i", "if",
+    "in", "is", "it", "my", "of", "on", "or", "the", "to", "what", "when", "where", "why", "with", "you",
+    "your",
+];
+
+/// Topic terms: lower-cased words without stopwords, a plural `s` removed.
+fn terms(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .filter(|w| !STOPWORDS.contains(&w.as_str()))
+        .map(|mut w| {
+            if w.len() > 3 && w.ends_with('s') && !w.ends_with("ss") {
+                w.pop();
+            }
+            w
+        })
+        .collect()
+}
+
+/// The knowledge base's articles matching `query`, best first, at most `limit`: BM25
+/// (k1 = 1.2, b = 0.75) over title and body, the title counted twice; articles sharing no
+/// term with the query are left out.
+#[must_use]
+pub fn search_knowledge(query: &str, limit: usize) -> Vec<(Value, f64)> {
+    let docs: Vec<Value> = serde_json::from_str(KNOWLEDGE_JSON).unwrap_or_default();
+    let q: std::collections::BTreeSet<String> = terms(query).into_iter().collect();
+    if q.is_empty() || docs.is_empty() {
+        return Vec::new();
+    }
+    let text = |d: &Value| {
+        let title = d["title"].as_str().unwrap_or_default();
+        terms(&format!(
+            "{title} {title} {}",
+            d["body"].as_str().unwrap_or_default()
+        ))
+    };
+    let tokenised: Vec<Vec<String>> = docs.iter().map(text).collect();
+    let n = docs.len() as f64;
+    let avg = tokenised.iter().map(Vec::len).sum::<usize>() as f64 / n;
+    let mut scored: Vec<(Value, f64)> = docs
+        .into_iter()
+        .zip(&tokenised)
+        .map(|(d, words)| {
+            let len = words.len() as f64;
+            let score: f64 = q
+                .iter()
+                .map(|t| {
+                    let tf = words.iter().filter(|w| *w == t).count() as f64;
+                    if tf == 0.0 {
+                        return 0.0;
+                    }
+                    let df = tokenised.iter().filter(|d| d.contains(t)).count() as f64;
+                    let idf = ((n - df + 0.5) / (df + 0.5) + 1.0).ln();
+                    idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * len / avg))
+                })
+                .sum();
+            (d, score)
+        })
+        .filter(|(_, s)| *s > 0.0)
+        .collect();
+    scored.sort_by(|a, b| b.1.total_cmp(&a.1));
+    scored.truncate(limit);
+    scored
+}
+
+/// The example's knowledge search over [`KNOWLEDGE_JSON`]: returns the matching documents
+/// (full text, internal fields) of which only `query`, `resultCount` and `topUrl` are
+/// UI-safe.
 #[must_use]
 pub fn knowledge_search() -> ToolContract {
     ToolContract::new(
@@ -297,24 +370,20 @@ pub fn knowledge_search() -> ToolContract {
         Some(&["query", "resultCount", "topUrl"]),
         |args: Value| async move {
             let q = args["query"].as_str().unwrap_or_default().to_owned();
-            let slug: String = q
-                .chars()
-                .map(|c| {
-                    if c.is_ascii_alphanumeric() {
-                        c.to_ascii_lowercase()
-                    } else {
-                        '-'
-                    }
+            let found = search_knowledge(&q, 5);
+            let documents: Vec<Value> = found
+                .iter()
+                .map(|(d, score)| {
+                    let mut d = d.clone();
+                    d["score"] = json!((score * 1000.0).round() / 1000.0);
+                    d
                 })
                 .collect();
             Ok(json!({
                 "query": q,
-                "resultCount": 2,
-                "topUrl": format!("https://kb.example/{slug}"),
-                "documents": [
-                    {"url": format!("https://kb.example/{slug}"), "body": "full article text"},
-                    {"url": "https://kb.example/related", "body": "related article text"}
-                ]
+                "resultCount": documents.len(),
+                "topUrl": documents.first().map(|d| d["url"].clone()),
+                "documents": documents,
             }))
         },
     )

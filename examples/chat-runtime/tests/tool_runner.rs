@@ -184,3 +184,31 @@ async fn a_good_call_passes_only_allowlisted_fields_and_the_runner_owns_missing_
         .collect();
     assert_eq!(ids, vec![tool_call_id.as_str(), tool_call_id.as_str()]);
 }
+
+#[tokio::test]
+async fn knowledge_search_ranks_the_bundled_articles_by_text_match() {
+    let runner = ToolRunner::new([knowledge_search()]);
+    let search = |q: &str| call("knowledge_search", json!({"query": q}));
+    let safe = |out: ToolOutcome| match out {
+        ToolOutcome::Ok { value, .. } => value,
+        other => panic!("expected a result, got {other:?}"),
+    };
+    let v = safe(exec(&runner, &search("billing cycle date")).await.0);
+    assert_eq!(v["topUrl"], "https://kb.example/billing-cycle");
+    let v = safe(exec(&runner, &search("how do refunds work")).await.0);
+    assert_eq!(v["topUrl"], "https://kb.example/refunds");
+    assert_eq!(v["resultCount"], 1);
+    // Nothing in the knowledge base mentions it: no result, no invented URL.
+    let v = safe(exec(&runner, &search("quantum entanglement")).await.0);
+    assert_eq!(
+        v,
+        json!({"query": "quantum entanglement", "resultCount": 0, "topUrl": null})
+    );
+    // The full documents, with their internal fields, rank the matches and stay behind.
+    let ranked = chat_runtime::search_knowledge("prorated invoice", 5);
+    let urls: Vec<&str> = ranked.iter().map(|(d, _)| d["url"].as_str().unwrap()).collect();
+    assert_eq!(urls[0], "https://kb.example/proration", "{urls:?}");
+    assert!(urls.contains(&"https://kb.example/invoices"), "{urls:?}");
+    assert!(ranked.windows(2).all(|w| w[0].1 >= w[1].1));
+    assert_eq!(ranked[0].0["owner"], "payments-team");
+}

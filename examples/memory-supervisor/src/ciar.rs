@@ -10,6 +10,10 @@
 //!   "allergic", "always", ...), 0.5 otherwise.
 //! - **Age**: halves every 30 days since the fact was stated (1.0 when written).
 //! - **Recency**: halves every 7 days since the fact was last used (1.0 when written).
+//!
+//! Age and recency are taken at read time from the fact's `stated_at` and `last_used_at`
+//! ([`crate::memory::current_ciar`]); the score stored with a fact is the one it had when
+//! written.
 
 /// Facts scoring at least this are promoted to long-term memory.
 pub const PROMOTION_THRESHOLD: f64 = 0.6;

@@ -16,6 +16,7 @@ use crate::state::{MemoryHit, StoredFact, Tier};
 use graphloom_core::store::{DynStore, HashEmbedder, IndexConfig, PutOptions, SearchItem, SearchQuery};
 use serde_json::{json, Value};
 use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Searches ranked by similarity keep hits scoring at least this.
 pub const MIN_RELEVANCE: f64 = 0.2;
@@ -61,11 +62,28 @@ pub fn long_term_namespace(user_id: &str) -> Vec<String> {
     vec!["memory".into(), user_id.to_owned(), "knowledge".into()]
 }
 
+/// A clock: seconds since the Unix epoch.
+pub type Clock = Arc<dyn Fn() -> f64 + Send + Sync>;
+
+/// The system clock.
+#[must_use]
+pub fn system_clock() -> Clock {
+    Arc::new(|| {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs_f64())
+            .unwrap_or_default()
+    })
+}
+
+const DAY_SECS: f64 = 86_400.0;
+
 /// The memory of one user in one session.
 #[derive(Clone)]
 pub struct Memory {
     store: Arc<dyn DynStore>,
     ids: Ids,
+    clock: Clock,
 }
 
 impl std::fmt::Debug for Memory {
@@ -76,7 +94,21 @@ impl std::fmt::Debug for Memory {
     }
 }
 
-fn hit(tier: Tier, item: SearchItem) -> MemoryHit {
+/// The CIAR score of a stored fact at time `now`: its content scored with the days since
+/// it was stated (`stated_at`) and since it was last used (`last_used_at`). A fact written
+/// before these fields existed counts as stated and used now.
+#[must_use]
+pub fn current_ciar(value: &Value, now: f64) -> ciar::Ciar {
+    let content = value.get("content").and_then(Value::as_str).unwrap_or_default();
+    let stated = value.get("stated_at").and_then(Value::as_f64).unwrap_or(now);
+    let used = value
+        .get("last_used_at")
+        .and_then(Value::as_f64)
+        .unwrap_or(stated);
+    ciar::score(content, (now - stated) / DAY_SECS, (now - used) / DAY_SECS)
+}
+
+fn hit(tier: Tier, item: &SearchItem, now: f64) -> MemoryHit {
     let v = &item.item.value;
     MemoryHit {
         tier,
@@ -86,24 +118,48 @@ fn hit(tier: Tier, item: SearchItem) -> MemoryHit {
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_owned(),
-        ciar: v.get("ciar").and_then(Value::as_f64).unwrap_or_default(),
+        ciar: current_ciar(v, now).score,
         score: item.score.map(|s| (s * 1000.0).round() / 1000.0),
     }
 }
 
-fn relevant(items: Vec<SearchItem>, tier: Tier) -> Vec<MemoryHit> {
+fn relevant(items: &[SearchItem]) -> impl Iterator<Item = &SearchItem> {
     items
-        .into_iter()
+        .iter()
         .filter(|i| i.score.is_none_or(|s| s >= MIN_RELEVANCE))
-        .map(|i| hit(tier, i))
-        .collect()
 }
 
 impl Memory {
     /// The memory of `ids` on `store`.
     #[must_use]
     pub fn new(store: Arc<dyn DynStore>, ids: Ids) -> Self {
-        Self { store, ids }
+        Self {
+            store,
+            ids,
+            clock: system_clock(),
+        }
+    }
+
+    /// The same memory reading the time from `clock` (a test's or a replay's clock).
+    #[must_use]
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Mark the facts `found` in `ns` as used now: their recency starts over.
+    async fn touch(&self, ns: &[String], found: &[&SearchItem], now: f64) -> Result<(), MemoryError> {
+        for item in found {
+            let mut v = item.item.value.clone();
+            if let Value::Object(o) = &mut v {
+                o.insert("last_used_at".into(), json!(now));
+                if !o.contains_key("stated_at") {
+                    o.insert("stated_at".into(), json!(now));
+                }
+            }
+            self.store.put(ns, &item.item.key, v, PutOptions::new()).await?;
+        }
+        Ok(())
     }
 
     /// Whose memory this is.
@@ -118,6 +174,8 @@ impl Memory {
     /// # Errors
     /// Store failures.
     pub async fn remember(&self, content: &str, source: &str) -> Result<StoredFact, MemoryError> {
+        // Stated now: age and recency start at 1.
+        let now = (self.clock)();
         let c = ciar::score(content, 0.0, 0.0);
         let key = ciar::fact_key(content);
         let promoted = c.score >= PROMOTION_THRESHOLD;
@@ -129,6 +187,8 @@ impl Memory {
             "source": source,
             "session_id": self.ids.session_id,
             "promoted": promoted,
+            "stated_at": now,
+            "last_used_at": now,
         });
         self.store
             .put(
@@ -156,8 +216,9 @@ impl Memory {
         })
     }
 
-    /// This session's facts (L2) relevant to `query` with a CIAR score of at least
-    /// `min_ciar`.
+    /// This session's facts (L2) relevant to `query` whose CIAR score *now* (age since
+    /// stated, recency since last used) is at least `min_ciar`. The facts returned count as
+    /// used: their recency starts over.
     ///
     /// # Errors
     /// Store failures.
@@ -167,25 +228,39 @@ impl Memory {
         min_ciar: f64,
         limit: usize,
     ) -> Result<Vec<MemoryHit>, MemoryError> {
-        let q = SearchQuery::new()
-            .query(query)
-            .filter("ciar", json!({"$gte": min_ciar}))
-            .limit(limit);
-        let items = self.store.search(&session_namespace(&self.ids), q).await?;
-        Ok(relevant(items, Tier::L2))
+        let now = (self.clock)();
+        let ns = session_namespace(&self.ids);
+        // The score depends on the time, so the store cannot filter it: read the session's
+        // facts (a session holds few), keep those still scoring enough.
+        let items = self
+            .store
+            .search(&ns, SearchQuery::new().query(query).limit(limit.max(1) * 20))
+            .await?;
+        let found: Vec<&SearchItem> = relevant(&items)
+            .filter(|i| current_ciar(&i.item.value, now).score >= min_ciar)
+            .take(limit)
+            .collect();
+        let hits = found.iter().map(|i| hit(Tier::L2, i, now)).collect();
+        self.touch(&ns, &found, now).await?;
+        Ok(hits)
     }
 
-    /// The user's long-term knowledge (L3) relevant to `query`, from every session.
+    /// The user's long-term knowledge (L3) relevant to `query`, from every session, with
+    /// each fact's CIAR score now. The facts returned count as used.
     ///
     /// # Errors
     /// Store failures.
     pub async fn search_long_term(&self, query: &str, limit: usize) -> Result<Vec<MemoryHit>, MemoryError> {
-        let q = SearchQuery::new().query(query).limit(limit);
+        let now = (self.clock)();
+        let ns = long_term_namespace(&self.ids.user_id);
         let items = self
             .store
-            .search(&long_term_namespace(&self.ids.user_id), q)
+            .search(&ns, SearchQuery::new().query(query).limit(limit))
             .await?;
-        Ok(relevant(items, Tier::L3))
+        let found: Vec<&SearchItem> = relevant(&items).collect();
+        let hits = found.iter().map(|i| hit(Tier::L3, i, now)).collect();
+        self.touch(&ns, &found, now).await?;
+        Ok(hits)
     }
 
     /// The user's most recently updated long-term facts.
@@ -200,6 +275,7 @@ impl Memory {
                 SearchQuery::new().limit(limit),
             )
             .await?;
-        Ok(items.into_iter().map(|i| hit(Tier::L3, i)).collect())
+        let now = (self.clock)();
+        Ok(items.iter().map(|i| hit(Tier::L3, i, now)).collect())
     }
 }

@@ -30,7 +30,7 @@ pub struct MemoryHit {
     pub key: String,
     /// The remembered text.
     pub content: String,
-    /// Its CIAR score when it was written.
+    /// Its CIAR score at the time of the search (age since stated, recency since last used).
     pub ciar: f64,
     /// Similarity to the query, when the store ranks by similarity.
     pub score: Option<f64>,

@@ -37,6 +37,7 @@
 
 pub mod agent;
 mod approvals;
+pub mod field;
 mod nodes;
 pub mod offline;
 pub mod server;
@@ -86,6 +87,10 @@ pub const DEFAULT_MAX_TOKENS: u64 = 100_000;
 pub const DEFAULT_MAX_COST_USD: f64 = 5.0;
 /// Default iteration limit (tool rounds plus turns).
 pub const DEFAULT_MAX_ITERATIONS: u32 = 20;
+
+/// Entity lookups in a row that do not resolve before the run stops to ask for a
+/// clarification (the seed's `platform:force_clarify_after_failed_resolves`).
+pub const FORCE_CLARIFY_AFTER: u32 = 3;
 
 /// Execution statuses written to [`PermitState::status`].
 pub mod status {
@@ -300,7 +305,7 @@ pub fn route_after_initial(s: &PermitState) -> &'static str {
 
 /// Routing after [`TOOL_NODE`].
 pub fn route_after_tool(s: &PermitState) -> &'static str {
-    if s.status == status::AWAITING_HITL || s.iteration >= effective_max_iterations(s) {
+    if s.status == status::AWAITING_HITL || s.error.is_some() || s.iteration >= effective_max_iterations(s) {
         OUTPUT_FORMAT
     } else if s.llm_phase == "synthesis" {
         SYNTHESIS_LLM_CALL

@@ -328,6 +328,7 @@ pub async fn tool_node(
     let mut recent = s.recent_entity_context.clone();
     let mut failed_resolves = s.consecutive_failed_resolves;
     let mut hitl: Option<&'static str> = None;
+    let mut unresolved: Vec<String> = Vec::new();
     for call in &calls {
         let is_replay = replay.as_ref().is_some_and(|pm| pm.tool_call_id == call.id);
         let tool = tools
@@ -359,9 +360,7 @@ pub async fn tool_node(
                 }
             } else {
                 failed_resolves += 1;
-                if failed_resolves >= 3 {
-                    hitl = Some("force_clarify");
-                }
+                unresolved.push(call.args["query"].as_str().unwrap_or_default().to_owned());
             }
         }
         if let Some(rule) = skills::hitl_rule_for(&s.agent_type, &s.injected_skill_ids, &call.name) {
@@ -384,6 +383,16 @@ pub async fn tool_node(
             .hitl_approval_id(None);
     }
     let iteration = s.iteration + 1;
+    if failed_resolves >= crate::FORCE_CLARIFY_AFTER && !unresolved.is_empty() {
+        // platform:force_clarify_after_failed_resolves fires after this tool call: stop
+        // guessing and ask (or, where the tenant overrides it, abort).
+        let u = u
+            .messages(messages)
+            .iteration(iteration)
+            .recent_entity_context(recent)
+            .consecutive_failed_resolves(failed_resolves);
+        return Ok(force_clarify(u, &s, &rt, failed_resolves, &unresolved).await);
+    }
     if iteration >= crate::effective_max_iterations(&s) {
         u = u.error(Some(format!(
             "iteration limit of {} reached",
@@ -394,6 +403,49 @@ pub async fn tool_node(
         .iteration(iteration)
         .recent_entity_context(recent)
         .consecutive_failed_resolves(failed_resolves))
+}
+
+/// The force-clarify rule: `consecutive_failed_resolves` reached
+/// [`crate::FORCE_CLARIFY_AFTER`]. The run pauses for a human clarification (an approval
+/// record of checkpoint type `force_clarify`, whose reviewer comment carries the answer),
+/// or, with the tenant override `metadata.force_clarify_action = "abort"`, fails.
+async fn force_clarify(
+    u: PermitStateUpdate,
+    s: &PermitState,
+    rt: &Runtime,
+    failed: u32,
+    unresolved: &[String],
+) -> PermitStateUpdate {
+    let last = unresolved.last().map(String::as_str).unwrap_or_default();
+    if s.metadata["force_clarify_action"] == "abort" {
+        return u
+            .hitl_required(false)
+            .error(Some(format!(
+                "force_clarify: {failed} entity lookups in a row did not resolve (last: \"{last}\"); aborted by tenant policy"
+            )));
+    }
+    let approval_id = rt.idempotency_key("force_clarify");
+    let record = ApprovalRecord {
+        id: approval_id.clone(),
+        status: "pending".into(),
+        checkpoint_type: "force_clarify".into(),
+        tool_call: None,
+        reviewer_id: None,
+        comment: None,
+        snapshot: json!({
+            "consecutive_failed_resolves": failed,
+            "last_unresolved_query": last,
+            "question": format!("{failed} lookups in a row did not identify the entity (last: \"{last}\"). Which well, lease or operator is meant?"),
+        }),
+    };
+    if let Err(e) = create_approval_request(rt.store(), &record).await {
+        // Fail closed: the run still pauses; a verdict that cannot be read keeps it paused.
+        tracing::warn!("approval {approval_id} not created: {e}");
+    }
+    u.hitl_required(true)
+        .hitl_checkpoint_type(Some("force_clarify".into()))
+        .hitl_approval_id(Some(approval_id))
+        .status(status::AWAITING_HITL.into())
 }
 
 /// The `before_tool_call` gate: create the approval, freeze the call into
@@ -560,10 +612,16 @@ pub async fn approval_node(s: Arc<PermitState>, rt: Runtime) -> NodeResult {
     if let Some(id) = &s.hitl_approval_id {
         match get_approval_status(rt.store(), id).await {
             Some(rec) if rec.checkpoint_type == checkpoint && rec.status != "pending" => {
-                let note = Message::system(format!(
-                    "HITL: checkpoint {checkpoint} was {} by the reviewer.",
-                    rec.status
-                ));
+                let note = Message::system(match &rec.comment {
+                    Some(c) => format!(
+                        "HITL: checkpoint {checkpoint} was {} by the reviewer, who wrote: {c}",
+                        rec.status
+                    ),
+                    None => format!(
+                        "HITL: checkpoint {checkpoint} was {} by the reviewer.",
+                        rec.status
+                    ),
+                });
                 return Ok(u
                     .hitl_required(false)
                     .hitl_reviewer_id(rec.reviewer_id)
@@ -643,6 +701,14 @@ pub async fn output_format(s: Arc<PermitState>, rt: Runtime) -> NodeResult {
                 "allowed_decisions": ["approve", "reject"],
             }],
         });
+        let mut request = request;
+        if s.hitl_checkpoint_type.as_deref() == Some("force_clarify") {
+            request["question"] = json!(format!(
+                "{} entity lookups in a row did not resolve. Which well, lease or operator is meant? \
+                 Answer with a decision whose comment names it.",
+                s.consecutive_failed_resolves
+            ));
+        }
         let verdict = rt.interrupt(request)?;
         record_verdict(rt.store(), &approval_id, &verdict).await;
         return Ok(u.status(status::RESUMING.into()));

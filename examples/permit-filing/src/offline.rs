@@ -27,7 +27,9 @@ pub fn happy_path(turn: usize) -> [Reply; 5] {
         create(turn),
         select_skill(),
         assess(turn),
-        summary(),
+        // A fixed list cannot read the conversation: its summary is of the spacing the
+        // tool computes from the field data for the sample's well.
+        summary(&crate::field::spacing("42-329-12345").unwrap_or(Value::Null)),
     ]
 }
 
@@ -74,19 +76,50 @@ fn assess(turn: usize) -> Reply {
         vec![call(
             format!("call_spacing_{turn}"),
             "spacing_assessment",
-            json!({"well_api": "42-329-12345", "lease_line_distance_ft": 330, "nearest_well_distance_ft": 1450}),
+            json!({"well_api": "42-329-12345"}),
         )],
     )
     .with_usage(Usage::new(2_400, 70))
 }
 
-fn summary() -> Reply {
-    Reply::text(
-        "Spacing Summary:\n- Distance to nearest lease line: 330 ft (statewide minimum 467 ft)\n- \
-         Distance to nearest well: 1450 ft (minimum 1200 ft)\nA Rule 37 exception is required for \
-         Mitchell Ranch 1H; the operator Permian Basin Energy LLC is registered. Next: assemble Form W-1.",
-    )
-    .with_usage(Usage::new(2_700, 120))
+/// The `spacing_assessment` result of the turn.
+fn spacing_result(now: &[Message]) -> Value {
+    now.iter()
+        .rev()
+        .find(|m| m.kind == MessageKind::Tool && m.name.as_deref() == Some("spacing_assessment"))
+        .and_then(|m| serde_json::from_str::<Value>(&m.text()).ok())
+        .map(|v| v["result"].clone())
+        .unwrap_or(Value::Null)
+}
+
+/// The spacing summary, written from a spacing assessment result.
+fn summary(result: &Value) -> Reply {
+    let text = if result["lease_line_distance_ft"].is_number() {
+        let ft = |k: &str| {
+            result[k]
+                .as_f64()
+                .map_or_else(|| "unknown".to_owned(), |x| format!("{x:.0}"))
+        };
+        let required = result["exception_required"] == true;
+        format!(
+            "Spacing Summary:\n- Distance to nearest lease line: {} ft ({} line; statewide minimum 467 ft)\n- \
+             Distance to nearest well: {} ft ({}; minimum 1200 ft)\n- Exception required: {}\n{} The operator \
+             Permian Basin Energy LLC is registered. Next: assemble Form W-1.",
+            ft("lease_line_distance_ft"),
+            result["nearest_lease_line"].as_str().unwrap_or("nearest"),
+            ft("nearest_well_distance_ft"),
+            result["nearest_well"]["name"].as_str().unwrap_or("none on the reservoir"),
+            if required { "yes" } else { "no" },
+            if required {
+                "A Rule 37 exception is required for Mitchell Ranch 1H."
+            } else {
+                "Mitchell Ranch 1H is at a regular location."
+            },
+        )
+    } else {
+        "Spacing Summary: unavailable; the spacing assessment returned no distances.".to_owned()
+    };
+    Reply::text(text).with_usage(Usage::new(2_700, 120))
 }
 
 /// The answer to one call.
@@ -122,7 +155,7 @@ pub fn reply(messages: &[Message], _options: &ChatOptions) -> Reply {
     } else if !answered("spacing_assessment") {
         assess(turn)
     } else {
-        summary()
+        summary(&spacing_result(now))
     }
 }
 

@@ -2,6 +2,7 @@
 //! `require_hitl` rules), skills the model can select with `SKILL_SELECT:{id}` (tier 2
 //! definition, tier 3 artifacts), core capabilities, and the mutating `create_entity`.
 
+use crate::field::{self, FieldError};
 use graphloom_core::store::{DynStore, PutOptions, SearchQuery};
 use graphloom_prebuilt::{FnTool, Tool, ToolError, ToolRuntime};
 use serde::Deserialize;
@@ -217,15 +218,10 @@ pub fn render_skill(s: &Skill, entity_context: Option<&str>) -> String {
     out
 }
 
-/// The built-in registry the resolver falls back to (wells and leases of the demo).
+/// The built-in registry the resolver falls back to: the wells and leases of the bundled
+/// field data ([`crate::field`]).
 fn registry() -> Vec<Value> {
-    vec![
-        json!({"id": "well-42-329-12345", "kind": "well", "name": "Mitchell Ranch 1H", "api": "42-329-12345",
-               "lease": "Mitchell Ranch Lease", "county": "Midland", "surface_location": [31.9973, -102.0779]}),
-        json!({"id": "well-42-329-12346", "kind": "well", "name": "Mitchell Ranch 2H", "api": "42-329-12346",
-               "lease": "Mitchell Ranch Lease", "county": "Midland", "surface_location": [31.9991, -102.0742]}),
-        json!({"id": "lease-mitchell-ranch", "kind": "lease", "name": "Mitchell Ranch Lease", "acres": 640}),
-    ]
+    crate::field::entities()
 }
 
 async fn all_entities(store: Option<&Arc<dyn DynStore>>) -> Vec<Value> {
@@ -277,12 +273,18 @@ struct CreateEntityArgs {
 
 #[derive(Deserialize, schemars::JsonSchema)]
 struct SpacingArgs {
-    /// API number of the proposed well.
+    /// API number of the proposed well (its location, lease and neighbours come from the
+    /// field data).
     well_api: String,
-    /// Distance to the nearest lease line, feet.
-    lease_line_distance_ft: f64,
-    /// Distance to the nearest well on the same reservoir, feet.
-    nearest_well_distance_ft: f64,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+struct OffsetArgs {
+    /// API number of the well.
+    well_api: String,
+    /// Search radius in feet (default 2,640).
+    #[serde(default)]
+    radius_ft: Option<f64>,
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -301,6 +303,16 @@ struct FlaringArgs {
 
 fn block(status: &str, message: impl Into<String>, result: Value) -> Value {
     json!({"status": status, "message": message.into(), "result": result})
+}
+
+/// A field computation as a code-block result; what it could not compute (an unknown
+/// well, missing coordinates) is a validation error the model sees.
+fn computed(
+    r: Result<Value, FieldError>,
+    message: impl FnOnce(&Value) -> String,
+) -> Result<Value, ToolError> {
+    let v = r.map_err(|e| ToolError::validation(e.to_string()))?;
+    Ok(block("ok", message(&v), v))
 }
 
 /// The knowledge-graph key `create_entity` writes for one frozen call: derived from the
@@ -360,71 +372,155 @@ pub fn tool_list(gate_in_tool_node: bool) -> Vec<Arc<dyn Tool>> {
         create
     };
     vec![
-        FnTool::new("entity_resolve", "Resolve an entity by name, API number or alias", |a: ResolveArgs, rt: ToolRuntime| async move {
-            let found: Vec<Value> = all_entities(rt.store()).await.into_iter().filter(|e| matches(e, &a.query)).collect();
-            Ok::<_, ToolError>(match found.as_slice() {
-                [one] => json!({"status": "resolved", "entity": one}),
-                [] => json!({"status": "not_found", "query": a.query}),
-                many => json!({"status": "ambiguous", "candidates": many}),
-            })
-        })
+        FnTool::new(
+            "entity_resolve",
+            "Resolve an entity by name, API number or alias",
+            |a: ResolveArgs, rt: ToolRuntime| async move {
+                let found: Vec<Value> = all_entities(rt.store())
+                    .await
+                    .into_iter()
+                    .filter(|e| matches(e, &a.query))
+                    .collect();
+                Ok::<_, ToolError>(match found.as_slice() {
+                    [one] => json!({"status": "resolved", "entity": one}),
+                    [] => json!({"status": "not_found", "query": a.query}),
+                    many => json!({"status": "ambiguous", "candidates": many}),
+                })
+            },
+        )
         .arc(),
-        FnTool::new("context_assemble", "Assemble an entity's context", |a: ContextArgs, rt: ToolRuntime| async move {
-            let all = all_entities(rt.store()).await;
-            let entity = all.iter().find(|e| e["id"] == a.entity_id.as_str()).cloned();
-            let related: Vec<Value> = match &entity {
-                Some(e) => all.iter().filter(|o| o["lease"] == e["lease"] && o["id"] != e["id"] && !e["lease"].is_null()).cloned().collect(),
-                None => Vec::new(),
-            };
-            Ok::<_, ToolError>(json!({"entity": entity, "related": related}))
-        })
+        FnTool::new(
+            "context_assemble",
+            "Assemble an entity's context",
+            |a: ContextArgs, rt: ToolRuntime| async move {
+                let all = all_entities(rt.store()).await;
+                let entity = all.iter().find(|e| e["id"] == a.entity_id.as_str()).cloned();
+                let related: Vec<Value> = match &entity {
+                    Some(e) => all
+                        .iter()
+                        .filter(|o| o["lease"] == e["lease"] && o["id"] != e["id"] && !e["lease"].is_null())
+                        .cloned()
+                        .collect(),
+                    None => Vec::new(),
+                };
+                Ok::<_, ToolError>(json!({"entity": entity, "related": related}))
+            },
+        )
         .arc(),
         create.arc(),
-        FnTool::new("spacing_assessment", "Assess a well's spacing against Statewide Rule 37", |a: SpacingArgs, _rt| async move {
-            let lease_ok = a.lease_line_distance_ft >= 467.0;
-            let well_ok = a.nearest_well_distance_ft >= 1200.0;
-            Ok::<_, ToolError>(block("ok", format!("spacing of {} assessed", a.well_api), json!({
-                "lease_line_distance_ft": a.lease_line_distance_ft, "lease_line_minimum_ft": 467,
-                "nearest_well_distance_ft": a.nearest_well_distance_ft, "between_well_minimum_ft": 1200,
-                "exception_required": !(lease_ok && well_ok)})))
-        })
+        FnTool::new(
+            "spacing_assessment",
+            "Assess a well's spacing against Statewide Rule 37 from its surveyed location",
+            |a: SpacingArgs, _rt| async move {
+                computed(field::spacing(&a.well_api), |v| {
+                    format!(
+                        "spacing of {} assessed: {} ft to the {} lease line, exception {}",
+                        a.well_api,
+                        v["lease_line_distance_ft"],
+                        v["nearest_lease_line"].as_str().unwrap_or("nearest"),
+                        if v["exception_required"] == true {
+                            "required"
+                        } else {
+                            "not required"
+                        }
+                    )
+                })
+            },
+        )
         .arc(),
-        FnTool::new("offset_well_analysis", "Find offset wells within regulatory distance", |a: WellArgs, rt: ToolRuntime| async move {
-            let all = all_entities(rt.store()).await;
-            let subject = all.iter().find(|e| e["api"] == a.well_api.as_str()).cloned();
-            let offsets: Vec<Value> = all.iter().filter(|e| e["kind"] == "well" && e["api"] != a.well_api.as_str()
-                && subject.as_ref().is_some_and(|s| s["lease"] == e["lease"])).cloned().collect();
-            Ok::<_, ToolError>(block("ok", format!("{} offset wells", offsets.len()), json!({"offsets": offsets})))
-        })
+        FnTool::new(
+            "offset_well_analysis",
+            "Find offset wells within regulatory distance",
+            |a: OffsetArgs, _rt| async move {
+                let radius = a
+                    .radius_ft
+                    .filter(|r| r.is_finite() && *r > 0.0)
+                    .unwrap_or(field::OFFSET_RADIUS_FT);
+                computed(field::offset_wells(&a.well_api, radius), |v| {
+                    format!(
+                        "{} offset wells within {radius} ft",
+                        v["offsets"].as_array().map_or(0, Vec::len)
+                    )
+                })
+            },
+        )
         .arc(),
-        FnTool::new("rule37_filing_assembly", "Assemble the complete Form W-1 filing package", |a: WellArgs, _rt| async move {
-            Ok::<_, ToolError>(block("ok", "Form W-1 package assembled", json!({"form": "W-1", "well_api": a.well_api,
-                "attachments": ["plat", "offset operator list", "good cause statement"]})))
-        })
+        FnTool::new(
+            "rule37_filing_assembly",
+            "Assemble the complete Form W-1 filing package",
+            |a: WellArgs, _rt| async move {
+                computed(field::w1_filing(&a.well_api), |v| {
+                    format!("Form W-1 package {}", v["status"].as_str().unwrap_or("assembled"))
+                })
+            },
+        )
         .arc(),
-        FnTool::new("good_cause_narrative", "Generate the good cause justification", |a: WellArgs, _rt| async move {
-            Ok::<_, ToolError>(block("ok", "narrative drafted", json!({"well_api": a.well_api,
-                "narrative": "Without the exception the mineral owners' share of the reservoir would be confiscated."})))
-        })
+        FnTool::new(
+            "good_cause_narrative",
+            "Generate the good cause justification",
+            |a: WellArgs, _rt| async move {
+                computed(field::good_cause(&a.well_api), |v| {
+                    if v["exception_required"] == true {
+                        "good cause narrative drafted".to_owned()
+                    } else {
+                        "regular location: no good cause statement needed".to_owned()
+                    }
+                })
+            },
+        )
         .arc(),
-        FnTool::new("flaring_volume_calc", "Calculate flaring volumes against Rule 32 thresholds", |a: FlaringArgs, _rt| async move {
-            let total = a.daily_mcf * f64::from(a.days);
-            Ok::<_, ToolError>(block("ok", "volumes calculated", json!({"total_mcf": total, "exception_required": a.days > 10})))
-        })
+        FnTool::new(
+            "flaring_volume_calc",
+            "Calculate flaring volumes against Rule 32 thresholds",
+            |a: FlaringArgs, _rt| async move {
+                let total = a.daily_mcf * f64::from(a.days);
+                Ok::<_, ToolError>(block(
+                    "ok",
+                    "volumes calculated",
+                    json!({"total_mcf": total,
+                "exception_required": a.days as usize > field::FLARING_ALLOWED_DAYS}),
+                ))
+            },
+        )
         .arc(),
-        FnTool::new("emissions_estimate", "Estimate CO2e emissions with EPA factors", |a: FlaringArgs, _rt| async move {
-            // About 0.0551 metric tons CO2e per mcf of natural gas combusted.
-            let total = a.daily_mcf * f64::from(a.days) * 0.0551;
-            Ok::<_, ToolError>(block("ok", "emissions estimated", json!({"co2e_tonnes": total})))
-        })
+        FnTool::new(
+            "emissions_estimate",
+            "Estimate CO2e emissions with EPA factors",
+            |a: FlaringArgs, _rt| async move {
+                let total = a.daily_mcf * f64::from(a.days) * field::CO2E_TONNES_PER_MCF;
+                Ok::<_, ToolError>(block("ok", "emissions estimated", json!({"co2e_tonnes": total})))
+            },
+        )
         .arc(),
-        FnTool::new("gas_analysis", "Analyse gas composition and pipeline readiness", |a: WellArgs, _rt| async move {
-            Ok::<_, ToolError>(block("ok", "gas analysed", json!({"well_api": a.well_api, "pipeline_ready": false})))
-        })
+        FnTool::new(
+            "gas_analysis",
+            "Analyse gas composition and pipeline readiness",
+            |a: WellArgs, _rt| async move {
+                computed(field::gas_analysis(&a.well_api), |v| {
+                    if v["pipeline_ready"] == true {
+                        "gas analysed: pipeline ready".to_owned()
+                    } else {
+                        format!(
+                            "gas analysed: not pipeline ready ({} reasons)",
+                            v["reasons"].as_array().map_or(0, Vec::len)
+                        )
+                    }
+                })
+            },
+        )
         .arc(),
-        FnTool::new("rule32_filing_assembly", "Assemble the Form R-32 filing package", |a: WellArgs, _rt| async move {
-            Ok::<_, ToolError>(block("ok", "Form R-32 package assembled", json!({"form": "R-32", "well_api": a.well_api})))
-        })
+        FnTool::new(
+            "rule32_filing_assembly",
+            "Assemble the Form R-32 filing package",
+            |a: WellArgs, _rt| async move {
+                computed(field::r32_filing(&a.well_api), |v| {
+                    format!(
+                        "Form R-32 package {}",
+                        v["status"].as_str().unwrap_or("assembled")
+                    )
+                })
+            },
+        )
         .arc(),
     ]
 }

@@ -139,10 +139,12 @@ async fn the_iteration_limit_ends_an_endless_tool_loop() {
 
 #[tokio::test]
 async fn the_default_iteration_limit_is_twenty() {
+    // A lookup that never resolves would stop at the force-clarify checkpoint after three
+    // rounds (see below); an endless context lookup runs into the limit.
     let s = setup(ScriptedModel::repeating([tool_reply(
         "loop",
-        "entity_resolve",
-        json!({"query": "nowhere"}),
+        "context_assemble",
+        json!({"entity_id": "nowhere"}),
     )]));
     let out = s
         .graph
@@ -152,9 +154,102 @@ async fn the_default_iteration_limit_is_twenty() {
     assert_eq!(out.values.status, status::FAILED);
     assert_eq!(s.model.calls(), DEFAULT_MAX_ITERATIONS as usize);
     assert_eq!(out.values.max_iterations, 20);
-    // Twenty unresolved lookups in a row also raised the force-clarify checkpoint.
-    assert_eq!(out.values.consecutive_failed_resolves, 20);
-    assert_eq!(out.values.hitl_checkpoint_type.as_deref(), Some("force_clarify"));
+}
+
+#[tokio::test]
+async fn three_unresolved_lookups_in_a_row_pause_for_a_clarification() {
+    let s = setup(ScriptedModel::repeating([tool_reply(
+        "loop",
+        "entity_resolve",
+        json!({"query": "nowhere"}),
+    )]));
+    let cfg = RunConfig::thread("clarify");
+    let out = s
+        .graph
+        .invoke_input(RunInput::Json(sample_input()), cfg.clone())
+        .await
+        .unwrap();
+    // Paused after the third lookup, not run on to the iteration limit.
+    assert_eq!(out.status, RunStatus::Interrupted);
+    assert_eq!(s.model.calls(), FORCE_CLARIFY_AFTER as usize);
+    let v = &out.values;
+    assert_eq!(v.status, status::AWAITING_HITL);
+    assert_eq!(v.consecutive_failed_resolves, 3);
+    assert_eq!(v.hitl_checkpoint_type.as_deref(), Some("force_clarify"));
+    assert_eq!(v.error, None);
+    let request = &out.interrupts[0].value;
+    assert_eq!(request["checkpoint_type"], "force_clarify");
+    assert!(
+        request["question"].as_str().unwrap().contains("3 entity lookups"),
+        "{request}"
+    );
+    let id = v.hitl_approval_id.clone().unwrap();
+    let record = approval(&s.store, &id).await;
+    assert_eq!(record["checkpoint_type"], "force_clarify");
+    assert_eq!(record["snapshot"]["last_unresolved_query"], "nowhere");
+
+    // The clarification is recorded and handed to the model; the run ends.
+    let done = s
+        .graph
+        .resume(
+            graphloom_core::Command::resume(
+                json!({"decision": "approved", "comment": "I meant Mitchell Ranch 1H"}),
+            ),
+            cfg,
+        )
+        .await
+        .unwrap();
+    assert_eq!(done.status, RunStatus::Done);
+    assert_eq!(done.values.status, status::COMPLETED);
+    assert!(done.values.messages.iter().any(|m| m
+        .text()
+        .contains("force_clarify was approved by the reviewer, who wrote: I meant Mitchell Ranch 1H")));
+    assert_eq!(s.model.calls(), 3);
+}
+
+#[tokio::test]
+async fn a_tenant_override_aborts_instead_of_asking() {
+    let s = setup(ScriptedModel::repeating([tool_reply(
+        "loop",
+        "entity_resolve",
+        json!({"query": "nowhere"}),
+    )]));
+    let mut input = sample_input();
+    input["metadata"]["force_clarify_action"] = json!("abort");
+    let out = s
+        .graph
+        .invoke_input(RunInput::Json(input), RunConfig::thread("clarify-abort"))
+        .await
+        .unwrap();
+    assert_eq!(out.status, RunStatus::Done);
+    assert_eq!(out.values.status, status::FAILED);
+    assert!(out
+        .values
+        .error
+        .as_deref()
+        .unwrap()
+        .starts_with("force_clarify: 3 entity lookups"));
+    assert_eq!(s.model.calls(), 3);
+}
+
+#[tokio::test]
+async fn a_decisive_resolve_resets_the_force_clarify_counter() {
+    let s = setup(ScriptedModel::new([
+        tool_reply("a", "entity_resolve", json!({"query": "nowhere"})),
+        tool_reply("b", "entity_resolve", json!({"query": "nowhere"})),
+        tool_reply("c", "entity_resolve", json!({"query": "Mitchell Ranch 1H"})),
+        tool_reply("d", "entity_resolve", json!({"query": "nowhere"})),
+        tool_reply("e", "entity_resolve", json!({"query": "nowhere"})),
+        text_reply("Done."),
+    ]));
+    let out = s
+        .graph
+        .invoke_input(RunInput::Json(sample_input()), RunConfig::thread("clarify-reset"))
+        .await
+        .unwrap();
+    assert_eq!(out.status, RunStatus::Done);
+    assert_eq!(out.values.status, status::COMPLETED);
+    assert_eq!(out.values.consecutive_failed_resolves, 2);
 }
 
 #[tokio::test]

@@ -32,6 +32,7 @@
 //! `on_chat_model_stream`, `on_tool_start`, `on_tool_end`, `on_custom_event`.
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod data;
 pub mod events;
 mod nodes;
 pub mod offline;
@@ -41,8 +42,8 @@ pub mod tools;
 pub use events::{run_turn, SupportEvent};
 pub use policy::SafetyPolicy;
 pub use tools::{
-    default_tools, redact, redact_text, PlannedCall, SupportTool, ToolError, ToolOutput, ToolRegistry,
-    ToolStatus,
+    default_tools, redact, redact_text, run_tool, PlannedCall, SupportTool, ToolError, ToolOutput,
+    ToolRegistry, ToolStatus,
 };
 
 use graphloom_core::checkpoint::DynCheckpointer;

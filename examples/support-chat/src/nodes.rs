@@ -1,5 +1,6 @@
 //! The seven nodes.
 
+use crate::data::answers_question;
 use crate::events::{
     emit, ON_CHAT_MODEL_START, ON_CHAT_MODEL_STREAM, ON_CUSTOM_EVENT, ON_TOOL_END, ON_TOOL_START,
 };
@@ -204,15 +205,28 @@ pub(crate) async fn tool_executor(s: Arc<AgentState>, rt: Runtime, d: Arc<Deps>)
         .phase("verify".into()))
 }
 
-/// Success when at least one output is usable; otherwise re-plan, up to the bound.
+/// Success when at least one output is usable and answers the user's question
+/// ([`crate::data::answers_question`]); otherwise re-plan, up to the bound.
 pub(crate) async fn verifier(s: Arc<AgentState>, rt: Runtime, d: Arc<Deps>) -> NodeResult {
-    if s.tool_outputs.iter().any(ToolOutput::usable) {
+    let question = s
+        .messages
+        .iter()
+        .rev()
+        .find(|m| m.kind == MessageKind::Human)
+        .map(Message::text)
+        .unwrap_or_default();
+    let answers = |o: &ToolOutput| o.usable() && answers_question(&question, &o.output);
+    if s.tool_outputs.iter().any(answers) {
         return Ok(AgentStateUpdate::new().phase("generate".into()));
     }
     let problems: Vec<String> = s
         .tool_outputs
         .iter()
         .map(|o| match o.status {
+            ToolStatus::Ok => format!(
+                "{} found results for \"{}\" that do not answer \"{question}\"",
+                o.tool, o.query
+            ),
             ToolStatus::Empty => format!("{} found nothing for \"{}\"", o.tool, o.query),
             _ => format!("{} failed for \"{}\" ({})", o.tool, o.query, o.output["error"]),
         })

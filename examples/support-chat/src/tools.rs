@@ -295,9 +295,11 @@ fn mask_cards(s: &str) -> String {
     out
 }
 
-/// The example's tools: `kb_search` (help-centre articles; nothing for unknown topics) and
-/// `order_lookup` (order status, with the customer's contact and payment details that
-/// redaction removes).
+/// The example's tools, over the bundled data ([`crate::data`]): `kb_search` ranks the
+/// help-centre articles against the query (BM25; nothing when no article shares a term with
+/// it) and `order_lookup` reads the order table by the order number in the query (nothing
+/// for an unknown number; the row includes the customer's contact and payment details,
+/// which redaction removes).
 #[must_use]
 pub fn default_tools() -> ToolRegistry {
     ToolRegistry::new([
@@ -305,28 +307,13 @@ pub fn default_tools() -> ToolRegistry {
             "kb_search",
             "Search help-centre articles by keywords",
             |q: String| async move {
-                let q = q.to_lowercase();
-                let articles: Vec<Value> = [
-                    (
-                        "password",
-                        "Reset your password",
-                        "Settings > Security > Reset password; a link is e-mailed.",
-                    ),
-                    (
-                        "refund",
-                        "Refunds",
-                        "Refunds reach the original payment method within 5 business days.",
-                    ),
-                    (
-                        "shipping",
-                        "Shipping times",
-                        "Standard shipping takes 3-5 days; express 1-2 days.",
-                    ),
-                ]
-                .iter()
-                .filter(|(k, _, _)| q.contains(k))
-                .map(|(_, title, body)| json!({"title": title, "body": body}))
-                .collect();
+                let articles: Vec<Value> = crate::data::search(&q, 3)
+                    .into_iter()
+                    .map(|(a, score)| {
+                        json!({"id": a.id, "title": a.title, "body": a.body,
+                               "score": (score * 1000.0).round() / 1000.0})
+                    })
+                    .collect();
                 Ok(json!({"articles": articles}))
             },
         ),
@@ -334,17 +321,14 @@ pub fn default_tools() -> ToolRegistry {
             "order_lookup",
             "Look up an order by its number",
             |q: String| async move {
-                let digits: String = q.chars().filter(char::is_ascii_digit).collect();
-                if digits.is_empty() {
+                let numbers = crate::data::order_numbers(&q);
+                let Some(wanted) = numbers.first() else {
                     return Err(ToolError::permanent("no order number in the query"));
-                }
-                Ok(json!({
-                    "order": digits,
-                    "status": "shipped",
-                    "eta_days": 2,
-                    "customer_email": "jane.doe@example.com",
-                    "payment": {"card_number": "4111 1111 1111 1111", "note": "paid with 4111-1111-1111-1111"}
-                }))
+                };
+                Ok(crate::data::orders()
+                    .iter()
+                    .find(|o| &o.order_id == wanted)
+                    .map_or_else(|| json!({"order": null}), crate::data::order_json))
             },
         ),
     ])

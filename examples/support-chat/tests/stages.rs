@@ -138,7 +138,7 @@ async fn a_failing_tool_replans_at_most_max_replans_times_then_asks_for_clarific
 #[tokio::test]
 async fn an_empty_result_replans_with_different_terms() {
     let model = ScriptedModel::new([
-        plan(&[("kb_search", "xyzzy money back")]),
+        plan(&[("kb_search", "xyzzy plugh")]),
         plan(&[("kb_search", "refund policy")]),
         Reply::text("Refunds take 5 business days."),
     ]);
@@ -150,7 +150,7 @@ async fn an_empty_result_replans_with_different_terms() {
     assert_eq!(s.retry_count, 1);
     let replan = planner_requests(&model)[1].messages.last().unwrap().text();
     assert!(
-        replan.contains("kb_search found nothing for \"xyzzy money back\""),
+        replan.contains("kb_search found nothing for \"xyzzy plugh\""),
         "{replan}"
     );
     assert_eq!(s.messages.last().unwrap().text(), "Refunds take 5 business days.");
