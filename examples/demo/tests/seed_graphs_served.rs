@@ -21,12 +21,19 @@ struct Served {
 impl Served {
     /// A server on a fresh SQLite file with every graph of the registry.
     async fn start() -> Self {
+        Self::start_with(|_| {}, None).await
+    }
+
+    /// The same, with `tune` applied to its config, its client sending `api_key`.
+    async fn start_with(tune: impl FnOnce(&mut ServerConfig), api_key: Option<&str>) -> Self {
         if std::env::var("GRAPHLOOM_MODEL").is_ok() {
             // The offline models are what this test checks.
             std::env::remove_var("GRAPHLOOM_MODEL");
         }
         let dir = tempfile::tempdir().unwrap();
-        let mut builder = Server::builder(ServerConfig::sqlite(dir.path().join("served.db")));
+        let mut cfg = ServerConfig::sqlite(dir.path().join("served.db"));
+        tune(&mut cfg);
+        let mut builder = Server::builder(cfg);
         for e in graphloom_demo::all().all() {
             builder = builder.graph(e.id, std::sync::Arc::clone(&e.factory));
         }
@@ -43,7 +50,17 @@ impl Served {
         });
         Self {
             url,
-            http: reqwest::Client::new(),
+            http: match api_key {
+                Some(key) => {
+                    let mut headers = reqwest::header::HeaderMap::new();
+                    headers.insert("x-api-key", key.parse().unwrap());
+                    reqwest::Client::builder()
+                        .default_headers(headers)
+                        .build()
+                        .unwrap()
+                }
+                None => reqwest::Client::new(),
+            },
             stop: Some(tx),
             task,
             _dir: dir,
@@ -232,6 +249,68 @@ async fn memory_supervisor_stores_and_recalls_run_after_run() {
         );
         assert_eq!(count_type(&v, "tool"), 2, "two lookups in parallel");
     }
+    s.stop().await;
+}
+
+/// Hosted with auth on, seed 002's user is the authenticated identity: the `user_id` a
+/// client puts in its input names nobody (ADR-007: infrastructure ids come from the
+/// runtime, never from the caller's payload).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_supervisor_remembers_for_the_authenticated_user_not_the_input() {
+    let s = Served::start_with(
+        |c| {
+            c.api_keys.insert("key-of-bob".into(), "bob".into());
+        },
+        Some("key-of-bob"),
+    )
+    .await;
+    let t = s.thread().await;
+    // Bob says he is alice.
+    let v = s
+        .wait(
+            &t,
+            "memory_supervisor",
+            json!({"input": memory_supervisor::sample_input()}),
+        )
+        .await;
+    assert!(last_text(&v).starts_with("Noted"), "{v}");
+    // The fact is bob's: stored under his namespace, and no one else's.
+    let (st, found) = s
+        .post(
+            "/store/items/search",
+            json!({"namespace_prefix": ["memory", "bob"], "limit": 10}),
+        )
+        .await;
+    assert_eq!(st, 200, "{found}");
+    assert!(
+        found["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|i| i["value"].to_string().contains("teal")),
+        "{found}"
+    );
+    let (_, alices) = s
+        .post(
+            "/store/items/search",
+            json!({"namespace_prefix": ["memory", "alice"], "limit": 10}),
+        )
+        .await;
+    assert_eq!(alices["items"], json!([]), "{alices}");
+    // Whatever user the input names, bob's memory answers him.
+    let t = s.thread().await;
+    let v = s
+        .wait(
+            &t,
+            "memory_supervisor",
+            json!({"input": {
+                "messages": [{"role": "user", "content": "What do you remember about my favourite colour?"}],
+                "user_id": "carol",
+                "session_id": "session-9",
+            }}),
+        )
+        .await;
+    assert_eq!(last_text(&v), "You told me: my favourite colour is teal.", "{v}");
     s.stop().await;
 }
 

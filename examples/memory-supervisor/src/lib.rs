@@ -46,7 +46,7 @@ pub mod tools;
 pub mod writer;
 
 pub use memory::{memory_index, Memory, MemoryError};
-pub use runtime_ids::{resolve_ids, Ids, MemoryContext, NoUser};
+pub use runtime_ids::{resolve_ids, trusted_context, Ids, MemoryContext, NoUser};
 pub use state::{MemoryHit, MemoryState, MemoryStateUpdate, StoredFact, Tier};
 pub use supervisor::{
     build_graph, classify, GraphConfig, Intent, RouterMode, ASSISTANT, MEMORY_WRITER, RECALL_AGENT,

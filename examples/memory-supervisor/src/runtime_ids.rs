@@ -2,8 +2,11 @@
 //!
 //! Tools and nodes resolve the user and the session with [`resolve_ids`]:
 //!
-//! 1. the run's immutable context, a [`MemoryContext`] (`RunConfig::context`), which
-//!    `ToolRuntime::context` hands to tools;
+//! 1. the run's immutable context ([`trusted_context`]): a [`MemoryContext`]
+//!    (`RunConfig::context`), which `ToolRuntime::context` hands to tools, or, for a run
+//!    hosted by `graphloom serve` with auth on, the authenticated identity the server puts
+//!    in the run's JSON context (`langgraph_auth_user_id`; the session is the thread):
+//!    a client's input cannot name another user;
 //! 2. without one, the state's `user_id` / `session_id` (set by the caller's input; no node
 //!    or tool writes them), with the thread id as the session when the state has none;
 //! 3. without a user, the call fails: memory is never read or written for "nobody".
@@ -58,6 +61,22 @@ fn non_empty(v: Option<&Value>) -> Option<String> {
         .map(str::to_owned)
 }
 
+/// The context that names the run's user: a typed [`MemoryContext`], else the identity a
+/// server authenticated (`langgraph_auth_user_id` in a JSON context), in session
+/// `thread_id` (`"default"` without a thread).
+#[must_use]
+pub fn trusted_context(
+    typed: Option<&MemoryContext>,
+    json: Option<&Value>,
+    thread_id: Option<&str>,
+) -> Option<MemoryContext> {
+    if let Some(c) = typed {
+        return Some(c.clone());
+    }
+    let user = non_empty(json?.get("langgraph_auth_user_id"))?;
+    Some(MemoryContext::new(user, thread_id.unwrap_or("default")))
+}
+
 /// The user and session of a run (see the module docs for the order).
 ///
 /// # Errors
@@ -98,5 +117,17 @@ mod tests {
         let ids = resolve_ids(None, &json!({"user_id": "bob"}), Some("thread-7")).unwrap();
         assert_eq!(ids.session_id, "thread-7");
         assert_eq!(resolve_ids(None, &json!({"user_id": "  "}), None), Err(NoUser));
+        // A server's authenticated identity wins over the input's ids.
+        let served = json!({"langgraph_auth_user_id": "carol", "user_id": "mallory"});
+        let ctx = trusted_context(None, Some(&served), Some("thread-3")).unwrap();
+        let ids = resolve_ids(Some(&ctx), &state, Some("thread-3")).unwrap();
+        assert_eq!(
+            (ids.user_id.as_str(), ids.session_id.as_str()),
+            ("carol", "thread-3")
+        );
+        assert_eq!(
+            trusted_context(None, Some(&json!({"user_id": "mallory"})), None),
+            None
+        );
     }
 }

@@ -22,7 +22,7 @@
 //! at once) are joined by the `append` reducer, in call order.
 
 use crate::memory::{Memory, MemoryError};
-use crate::runtime_ids::{resolve_ids, MemoryContext, INJECTED};
+use crate::runtime_ids::{resolve_ids, trusted_context, MemoryContext, INJECTED};
 use crate::state::MemoryHit;
 use graphloom_core::Message;
 use graphloom_prebuilt::{FnTool, Tool, ToolCommand, ToolError, ToolOutput, ToolRuntime};
@@ -39,8 +39,17 @@ pub fn memory_for(rt: &ToolRuntime) -> Result<Memory, ToolError> {
         .store()
         .cloned()
         .ok_or_else(|| ToolError::unavailable(MemoryError::NoStore.to_string()))?;
-    let ids = resolve_ids(rt.context::<MemoryContext>(), &rt.state, rt.thread_id())
-        .map_err(|e| ToolError::unavailable(e.to_string()))?;
+    let ids = resolve_ids(
+        trusted_context(
+            rt.context::<MemoryContext>(),
+            rt.context::<serde_json::Value>(),
+            rt.thread_id(),
+        )
+        .as_ref(),
+        &rt.state,
+        rt.thread_id(),
+    )
+    .map_err(|e| ToolError::unavailable(e.to_string()))?;
     Ok(Memory::new(store, ids))
 }
 

@@ -12,7 +12,7 @@
 
 use crate::ciar::{self, PROMOTION_THRESHOLD};
 use crate::memory::Memory;
-use crate::runtime_ids::{resolve_ids, MemoryContext};
+use crate::runtime_ids::{resolve_ids, trusted_context, MemoryContext};
 use crate::state::{MemoryHit, StoredFact, Tier};
 use graphloom_core::{
     CompiledGraph, Message, MessageKind, NodeError, Runtime, Seq, State, StateGraph, END, START,
@@ -66,8 +66,17 @@ fn memory(s: &WriterState, rt: &Runtime) -> Result<Memory, NodeError> {
         .cloned()
         .ok_or_else(|| NodeError::fatal("the graph has no store for long-term memory"))?;
     let state = json!({"user_id": s.user_id, "session_id": s.session_id});
-    let ids = resolve_ids(rt.context::<MemoryContext>(), &state, rt.thread_id())
-        .map_err(|e| NodeError::fatal(e.to_string()))?;
+    let ids = resolve_ids(
+        trusted_context(
+            rt.context::<MemoryContext>(),
+            rt.context::<serde_json::Value>(),
+            rt.thread_id(),
+        )
+        .as_ref(),
+        &state,
+        rt.thread_id(),
+    )
+    .map_err(|e| NodeError::fatal(e.to_string()))?;
     Ok(Memory::new(store, ids))
 }
 
