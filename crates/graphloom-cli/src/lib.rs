@@ -53,6 +53,7 @@ use anyhow::{bail, Context as _};
 use clap::{Parser, Subcommand, ValueEnum};
 use graphloom_core::checkpoint::DynCheckpointer;
 use graphloom_core::store::DynStore;
+use graphloom_llm::ModelChoice;
 use graphloom_server::telemetry::{self, TelemetryConfig};
 use graphloom_server::{GraphDeps, Server, ServerConfig};
 use serde_json::Value;
@@ -223,22 +224,56 @@ pub(crate) fn parse_json_arg(what: &str, arg: &str) -> anyhow::Result<Value> {
     })
 }
 
-/// When `GRAPHLOOM_MODEL` is set, check now that the model can be built, with what to set.
-fn check_model() -> anyhow::Result<()> {
-    let Ok(spec) = std::env::var("GRAPHLOOM_MODEL") else {
+/// The model `GRAPHLOOM_MODEL` names, checked now: one that cannot be built is an error
+/// with what to set, before any graph is built.
+fn check_model() -> anyhow::Result<ModelChoice> {
+    let choice = ModelChoice::from_env();
+    if let ModelChoice::Spec(spec) = &choice {
+        graphloom_llm::init_chat_model(spec).map_err(|e| {
+            anyhow::anyhow!(
+                "GRAPHLOOM_MODEL={spec} cannot be used: {e}\n\
+                 Set the provider's key (OPENAI_API_KEY, ANTHROPIC_API_KEY; OPENAI_BASE_URL for an \
+                 OpenAI-compatible server), or GRAPHLOOM_MODEL=scripted for the offline demo model."
+            )
+        })?;
+    }
+    Ok(choice)
+}
+
+/// What `graphloom serve` prints on standard error when its graphs answer with the
+/// scripted demo model.
+const SCRIPTED_BANNER: &str = "\
+note: serving the scripted demo model: every answer is canned, no LLM is called.
+      For a real model set GRAPHLOOM_MODEL, e.g. GRAPHLOOM_MODEL=openai:gpt-4o-mini with
+      OPENAI_API_KEY, anthropic:claude-3-5-haiku-latest with ANTHROPIC_API_KEY, ollama:llama3.2,
+      or openai-compatible:<model> with OPENAI_BASE_URL.";
+
+/// A server meant for others (PostgreSQL, or listening beyond this machine) does not guess
+/// its model: with `GRAPHLOOM_MODEL` unset it refuses to start.
+fn require_explicit_model(
+    choice: &ModelChoice,
+    postgres: bool,
+    local: std::net::SocketAddr,
+) -> anyhow::Result<()> {
+    if *choice != ModelChoice::Unset || (!postgres && local.ip().is_loopback()) {
         return Ok(());
+    }
+    let why = if postgres {
+        "--database-url".to_owned()
+    } else {
+        format!("listening on {local}")
     };
-    graphloom_llm::init_chat_model(&spec).map(|_| ()).map_err(|e| {
-        anyhow::anyhow!(
-            "GRAPHLOOM_MODEL={spec} cannot be used: {e}\n\
-             Set the provider's key (OPENAI_API_KEY, ANTHROPIC_API_KEY; OPENAI_BASE_URL for an \
-             OpenAI-compatible server), or unset GRAPHLOOM_MODEL to run offline with the scripted model."
-        )
-    })
+    bail!(
+        "GRAPHLOOM_MODEL is unset: a server with {why} does not pick the canned demo model by itself.\n\
+         Set GRAPHLOOM_MODEL to a model (openai:gpt-4o-mini, anthropic:claude-3-5-haiku-latest, \
+         ollama:llama3.2, openai-compatible:<model>), or GRAPHLOOM_MODEL=scripted to serve the \
+         scripted demo model."
+    )
 }
 
 /// Options of `graphloom serve`.
 struct ServeArgs {
+    model: ModelChoice,
     db: DbArgs,
     addr: String,
     workers: usize,
@@ -262,6 +297,7 @@ fn seconds(flag: &str, secs: f64) -> anyhow::Result<std::time::Duration> {
 
 async fn serve(args: ServeArgs, graphs: &Graphs) -> anyhow::Result<()> {
     let ServeArgs {
+        model,
         db,
         addr,
         workers,
@@ -310,12 +346,17 @@ async fn serve(args: ServeArgs, graphs: &Graphs) -> anyhow::Result<()> {
     for e in graphs.all() {
         builder = builder.graph(e.id, Arc::clone(&e.factory));
         builder = builder.sample_input(e.id, (e.sample)());
+        builder = builder.model(e.id, model.label());
     }
     let server = builder.build().await?;
     let listener = tokio::net::TcpListener::bind(&addr)
         .await
         .with_context(|| format!("cannot listen on {addr}"))?;
     let local = listener.local_addr()?;
+    require_explicit_model(&model, db.database_url.is_some(), local)?;
+    if model.label() == graphloom_llm::SCRIPTED_MODEL {
+        eprintln!("{SCRIPTED_BANNER}");
+    }
     if auth_off && !local.ip().is_loopback() {
         eprintln!("warning: listening on {local} with auth off; pass --api-key or --jwt-secret to require credentials");
     }
@@ -390,9 +431,10 @@ async fn main_inner(cli: Cli, graphs: &Graphs) -> anyhow::Result<()> {
             ops,
             jwt,
         } => {
-            check_model()?;
+            let model = check_model()?;
             serve(
                 ServeArgs {
+                    model,
                     db,
                     addr,
                     workers,

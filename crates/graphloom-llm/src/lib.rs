@@ -154,7 +154,10 @@ pub use options::{provider_schema, ChatOptions, ResponseFormat, ToolChoice, Tool
 pub use pricing::{ModelPrice, PriceTable};
 pub use prompt_hash::{canonical_json, prompt_hash, prompt_hash_payload, PROMPT_HASH_VERSION};
 pub use scripted::{RecordedRequest, Reply, ScriptedModel, DEFAULT_KEPT_REQUESTS};
-pub use spec::{init_chat_model, ModelSpec, ProviderKind, OLLAMA_DEFAULT_BASE_URL};
+pub use spec::{
+    init_chat_model, model_from_env, ModelChoice, ModelSpec, ProviderKind, MODEL_ENV,
+    OLLAMA_DEFAULT_BASE_URL, SCRIPTED_MODEL,
+};
 pub use stream_into::stream_into;
 pub use structured::{
     parse_message as parse_structured, parse_text as parse_structured_text, prepare as prepare_structured,
