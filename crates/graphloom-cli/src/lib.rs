@@ -45,9 +45,11 @@ mod jwt;
 mod ops;
 mod raster;
 mod render;
+mod scaffold;
 mod threads;
 
 pub use graphs::{Entry, Graphs};
+pub use scaffold::{new_crate, NewCrate};
 
 use anyhow::{bail, Context as _};
 use clap::{Parser, Subcommand, ValueEnum};
@@ -172,6 +174,12 @@ enum Cmd {
     },
     /// List the graphs this command knows.
     Graphs,
+    /// Make a crate with a graph of your own, its test, and a main that serves it with
+    /// `graphloom serve`'s options.
+    New {
+        /// The crate's directory (its last part is the crate's name), e.g. `my-agent`.
+        path: PathBuf,
+    },
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -477,6 +485,18 @@ async fn main_inner(cli: Cli, graphs: &Graphs) -> anyhow::Result<()> {
             output,
             expand,
         } => draw(graphs, &graph, format, output, expand).await,
+        Cmd::New { path } => {
+            let made = new_crate(&path)?;
+            println!(
+                "created {} (graph `{}`; graphloom from {})\n\n  cd {}\n  cargo test               # the graph's test, offline\n  cargo run -- run {}      # one run here, node by node\n  cargo run -- serve       # the LangGraph Server API on 127.0.0.1:2024, with graphloom serve's options",
+                made.name,
+                made.graph_id,
+                made.graphloom_source,
+                path.display(),
+                made.graph_id
+            );
+            Ok(())
+        }
         Cmd::Graphs => {
             for e in graphs.all() {
                 println!("{:<22} {}", e.id, e.about);
