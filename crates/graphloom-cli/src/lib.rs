@@ -189,8 +189,21 @@ enum DrawFormat {
     Png,
 }
 
+/// The store's vector index `GRAPHLOOM_EMBEDDINGS` names (`openai:text-embedding-3-small`,
+/// `openai-compatible:<model>`, `ollama:<model>`, `hash`), if set.
+fn store_index() -> anyhow::Result<Option<graphloom_core::store::IndexConfig>> {
+    graphloom_llm::index_from_env().map_err(|e| {
+        anyhow::anyhow!(
+            "{}={} cannot be used: {e}",
+            graphloom_llm::EMBEDDINGS_ENV,
+            std::env::var(graphloom_llm::EMBEDDINGS_ENV).unwrap_or_default()
+        )
+    })
+}
+
 /// Persistence for local commands.
 pub(crate) async fn open_deps(db: &DbArgs) -> anyhow::Result<GraphDeps> {
+    let index = store_index()?;
     let (checkpointer, store): (Arc<dyn DynCheckpointer>, Arc<dyn DynStore>) = match &db.database_url {
         Some(url) => (
             Arc::new(
@@ -198,7 +211,12 @@ pub(crate) async fn open_deps(db: &DbArgs) -> anyhow::Result<GraphDeps> {
                     .await
                     .with_context(|| "cannot open the PostgreSQL checkpointer")?,
             ),
-            Arc::new(graphloom_postgres::PostgresStore::connect(url).await?),
+            Arc::new(match index {
+                Some(i) => graphloom_postgres::PostgresStore::connect(url)
+                    .await?
+                    .with_index(i),
+                None => graphloom_postgres::PostgresStore::connect(url).await?,
+            }),
         ),
         None => (
             Arc::new(
@@ -206,7 +224,12 @@ pub(crate) async fn open_deps(db: &DbArgs) -> anyhow::Result<GraphDeps> {
                     .await
                     .with_context(|| format!("cannot open {}", db.db.display()))?,
             ),
-            Arc::new(graphloom_sqlite::SqliteStore::open(db.db.clone()).await?),
+            Arc::new(match index {
+                Some(i) => graphloom_sqlite::SqliteStore::open(db.db.clone())
+                    .await?
+                    .with_index(i),
+                None => graphloom_sqlite::SqliteStore::open(db.db.clone()).await?,
+            }),
         ),
     };
     Ok(GraphDeps { checkpointer, store })
@@ -338,6 +361,7 @@ async fn serve(args: ServeArgs, graphs: &Graphs) -> anyhow::Result<()> {
         cfg.cors_origins = cors.into_iter().filter(|o| o != "none").collect();
     }
     cfg.public_system_routes = public_system_routes;
+    cfg.store_index = store_index()?;
     cfg.lease = seconds("lease-secs", lease_secs)?;
     cfg.heartbeat = heartbeat_secs.map(|s| seconds("heartbeat-secs", s)).transpose()?;
     ops.apply(&mut cfg)?;

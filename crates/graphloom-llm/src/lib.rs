@@ -117,6 +117,8 @@ mod budget;
 mod budgeted;
 mod chunk;
 mod dyn_model;
+#[cfg(feature = "http")]
+mod embeddings;
 mod error;
 mod message;
 mod model;
@@ -146,6 +148,11 @@ pub use budget::Budget;
 pub use budgeted::BudgetedModel;
 pub use chunk::{ChatChunk, ChunkAssembler, ToolCallChunk};
 pub use dyn_model::DynChatModel;
+#[cfg(feature = "http")]
+pub use embeddings::{
+    index_from_env, index_from_spec, index_from_spec_with, OpenAiEmbeddings, EMBEDDINGS_DIMS_ENV,
+    EMBEDDINGS_ENV, HASH_DIMS,
+};
 pub use error::{truncate_raw, Error, ErrorKind, NodeResultExt, Result, RAW_EXCERPT_LIMIT};
 pub use graphloom_core::{Message, MessageKind, ToolCall};
 pub use message::{new_call_id, new_message_id, InvalidToolCall, MessageExt};

@@ -119,7 +119,12 @@ impl ServerBuilder {
             checkpointer,
             store,
             file_lock,
-        } = crate::db::open(&self.config.database, self.config.retention.store_ttl).await?;
+        } = crate::db::open(
+            &self.config.database,
+            self.config.retention.store_ttl,
+            self.config.store_index.clone(),
+        )
+        .await?;
         let deps = GraphDeps {
             checkpointer: Arc::clone(&checkpointer),
             store: Arc::clone(&store),

@@ -217,3 +217,53 @@ async fn serve_refuses_an_unbuildable_model_and_a_deployed_server_without_one() 
         "{err}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn graphloom_embeddings_gives_the_served_store_a_ranking_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = graphloom(dir.path());
+    cmd.env("GRAPHLOOM_EMBEDDINGS", "hash");
+    let (mut child, url, _) = serve(cmd).await;
+    let http = reqwest::Client::new();
+    for (key, text) in [
+        ("m1", "my dog likes walks"),
+        ("m2", "the car needs tyres"),
+        ("m3", "a cat sleeps"),
+    ] {
+        let r = http
+            .put(format!("{url}/store/items"))
+            .json(&json!({"namespace": ["memory", "alice"], "key": key, "value": {"content": text}}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 204);
+    }
+    let found: Value = http
+        .post(format!("{url}/store/items/search"))
+        .json(&json!({"namespace_prefix": ["memory"], "query": "where is my dog", "limit": 3}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    // Newest first would be m3: the query ranks the dog first.
+    assert_eq!(found["items"][0]["key"], "m1", "{found}");
+    child.kill().await.unwrap();
+
+    let out = tokio::time::timeout(
+        WAIT,
+        graphloom(dir.path())
+            .env("GRAPHLOOM_EMBEDDINGS", "openai:text-embedding-3-small")
+            .args(["serve", "--db", "other.db", "--addr", "127.0.0.1:0"])
+            .output(),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("GRAPHLOOM_EMBEDDINGS") && err.contains("OPENAI_API_KEY"),
+        "{err}"
+    );
+}
