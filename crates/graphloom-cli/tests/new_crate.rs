@@ -19,8 +19,13 @@ fn text(b: &[u8]) -> String {
 
 #[test]
 fn a_new_crate_builds_tests_and_runs_its_graph_offline() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("my-agent");
+    // Always the same directory, under the target directory: the crate keeps one package id,
+    // so each run rebuilds its artifacts in place instead of adding a new set.
+    let target = target_dir();
+    let dir = target.join("graphloom-new-test").join("my-agent");
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
     let made = graphloom_cli::new_crate(&dir).unwrap();
     assert_eq!(
         (made.name.as_str(), made.graph_id.as_str()),
@@ -40,7 +45,6 @@ fn a_new_crate_builds_tests_and_runs_its_graph_offline() {
     let again = graphloom_cli::new_crate(&dir).unwrap_err().to_string();
     assert!(again.contains("is not empty"), "{again}");
 
-    let target = target_dir();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let out = Command::new(&cargo)
         .current_dir(&dir)
