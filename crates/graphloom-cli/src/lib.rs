@@ -45,14 +45,17 @@ mod jwt;
 mod ops;
 mod raster;
 mod render;
+mod scaffold;
 mod threads;
 
 pub use graphs::{Entry, Graphs};
+pub use scaffold::{new_crate, NewCrate};
 
 use anyhow::{bail, Context as _};
 use clap::{Parser, Subcommand, ValueEnum};
 use graphloom_core::checkpoint::DynCheckpointer;
 use graphloom_core::store::DynStore;
+use graphloom_llm::ModelChoice;
 use graphloom_server::telemetry::{self, TelemetryConfig};
 use graphloom_server::{GraphDeps, Server, ServerConfig};
 use serde_json::Value;
@@ -171,6 +174,12 @@ enum Cmd {
     },
     /// List the graphs this command knows.
     Graphs,
+    /// Make a crate with a graph of your own, its test, and a main that serves it with
+    /// `graphloom serve`'s options.
+    New {
+        /// The crate's directory (its last part is the crate's name), e.g. `my-agent`.
+        path: PathBuf,
+    },
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -180,8 +189,21 @@ enum DrawFormat {
     Png,
 }
 
+/// The store's vector index `GRAPHLOOM_EMBEDDINGS` names (`openai:text-embedding-3-small`,
+/// `openai-compatible:<model>`, `ollama:<model>`, `hash`), if set.
+fn store_index() -> anyhow::Result<Option<graphloom_core::store::IndexConfig>> {
+    graphloom_llm::index_from_env().map_err(|e| {
+        anyhow::anyhow!(
+            "{}={} cannot be used: {e}",
+            graphloom_llm::EMBEDDINGS_ENV,
+            std::env::var(graphloom_llm::EMBEDDINGS_ENV).unwrap_or_default()
+        )
+    })
+}
+
 /// Persistence for local commands.
 pub(crate) async fn open_deps(db: &DbArgs) -> anyhow::Result<GraphDeps> {
+    let index = store_index()?;
     let (checkpointer, store): (Arc<dyn DynCheckpointer>, Arc<dyn DynStore>) = match &db.database_url {
         Some(url) => (
             Arc::new(
@@ -189,7 +211,12 @@ pub(crate) async fn open_deps(db: &DbArgs) -> anyhow::Result<GraphDeps> {
                     .await
                     .with_context(|| "cannot open the PostgreSQL checkpointer")?,
             ),
-            Arc::new(graphloom_postgres::PostgresStore::connect(url).await?),
+            Arc::new(match index {
+                Some(i) => graphloom_postgres::PostgresStore::connect(url)
+                    .await?
+                    .with_index(i),
+                None => graphloom_postgres::PostgresStore::connect(url).await?,
+            }),
         ),
         None => (
             Arc::new(
@@ -197,7 +224,12 @@ pub(crate) async fn open_deps(db: &DbArgs) -> anyhow::Result<GraphDeps> {
                     .await
                     .with_context(|| format!("cannot open {}", db.db.display()))?,
             ),
-            Arc::new(graphloom_sqlite::SqliteStore::open(db.db.clone()).await?),
+            Arc::new(match index {
+                Some(i) => graphloom_sqlite::SqliteStore::open(db.db.clone())
+                    .await?
+                    .with_index(i),
+                None => graphloom_sqlite::SqliteStore::open(db.db.clone()).await?,
+            }),
         ),
     };
     Ok(GraphDeps::new(checkpointer, store))
@@ -223,22 +255,56 @@ pub(crate) fn parse_json_arg(what: &str, arg: &str) -> anyhow::Result<Value> {
     })
 }
 
-/// When `GRAPHLOOM_MODEL` is set, check now that the model can be built, with what to set.
-fn check_model() -> anyhow::Result<()> {
-    let Ok(spec) = std::env::var("GRAPHLOOM_MODEL") else {
+/// The model `GRAPHLOOM_MODEL` names, checked now: one that cannot be built is an error
+/// with what to set, before any graph is built.
+fn check_model() -> anyhow::Result<ModelChoice> {
+    let choice = ModelChoice::from_env();
+    if let ModelChoice::Spec(spec) = &choice {
+        graphloom_llm::init_chat_model(spec).map_err(|e| {
+            anyhow::anyhow!(
+                "GRAPHLOOM_MODEL={spec} cannot be used: {e}\n\
+                 Set the provider's key (OPENAI_API_KEY, ANTHROPIC_API_KEY; OPENAI_BASE_URL for an \
+                 OpenAI-compatible server), or GRAPHLOOM_MODEL=scripted for the offline demo model."
+            )
+        })?;
+    }
+    Ok(choice)
+}
+
+/// What `graphloom serve` prints on standard error when its graphs answer with the
+/// scripted demo model.
+const SCRIPTED_BANNER: &str = "\
+note: serving the scripted demo model: every answer is canned, no LLM is called.
+      For a real model set GRAPHLOOM_MODEL, e.g. GRAPHLOOM_MODEL=openai:gpt-4o-mini with
+      OPENAI_API_KEY, anthropic:claude-3-5-haiku-latest with ANTHROPIC_API_KEY, ollama:llama3.2,
+      or openai-compatible:<model> with OPENAI_BASE_URL.";
+
+/// A server meant for others (PostgreSQL, or listening beyond this machine) does not guess
+/// its model: with `GRAPHLOOM_MODEL` unset it refuses to start.
+fn require_explicit_model(
+    choice: &ModelChoice,
+    postgres: bool,
+    local: std::net::SocketAddr,
+) -> anyhow::Result<()> {
+    if *choice != ModelChoice::Unset || (!postgres && local.ip().is_loopback()) {
         return Ok(());
+    }
+    let why = if postgres {
+        "--database-url".to_owned()
+    } else {
+        format!("listening on {local}")
     };
-    graphloom_llm::init_chat_model(&spec).map(|_| ()).map_err(|e| {
-        anyhow::anyhow!(
-            "GRAPHLOOM_MODEL={spec} cannot be used: {e}\n\
-             Set the provider's key (OPENAI_API_KEY, ANTHROPIC_API_KEY; OPENAI_BASE_URL for an \
-             OpenAI-compatible server), or unset GRAPHLOOM_MODEL to run offline with the scripted model."
-        )
-    })
+    bail!(
+        "GRAPHLOOM_MODEL is unset: a server with {why} does not pick the canned demo model by itself.\n\
+         Set GRAPHLOOM_MODEL to a model (openai:gpt-4o-mini, anthropic:claude-3-5-haiku-latest, \
+         ollama:llama3.2, openai-compatible:<model>), or GRAPHLOOM_MODEL=scripted to serve the \
+         scripted demo model."
+    )
 }
 
 /// Options of `graphloom serve`.
 struct ServeArgs {
+    model: ModelChoice,
     db: DbArgs,
     addr: String,
     workers: usize,
@@ -262,6 +328,7 @@ fn seconds(flag: &str, secs: f64) -> anyhow::Result<std::time::Duration> {
 
 async fn serve(args: ServeArgs, graphs: &Graphs) -> anyhow::Result<()> {
     let ServeArgs {
+        model,
         db,
         addr,
         workers,
@@ -294,6 +361,7 @@ async fn serve(args: ServeArgs, graphs: &Graphs) -> anyhow::Result<()> {
         cfg.cors_origins = cors.into_iter().filter(|o| o != "none").collect();
     }
     cfg.public_system_routes = public_system_routes;
+    cfg.store_index = store_index()?;
     cfg.lease = seconds("lease-secs", lease_secs)?;
     cfg.heartbeat = heartbeat_secs.map(|s| seconds("heartbeat-secs", s)).transpose()?;
     ops.apply(&mut cfg)?;
@@ -310,12 +378,17 @@ async fn serve(args: ServeArgs, graphs: &Graphs) -> anyhow::Result<()> {
     for e in graphs.all() {
         builder = builder.graph(e.id, Arc::clone(&e.factory));
         builder = builder.sample_input(e.id, (e.sample)());
+        builder = builder.model(e.id, model.label());
     }
     let server = builder.build().await?;
     let listener = tokio::net::TcpListener::bind(&addr)
         .await
         .with_context(|| format!("cannot listen on {addr}"))?;
     let local = listener.local_addr()?;
+    require_explicit_model(&model, db.database_url.is_some(), local)?;
+    if model.label() == graphloom_llm::SCRIPTED_MODEL {
+        eprintln!("{SCRIPTED_BANNER}");
+    }
     if auth_off && !local.ip().is_loopback() {
         eprintln!("warning: listening on {local} with auth off; pass --api-key or --jwt-secret to require credentials");
     }
@@ -390,9 +463,10 @@ async fn main_inner(cli: Cli, graphs: &Graphs) -> anyhow::Result<()> {
             ops,
             jwt,
         } => {
-            check_model()?;
+            let model = check_model()?;
             serve(
                 ServeArgs {
+                    model,
                     db,
                     addr,
                     workers,
@@ -435,6 +509,18 @@ async fn main_inner(cli: Cli, graphs: &Graphs) -> anyhow::Result<()> {
             output,
             expand,
         } => draw(graphs, &graph, format, output, expand).await,
+        Cmd::New { path } => {
+            let made = new_crate(&path)?;
+            println!(
+                "created {} (graph `{}`; graphloom from {})\n\n  cd {}\n  cargo test               # the graph's test, offline\n  cargo run -- run {}      # one run here, node by node\n  cargo run -- serve       # the LangGraph Server API on 127.0.0.1:2024, with graphloom serve's options",
+                made.name,
+                made.graph_id,
+                made.graphloom_source,
+                path.display(),
+                made.graph_id
+            );
+            Ok(())
+        }
         Cmd::Graphs => {
             for e in graphs.all() {
                 println!("{:<22} {}", e.id, e.about);

@@ -71,6 +71,20 @@ pub enum Error {
     /// Other invalid configuration.
     #[error("invalid configuration: {0}")]
     Config(String),
+    /// The model an environment variable names (`GRAPHLOOM_MODEL`) cannot be built.
+    #[error(
+        "{var}={spec} cannot be used: {source}; set the provider's variables (OPENAI_API_KEY, \
+         ANTHROPIC_API_KEY; OPENAI_BASE_URL for an OpenAI-compatible server), or {var}=scripted \
+         for the offline demo model"
+    )]
+    ModelEnv {
+        /// The variable.
+        var: String,
+        /// Its value.
+        spec: String,
+        /// Why the model cannot be built.
+        source: Box<Error>,
+    },
     /// The provider answered with an HTTP error status (after retries, for 429 and 5xx).
     #[error("{provider} returned HTTP {status} after {attempts} attempt(s): {message}")]
     Http {
@@ -161,7 +175,10 @@ impl Error {
     #[must_use]
     pub fn kind(&self) -> ErrorKind {
         match self {
-            Error::InvalidModelSpec { .. } | Error::MissingEnv { .. } | Error::Config(_) => ErrorKind::Config,
+            Error::InvalidModelSpec { .. }
+            | Error::MissingEnv { .. }
+            | Error::Config(_)
+            | Error::ModelEnv { .. } => ErrorKind::Config,
             Error::Http { status: 429, .. } => ErrorKind::RateLimited,
             Error::Http { status, .. } if *status >= 500 => ErrorKind::Server,
             Error::Http { .. } => ErrorKind::Rejected,

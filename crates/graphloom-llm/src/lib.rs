@@ -117,6 +117,8 @@ mod budget;
 mod budgeted;
 mod chunk;
 mod dyn_model;
+#[cfg(feature = "http")]
+mod embeddings;
 mod error;
 mod message;
 mod model;
@@ -146,6 +148,11 @@ pub use budget::Budget;
 pub use budgeted::BudgetedModel;
 pub use chunk::{ChatChunk, ChunkAssembler, ToolCallChunk};
 pub use dyn_model::DynChatModel;
+#[cfg(feature = "http")]
+pub use embeddings::{
+    index_from_env, index_from_spec, index_from_spec_with, OpenAiEmbeddings, EMBEDDINGS_DIMS_ENV,
+    EMBEDDINGS_ENV, HASH_DIMS,
+};
 pub use error::{truncate_raw, Error, ErrorKind, NodeResultExt, Result, RAW_EXCERPT_LIMIT};
 pub use graphloom_core::{Message, MessageKind, ToolCall};
 pub use message::{new_call_id, new_message_id, InvalidToolCall, MessageExt};
@@ -154,7 +161,10 @@ pub use options::{provider_schema, ChatOptions, ResponseFormat, ToolChoice, Tool
 pub use pricing::{ModelPrice, PriceTable};
 pub use prompt_hash::{canonical_json, prompt_hash, prompt_hash_payload, PROMPT_HASH_VERSION};
 pub use scripted::{RecordedRequest, Reply, ScriptedModel, DEFAULT_KEPT_REQUESTS};
-pub use spec::{init_chat_model, ModelSpec, ProviderKind, OLLAMA_DEFAULT_BASE_URL};
+pub use spec::{
+    init_chat_model, model_from_env, ModelChoice, ModelSpec, ProviderKind, MODEL_ENV,
+    OLLAMA_DEFAULT_BASE_URL, SCRIPTED_MODEL,
+};
 pub use stream_into::stream_into;
 pub use structured::{
     parse_message as parse_structured, parse_text as parse_structured_text, prepare as prepare_structured,

@@ -203,3 +203,89 @@ impl ModelSpec {
 pub fn init_chat_model(spec: &str) -> Result<Arc<dyn DynChatModel>> {
     ModelSpec::parse(spec)?.build()
 }
+
+/// The environment variable naming the model of a program (`graphloom run`, `graphloom
+/// serve`, the examples): a model string, or [`SCRIPTED_MODEL`].
+pub const MODEL_ENV: &str = "GRAPHLOOM_MODEL";
+
+/// The value of [`MODEL_ENV`] that picks a program's scripted demo model: canned answers,
+/// offline.
+pub const SCRIPTED_MODEL: &str = "scripted";
+
+/// What [`MODEL_ENV`] asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ModelChoice {
+    /// Unset (or empty): the program decides (the examples and `graphloom run` use their
+    /// scripted model; a deployed `graphloom serve` refuses to guess).
+    Unset,
+    /// `scripted`: the program's scripted demo model.
+    Scripted,
+    /// A model string such as `openai:gpt-4o-mini`, not yet checked.
+    Spec(String),
+}
+
+impl ModelChoice {
+    /// What [`MODEL_ENV`] holds in this process's environment.
+    #[must_use]
+    pub fn from_env() -> Self {
+        Self::from_value(std::env::var(MODEL_ENV).ok().as_deref())
+    }
+
+    /// What a value of [`MODEL_ENV`] asks for.
+    #[must_use]
+    pub fn from_value(value: Option<&str>) -> Self {
+        match value.map(str::trim) {
+            None | Some("") => Self::Unset,
+            Some(v) if v.eq_ignore_ascii_case(SCRIPTED_MODEL) => Self::Scripted,
+            Some(v) => Self::Spec(v.to_owned()),
+        }
+    }
+
+    /// The model's name as `/info` and the assistants show it: `scripted` for the demo
+    /// model (unset included), else the model string.
+    #[must_use]
+    pub fn label(&self) -> String {
+        match self {
+            Self::Unset | Self::Scripted => SCRIPTED_MODEL.to_owned(),
+            Self::Spec(s) => s.clone(),
+        }
+    }
+
+    /// Build the model: `scripted()` when unset or `scripted`, else the model string
+    /// through [`init_chat_model`].
+    ///
+    /// # Errors
+    /// [`Error::ModelEnv`] when the model string does not parse or its provider's
+    /// variables are missing: a misconfigured model never silently becomes the script.
+    pub fn build(&self, scripted: impl FnOnce() -> Arc<dyn DynChatModel>) -> Result<Arc<dyn DynChatModel>> {
+        match self {
+            Self::Unset | Self::Scripted => Ok(scripted()),
+            Self::Spec(spec) => init_chat_model(spec).map_err(|e| Error::ModelEnv {
+                var: MODEL_ENV.to_owned(),
+                spec: spec.clone(),
+                source: Box::new(e),
+            }),
+        }
+    }
+}
+
+/// The model [`MODEL_ENV`] names: `scripted()` when it is unset or `scripted`, else the
+/// provider's model configured from the environment. What the examples' `default_model()`
+/// returns.
+///
+/// ```
+/// use graphloom_llm::{DynChatModel, ModelChoice, Reply, ScriptedModel};
+/// use std::sync::Arc;
+/// let demo = || Arc::new(ScriptedModel::new([Reply::text("canned")])) as Arc<dyn DynChatModel>;
+/// let m = ModelChoice::from_value(Some("scripted")).build(demo).map(|m| m.dyn_provider().to_owned());
+/// assert_eq!(m.ok().as_deref(), Some("scripted"));
+/// // A model that cannot be built is an error, never the script.
+/// let err = ModelChoice::from_value(Some("nope:x")).build(demo).err().map(|e| e.to_string());
+/// assert!(err.is_some_and(|e| e.starts_with("GRAPHLOOM_MODEL=nope:x cannot be used")));
+/// ```
+///
+/// # Errors
+/// [`Error::ModelEnv`] when the variable names a model that cannot be built.
+pub fn model_from_env(scripted: impl FnOnce() -> Arc<dyn DynChatModel>) -> Result<Arc<dyn DynChatModel>> {
+    ModelChoice::from_env().build(scripted)
+}

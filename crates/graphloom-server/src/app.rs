@@ -21,6 +21,7 @@ pub struct ServerBuilder {
     auth: Option<Arc<dyn crate::auth::DynAuth>>,
     custom: crate::custom::Custom,
     samples: BTreeMap<String, serde_json::Value>,
+    models: BTreeMap<String, String>,
 }
 
 impl ServerBuilder {
@@ -33,6 +34,7 @@ impl ServerBuilder {
             auth: None,
             custom: crate::custom::Custom::default(),
             samples: BTreeMap::new(),
+            models: BTreeMap::new(),
         }
     }
 
@@ -96,6 +98,15 @@ impl ServerBuilder {
         self
     }
 
+    /// The model graph `graph_id` answers with (`scripted` for a canned demo model, or a
+    /// model string such as `openai:gpt-4o-mini`): `/info` lists it under `models`, the
+    /// graph's system assistant carries it as `metadata.model`, the console shows it.
+    #[must_use]
+    pub fn model(mut self, graph_id: impl Into<String>, model: impl Into<String>) -> Self {
+        self.models.insert(graph_id.into(), model.into());
+        self
+    }
+
     /// Open the database (running migrations), compile the graphs, create their system
     /// assistants.
     ///
@@ -108,10 +119,15 @@ impl ServerBuilder {
             checkpointer,
             store,
             file_lock,
-        } = crate::db::open(&self.config.database, self.config.retention.store_ttl).await?;
+        } = crate::db::open(
+            &self.config.database,
+            self.config.retention.store_ttl,
+            self.config.store_index.clone(),
+        )
+        .await?;
         let deps = GraphDeps::new(Arc::clone(&checkpointer), Arc::clone(&store));
         let (graphs, validators) = compile_graphs(&self.graphs, &deps)?;
-        create_system_assistants(db.as_ref(), &graphs).await?;
+        create_system_assistants(db.as_ref(), &graphs, &self.models).await?;
         let (shutdown, _) = watch::channel(false);
         let state = Arc::new(AppState {
             db,
@@ -136,6 +152,7 @@ impl ServerBuilder {
             file_lock: Mutex::new(file_lock),
             thread_signals: crate::protocol::ThreadSignals::default(),
             samples: self.samples,
+            models: self.models,
         });
         Ok(Server { state })
     }
@@ -170,13 +187,20 @@ type Graphs = (
     BTreeMap<String, Arc<jsonschema::Validator>>,
 );
 
-/// Create each graph's system assistant (owner `""`), unless it exists.
+/// Create each graph's system assistant (owner `""`), unless it exists; one that exists
+/// gets the graph's model into its metadata when that changed since.
 async fn create_system_assistants(
     db: &dyn Db,
     graphs: &BTreeMap<String, Arc<dyn HostedGraph>>,
+    models: &BTreeMap<String, String>,
 ) -> Result<(), StartError> {
     for id in graphs.keys() {
         let now = now_rfc3339();
+        let mut metadata = serde_json::Map::new();
+        metadata.insert("created_by".into(), "system".into());
+        if let Some(m) = models.get(id) {
+            metadata.insert("model".into(), m.clone().into());
+        }
         let a = Assistant {
             assistant_id: system_assistant_id(id),
             graph_id: id.clone(),
@@ -184,13 +208,29 @@ async fn create_system_assistants(
             context: serde_json::json!({}),
             created_at: now.clone(),
             updated_at: now,
-            metadata: serde_json::from_value(serde_json::json!({"created_by": "system"})).unwrap_or_default(),
+            metadata: metadata.clone(),
             version: 1,
             name: id.clone(),
             description: None,
         };
         match db.create_assistant("", &a).await {
-            Ok(_) | Err(DbError::Conflict(_)) => {}
+            Ok(_) => {}
+            Err(DbError::Conflict(_)) => {
+                let Some(model) = models.get(id) else { continue };
+                let existing = db
+                    .get_assistant("", &a.assistant_id)
+                    .await
+                    .map_err(StartError::database("reading the system assistants"))?;
+                if existing.is_some_and(|e| e.metadata.get("model").and_then(|v| v.as_str()) != Some(model)) {
+                    let patch = crate::db::AssistantPatch {
+                        metadata: Some(metadata),
+                        ..Default::default()
+                    };
+                    db.patch_assistant("", &a.assistant_id, patch)
+                        .await
+                        .map_err(StartError::database("updating the system assistants"))?;
+                }
+            }
             Err(e) => return Err(StartError::database("creating the system assistants")(e)),
         }
     }

@@ -78,6 +78,10 @@ pub struct ServerConfig {
     pub webhooks: crate::webhook::WebhookConfig,
     /// Thread and store item expiry, and the sweeper's pace.
     pub retention: crate::retention::RetentionConfig,
+    /// The store's vector index: with one, a store search's `query` ranks the items by
+    /// similarity (the seeds' memory searches); without, the query is ignored. Graphloom's
+    /// command reads it from `GRAPHLOOM_EMBEDDINGS` (`graphloom_llm::index_from_spec`).
+    pub store_index: Option<graphloom_core::store::IndexConfig>,
 }
 
 impl ServerConfig {
@@ -107,6 +111,7 @@ impl ServerConfig {
             crons: crate::scheduler::CronConfig::default(),
             webhooks: crate::webhook::WebhookConfig::default(),
             retention: crate::retention::RetentionConfig::default(),
+            store_index: None,
         }
     }
 

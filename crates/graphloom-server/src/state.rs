@@ -68,6 +68,8 @@ pub struct AppState {
     pub(crate) thread_signals: crate::protocol::ThreadSignals,
     /// Example inputs by graph id, for the console's start form.
     pub(crate) samples: BTreeMap<String, serde_json::Value>,
+    /// The model each graph answers with (`scripted`, `openai:gpt-4o-mini`), when told.
+    pub(crate) models: BTreeMap<String, String>,
 }
 
 impl AppState {

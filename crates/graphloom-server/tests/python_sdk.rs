@@ -33,7 +33,7 @@ async fn python_sdk_drives_the_server() {
                     chat_runtime::graph(
                         Arc::clone(&deps.checkpointer),
                         Arc::clone(&deps.store),
-                        chat_runtime::default_model(),
+                        chat_runtime::default_model().unwrap(),
                     )
                 }),
             )

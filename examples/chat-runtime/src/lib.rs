@@ -126,19 +126,18 @@ pub fn graph(
     )
 }
 
-/// `GRAPHLOOM_MODEL` (e.g. `openai:gpt-4o-mini`) through `init_chat_model`, else the
-/// [`offline::model`]: a `knowledge_search` call for the user's question, then an answer
-/// from its result, computed from the conversation, so any number of runs sharing it work.
-#[must_use]
-pub fn default_model() -> Arc<dyn DynChatModel> {
-    if let Ok(spec) = std::env::var("GRAPHLOOM_MODEL") {
-        match graphloom_llm::init_chat_model(&spec) {
-            Ok(m) => return m,
-            Err(e) => eprintln!("GRAPHLOOM_MODEL={spec}: {e}; using the offline scripted model"),
-        }
-    }
-    // Shared by every run of a served graph: keep no record of what it was asked.
-    Arc::new(offline::model().keep_requests(0))
+/// The model `GRAPHLOOM_MODEL` names (e.g. `openai:gpt-4o-mini`), through
+/// [`graphloom_llm::model_from_env`]; unset or `scripted`: the [`offline::model`]: a
+/// `knowledge_search` call for the user's question, then an answer from its result,
+/// computed from the conversation, so any number of runs sharing it work.
+///
+/// # Errors
+/// When `GRAPHLOOM_MODEL` names a model that cannot be built: never the script instead.
+pub fn default_model() -> graphloom_llm::Result<Arc<dyn DynChatModel>> {
+    graphloom_llm::model_from_env(|| {
+        // Shared by every run of a served graph: keep no record of what it was asked.
+        Arc::new(offline::model().keep_requests(0))
+    })
 }
 
 /// A JSON input for the graph's update decoder.

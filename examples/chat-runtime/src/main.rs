@@ -34,7 +34,7 @@ async fn main() -> anyhow::Result<()> {
     let tmp = tempfile::tempdir()?;
     let db = args.db.unwrap_or_else(|| tmp.path().join("chat-runtime.db"));
     let saver = graphloom_sqlite::SqliteSaver::open(&db).await?;
-    let g = graph(Arc::new(saver), Arc::new(InMemoryStore::new()), default_model())?;
+    let g = graph(Arc::new(saver), Arc::new(InMemoryStore::new()), default_model()?)?;
     let billing = InMemoryBilling::new();
     let runtime = ChatRuntime::new(Arc::new(InProcGraphExecutor::new(g)), billing.clone());
     if let Some(addr) = args.serve {

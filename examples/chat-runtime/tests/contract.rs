@@ -17,7 +17,7 @@ async fn the_sample_input_runs_the_offline_happy_path_without_the_runtime() {
     let g = graph(
         Arc::new(InMemorySaver::new()),
         Arc::new(InMemoryStore::new()),
-        default_model(),
+        default_model().unwrap(),
     )
     .unwrap();
     assert_eq!(g.name(), GRAPH_ID);

@@ -17,12 +17,11 @@ macro_rules! entry {
             about: $about,
             factory: Arc::new(|deps: &GraphDeps| {
                 ($export)(deps);
-                $krate::graph(
-                    Arc::clone(&deps.checkpointer),
-                    Arc::clone(&deps.store),
-                    $krate::default_model(),
-                )
-                .map(hosted)
+                // `graphloom` checks GRAPHLOOM_MODEL before building any graph; this
+                // is the same error for a program that calls the factory directly.
+                let model = $krate::default_model()
+                    .map_err(|e| graphloom_core::Error::InvalidGraph(e.to_string()))?;
+                $krate::graph(Arc::clone(&deps.checkpointer), Arc::clone(&deps.store), model).map(hosted)
             }),
             sample: $krate::sample_input,
         }

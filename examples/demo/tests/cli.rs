@@ -117,7 +117,7 @@ fn errors_say_what_to_do() {
     assert_eq!(out.status.code(), Some(1));
     let err = text(&out.stderr);
     assert!(
-        err.contains("OPENAI_API_KEY") && err.contains("unset GRAPHLOOM_MODEL"),
+        err.contains("OPENAI_API_KEY") && err.contains("GRAPHLOOM_MODEL=scripted"),
         "{err}"
     );
 

@@ -133,7 +133,7 @@ async fn main() -> anyhow::Result<()> {
     } else if let Some(spec) = &args.model {
         Some(graphloom_llm::init_chat_model(spec).with_context(|| format!("model {spec}"))?)
     } else {
-        Some(fraud_investigation::default_model())
+        Some(fraud_investigation::default_model()?)
     };
     settings.planner.llm_enabled = llm.is_some();
     let tmp = tempfile::tempdir()?;

@@ -86,22 +86,18 @@ pub fn graph(
     })
 }
 
-/// The model: [`MODEL_ENV`] when set (through `graphloom_llm::init_chat_model`, which reads
-/// the provider's key and base URL from the environment), else the [`offline::model`],
-/// which routes by intent and answers from the memory tools, computed from each call, so
-/// any number of turns, threads and users sharing it work.
-#[must_use]
-pub fn default_model() -> Arc<dyn DynChatModel> {
-    if let Some(spec) = std::env::var(MODEL_ENV).ok().filter(|s| !s.trim().is_empty()) {
-        match graphloom_llm::init_chat_model(&spec) {
-            Ok(m) => return m,
-            Err(e) => {
-                tracing::warn!(spec = %spec, error = %e, "cannot build the model; using the offline script")
-            }
-        }
-    }
-    // Shared by every run of a served graph: keep no record of what it was asked.
-    Arc::new(offline::model().keep_requests(0))
+/// The model [`MODEL_ENV`] names (through [`graphloom_llm::model_from_env`], which reads
+/// the provider's key and base URL from the environment); unset or `scripted`: the
+/// [`offline::model`], which routes by intent and answers from the memory tools, computed
+/// from each call, so any number of turns, threads and users sharing it work.
+///
+/// # Errors
+/// When [`MODEL_ENV`] names a model that cannot be built: never the script instead.
+pub fn default_model() -> graphloom_llm::Result<Arc<dyn DynChatModel>> {
+    graphloom_llm::model_from_env(|| {
+        // Shared by every run of a served graph: keep no record of what it was asked.
+        Arc::new(offline::model().keep_requests(0))
+    })
 }
 
 /// One user turn as graph input: alice asks to remember her favourite colour. The ids are

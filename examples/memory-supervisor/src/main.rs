@@ -128,11 +128,9 @@ fn show(m: &Message) -> Option<String> {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    let real = std::env::var(MODEL_ENV).ok().filter(|s| !s.trim().is_empty());
-    let model: Arc<dyn DynChatModel> = match &real {
-        Some(spec) => graphloom_llm::init_chat_model(spec).with_context(|| format!("model {spec}"))?,
-        None => Arc::new(demo_script()),
-    };
+    let choice = graphloom_llm::ModelChoice::from_env();
+    let real = matches!(choice, graphloom_llm::ModelChoice::Spec(_)).then_some(());
+    let model: Arc<dyn DynChatModel> = choice.build(|| Arc::new(demo_script()))?;
     let router = match (args.router, &real) {
         (Router::Model, Some(_)) => RouterMode::Model,
         (Router::Model, None) => {

@@ -383,27 +383,19 @@ pub async fn raise_budget(
     graph.invoke_input(RunInput::Continue, config).await
 }
 
-/// The model the example uses: `GRAPHLOOM_MODEL` (`openai:gpt-4o-mini`,
+/// The model `GRAPHLOOM_MODEL` names (`openai:gpt-4o-mini`,
 /// `anthropic:claude-3-5-haiku-latest`, `ollama:llama3.2`, `openai-compatible:<model>`)
-/// through [`graphloom_llm::init_chat_model`], else the [`offline::model`] (the steps of
-/// [`scripted_model`], each chosen from the conversation, so any number of runs sharing
-/// the model work).
-pub fn default_model() -> Arc<dyn DynChatModel> {
-    match std::env::var("GRAPHLOOM_MODEL") {
-        Ok(spec) if !spec.trim().is_empty() => match graphloom_llm::init_chat_model(&spec) {
-            Ok(m) => m,
-            Err(e) => {
-                tracing::warn!("GRAPHLOOM_MODEL={spec}: {e}; using the scripted model");
-                // Shared by every run of a served graph: keep no record of what it was asked.
-                Arc::new(offline::model().keep_requests(0))
-            }
-        },
-        _ =>
+/// through [`graphloom_llm::model_from_env`]; unset or `scripted`: the [`offline::model`]
+/// (the steps of [`scripted_model`], each chosen from the conversation, so any number of
+/// runs sharing the model work).
+///
+/// # Errors
+/// When `GRAPHLOOM_MODEL` names a model that cannot be built: never the script instead.
+pub fn default_model() -> graphloom_llm::Result<Arc<dyn DynChatModel>> {
+    graphloom_llm::model_from_env(|| {
         // Shared by every run of a served graph: keep no record of what it was asked.
-        {
-            Arc::new(offline::model().keep_requests(0))
-        }
-    }
+        Arc::new(offline::model().keep_requests(0))
+    })
 }
 
 /// The offline script of the happy path for [`sample_input`], as a list for one run:

@@ -39,7 +39,7 @@ async fn main() -> anyhow::Result<()> {
     let db = args.db.clone().unwrap_or_else(|| tmp.path().join("permit.db"));
     let saver: Arc<dyn DynCheckpointer> = Arc::new(graphloom_sqlite::SqliteSaver::open(&db).await?);
     let store: Arc<dyn DynStore> = Arc::new(graphloom_sqlite::SqliteStore::open(&db).await?);
-    let g = graph(saver, Arc::clone(&store), default_model())?;
+    let g = graph(saver, Arc::clone(&store), default_model()?)?;
 
     if let Some(addr) = args.serve {
         let listener = tokio::net::TcpListener::bind(&addr).await?;

@@ -265,19 +265,18 @@ pub fn graph(
     )
 }
 
-/// `GRAPHLOOM_MODEL` through `init_chat_model`, else the [`offline::model`]: each turn
-/// it plans a lookup of the user's question and answers from what the tools found,
-/// computed from the call itself, so any number of turns and threads sharing it work.
-#[must_use]
-pub fn default_model() -> Arc<dyn DynChatModel> {
-    if let Ok(spec) = std::env::var("GRAPHLOOM_MODEL") {
-        match graphloom_llm::init_chat_model(&spec) {
-            Ok(m) => return m,
-            Err(e) => eprintln!("GRAPHLOOM_MODEL={spec}: {e}; using the offline scripted model"),
-        }
-    }
-    // Shared by every run of a served graph: keep no record of what it was asked.
-    Arc::new(offline::model().keep_requests(0))
+/// The model `GRAPHLOOM_MODEL` names, through [`graphloom_llm::model_from_env`]; unset or
+/// `scripted`: the [`offline::model`]: each turn it plans a lookup of the user's question
+/// and answers from what the tools found, computed from the call itself, so any number of
+/// turns and threads sharing it work.
+///
+/// # Errors
+/// When `GRAPHLOOM_MODEL` names a model that cannot be built: never the script instead.
+pub fn default_model() -> graphloom_llm::Result<Arc<dyn DynChatModel>> {
+    graphloom_llm::model_from_env(|| {
+        // Shared by every run of a served graph: keep no record of what it was asked.
+        Arc::new(offline::model().keep_requests(0))
+    })
 }
 
 /// A JSON input for the graph's update decoder.

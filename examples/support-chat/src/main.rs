@@ -38,7 +38,7 @@ async fn main() -> anyhow::Result<()> {
     let tmp = tempfile::tempdir()?;
     let db = args.db.unwrap_or_else(|| tmp.path().join("support-chat.db"));
     let saver = graphloom_sqlite::SqliteSaver::open(&db).await?;
-    let g = graph(Arc::new(saver), Arc::new(InMemoryStore::new()), default_model())?;
+    let g = graph(Arc::new(saver), Arc::new(InMemoryStore::new()), default_model()?)?;
     println!("checkpoints: {}\n", db.display());
     for text in &args.messages {
         println!("user> {text}");

@@ -15,7 +15,7 @@ async fn the_sample_input_runs_the_offline_happy_path() {
     let g = graph(
         Arc::new(InMemorySaver::new()),
         Arc::new(InMemoryStore::new()),
-        default_model(),
+        default_model().unwrap(),
     )
     .unwrap();
     assert_eq!(g.name(), GRAPH_ID);

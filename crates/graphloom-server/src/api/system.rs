@@ -21,6 +21,7 @@ pub(crate) async fn info(State(state): State<AppRef>) -> Json<Value> {
         "version": env!("CARGO_PKG_VERSION"),
         "server": "graphloom",
         "graphs": system::graph_ids(&state),
+        "models": state.models,
         "flags": { "assistants": true, "crons": true, "langsmith": false },
     }))
 }

@@ -29,7 +29,7 @@ pub use crate::config::Database;
 use crate::start_error::StartError;
 use file_lock::FileLock;
 use graphloom_core::checkpoint::DynCheckpointer;
-use graphloom_core::store::{DynStore, TtlConfig};
+use graphloom_core::store::{DynStore, IndexConfig, TtlConfig};
 use std::sync::Arc;
 
 /// An open database: the server's tables, the checkpointer and the store on it, and (on
@@ -46,15 +46,23 @@ pub(crate) struct Opened {
 /// # Errors
 /// The database cannot be opened or migrated, another server holds the SQLite file, or
 /// this build lacks the backend.
-pub(crate) async fn open(database: &Database, store_ttl: TtlConfig) -> Result<Opened, StartError> {
+pub(crate) async fn open(
+    database: &Database,
+    store_ttl: TtlConfig,
+    index: Option<IndexConfig>,
+) -> Result<Opened, StartError> {
     match database {
-        Database::Sqlite(path) => open_sqlite(path, store_ttl).await,
-        Database::Postgres(url) => open_postgres(url, store_ttl).await,
+        Database::Sqlite(path) => open_sqlite(path, store_ttl, index).await,
+        Database::Postgres(url) => open_postgres(url, store_ttl, index).await,
     }
 }
 
 #[cfg(feature = "sqlite")]
-async fn open_sqlite(path: &std::path::Path, store_ttl: TtlConfig) -> Result<Opened, StartError> {
+async fn open_sqlite(
+    path: &std::path::Path,
+    store_ttl: TtlConfig,
+    index: Option<IndexConfig>,
+) -> Result<Opened, StartError> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|source| StartError::CreateDir {
             path: dir.to_owned(),
@@ -74,6 +82,10 @@ async fn open_sqlite(path: &std::path::Path, store_ttl: TtlConfig) -> Result<Ope
         .await
         .map_err(StartError::storage("store"))?
         .with_ttl(store_ttl);
+    let store = match index {
+        Some(i) => store.with_index(i),
+        None => store,
+    };
     let db = SqliteDb::new(shared)
         .await
         .map_err(StartError::database("opening the server's tables"))?;
@@ -99,12 +111,20 @@ async fn open_sqlite(path: &std::path::Path, store_ttl: TtlConfig) -> Result<Ope
 
 #[cfg(not(feature = "sqlite"))]
 #[allow(clippy::unused_async)]
-async fn open_sqlite(_path: &std::path::Path, _store_ttl: TtlConfig) -> Result<Opened, StartError> {
+async fn open_sqlite(
+    _path: &std::path::Path,
+    _store_ttl: TtlConfig,
+    _index: Option<IndexConfig>,
+) -> Result<Opened, StartError> {
     Err(StartError::Unsupported("SQLite", "sqlite"))
 }
 
 #[cfg(feature = "postgres")]
-async fn open_postgres(url: &str, store_ttl: TtlConfig) -> Result<Opened, StartError> {
+async fn open_postgres(
+    url: &str,
+    store_ttl: TtlConfig,
+    index: Option<IndexConfig>,
+) -> Result<Opened, StartError> {
     let saver = graphloom_postgres::PostgresSaver::connect(url)
         .await
         .map_err(StartError::storage("PostgreSQL checkpointer"))?;
@@ -112,6 +132,10 @@ async fn open_postgres(url: &str, store_ttl: TtlConfig) -> Result<Opened, StartE
         .await
         .map_err(StartError::storage("PostgreSQL store"))?
         .with_ttl(store_ttl);
+    let store = match index {
+        Some(i) => store.with_index(i),
+        None => store,
+    };
     let db = PgDb::connect(url)
         .await
         .map_err(StartError::database("opening the server's tables"))?;
@@ -125,6 +149,10 @@ async fn open_postgres(url: &str, store_ttl: TtlConfig) -> Result<Opened, StartE
 
 #[cfg(not(feature = "postgres"))]
 #[allow(clippy::unused_async)]
-async fn open_postgres(_url: &str, _store_ttl: TtlConfig) -> Result<Opened, StartError> {
+async fn open_postgres(
+    _url: &str,
+    _store_ttl: TtlConfig,
+    _index: Option<IndexConfig>,
+) -> Result<Opened, StartError> {
     Err(StartError::Unsupported("PostgreSQL", "postgres"))
 }

@@ -55,6 +55,7 @@ pub(crate) async fn page(State(state): State<AppRef>, _owner: Owner, q: Q) -> Re
                 section.card.graph data-graph=(id) id={ "graph-" (id) } {
                     h2 { (id) }
                     p.muted {
+                        @if let Some(m) = state.models.get(id) { span.badge.model title="the model this graph answers with" { "model: " (m) } " · " }
                         (nodes) " nodes"
                         @if !subgraphs.is_empty() { " · subgraphs: " (subgraphs.join(", ")) " (click one to expand it)" }
                         " · " a href={ "/ui/threads?graph=" (id) } data-nav { "threads" }

@@ -203,7 +203,7 @@ async fn the_hosted_graph_runs_the_sample_input_with_the_offline_model() {
     let graph = fraud_investigation::graph(
         Arc::new(graphloom_core::checkpoint::InMemorySaver::new()),
         Arc::new(graphloom_core::InMemoryStore::new()),
-        fraud_investigation::default_model(),
+        fraud_investigation::default_model().unwrap(),
     )
     .unwrap();
     assert_eq!(fraud_investigation::GRAPH_ID, "fraud_investigation");

@@ -112,8 +112,12 @@ async fn a_hosted_run_takes_the_ids_from_the_callers_input() {
     let (saver, store) = memory_supervisor::open_database(&memory_supervisor::Database::Postgres(url))
         .await
         .unwrap();
-    let graph =
-        memory_supervisor::graph(saver, Arc::clone(&store), memory_supervisor::default_model()).unwrap();
+    let graph = memory_supervisor::graph(
+        saver,
+        Arc::clone(&store),
+        memory_supervisor::default_model().unwrap(),
+    )
+    .unwrap();
     assert_eq!(memory_supervisor::GRAPH_ID, "memory_supervisor");
     let out = graph
         .invoke_input(
