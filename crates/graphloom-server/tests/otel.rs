@@ -111,6 +111,24 @@ fn spans(got: &Received) -> Vec<Span> {
         .collect()
 }
 
+/// The spans received once the run span has (it ends just after the run is recorded):
+/// flush, up to 5 s, until it is among them.
+async fn spans_with_the_run(
+    guard: &graphloom_server::telemetry::TelemetryGuard,
+    got: &Received,
+) -> Vec<Span> {
+    let mut all = Vec::new();
+    for _ in 0..50 {
+        tokio::task::block_in_place(|| guard.flush()).unwrap();
+        all = spans(got);
+        if all.iter().any(|sp| sp.name == "run") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    all
+}
+
 fn attr<'a>(attrs: &'a [KeyValue], key: &str) -> Option<&'a AnyValue> {
     attrs
         .iter()
@@ -167,16 +185,7 @@ async fn a_run_exports_run_node_model_and_tool_spans() {
     let done = s.wait_run(&t, &run_id).await;
     assert_eq!(done["status"], "success", "{done}");
 
-    // The run span ends just after the run is recorded: flush until it has arrived.
-    let mut all = Vec::new();
-    for _ in 0..50 {
-        tokio::task::block_in_place(|| guard.flush()).unwrap();
-        all = spans(&got);
-        if all.iter().any(|sp| sp.name == "run") {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let all = spans_with_the_run(&guard, &got).await;
     s.stop().await;
 
     let resource = got.lock().unwrap()[0].resource_spans[0].resource.clone().unwrap();
@@ -331,15 +340,7 @@ async fn a_seed_graphs_own_spans_join_the_runs_trace() {
     assert_eq!(code, 200, "{run}");
     let done = s.wait_run(&t, run["run_id"].as_str().unwrap()).await;
     assert_eq!(done["status"], "success", "{done}");
-    let mut all = Vec::new();
-    for _ in 0..50 {
-        tokio::task::block_in_place(|| guard.flush()).unwrap();
-        all = spans(&got);
-        if all.iter().any(|sp| sp.name == "run") {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let all = spans_with_the_run(&guard, &got).await;
     s.stop().await;
     let root = all.iter().find(|sp| sp.name == "run").unwrap_or_else(|| {
         panic!(

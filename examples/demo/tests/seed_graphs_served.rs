@@ -104,6 +104,15 @@ impl Served {
     }
 }
 
+/// Seed 002's input asking what it remembers, as `user_id` in `session_id`.
+fn recall_question(user_id: &str, session_id: &str) -> Value {
+    json!({
+        "messages": [{"role": "user", "content": "What do you remember about my favourite colour?"}],
+        "user_id": user_id,
+        "session_id": session_id,
+    })
+}
+
 fn last_text(values: &Value) -> String {
     let m = values["messages"]
         .as_array()
@@ -234,11 +243,7 @@ async fn memory_supervisor_stores_and_recalls_run_after_run() {
             .wait(
                 &t,
                 "memory_supervisor",
-                json!({"input": {
-                    "messages": [{"role": "user", "content": "What do you remember about my favourite colour?"}],
-                    "user_id": "alice",
-                    "session_id": "session-1",
-                }}),
+                json!({"input": recall_question("alice", "session-1")}),
             )
             .await;
         assert_eq!(v["handoffs"], json!(["recall_agent", "FINISH"]), "run {i}: {v}");
@@ -303,11 +308,7 @@ async fn memory_supervisor_remembers_for_the_authenticated_user_not_the_input() 
         .wait(
             &t,
             "memory_supervisor",
-            json!({"input": {
-                "messages": [{"role": "user", "content": "What do you remember about my favourite colour?"}],
-                "user_id": "carol",
-                "session_id": "session-9",
-            }}),
+            json!({"input": recall_question("carol", "session-9")}),
         )
         .await;
     assert_eq!(last_text(&v), "You told me: my favourite colour is teal.", "{v}");

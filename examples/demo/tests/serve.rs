@@ -200,7 +200,8 @@ async fn two_owners_on_one_conversation_keep_their_own_graph_written_store() {
     assert!(!all_items(&http, &url, BOB).await.contains(&approval));
     assert_eq!(call(&http, &url, BOB, "GET", &approval_item, None).await.0, 404);
 
-    // The memory supervisor: the same user id under two owners is two memories.
+    // The memory supervisor: each owner's memory is its own, under its identity, whatever
+    // user id the input names (both inputs say "alice").
     let (st, out) = call(
         &http,
         &url,
@@ -246,7 +247,7 @@ async fn two_owners_on_one_conversation_keep_their_own_graph_written_store() {
         Some(json!({"prefix": ["memory"], "max_depth": 2})),
     )
     .await;
-    assert_eq!(ns["namespaces"], json!([["memory", "alice"]]), "{ns}");
+    assert_eq!(ns["namespaces"], json!([["memory", "bob"]]), "{ns}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -45,7 +45,16 @@ async fn thread_active(tx: &mut sqlx::Transaction<'_, Postgres>, thread_id: &str
 
 pub(super) async fn create(pool: &PgPool, new: &NewRun) -> DbResult<Run> {
     let mut tx = pool.begin().await.db()?;
-    let (now, claimed) = insert(&mut tx, new).await?;
+    let (now, claimed) = match insert(&mut tx, new).await {
+        Ok(made) => made,
+        Err(e) => {
+            // Release the thread's row lock now (a refused `reject` on a busy thread, a
+            // conflict): a dropped transaction rolls back only when its connection is next
+            // used, and until then claims skip the thread and creations on it wait.
+            let _ = tx.rollback().await;
+            return Err(e);
+        }
+    };
     tx.commit().await.db()?;
     Ok(created(&new.run, now, claimed))
 }
