@@ -63,6 +63,7 @@ pub mod graph;
 pub mod metrics;
 pub mod offline;
 pub mod planner;
+pub mod record;
 pub mod service;
 pub mod state;
 pub mod tools;
