@@ -8,6 +8,11 @@
 //! - [`PostgresStore`] implements [`Store`](graphloom_core::Store): JSONB items under
 //!   namespaces, filters, TTL, and vector search (brute-force cosine over `real[]`
 //!   embeddings; pgvector is not required). See [`store`].
+//! - **Checkpoint hooks** ([`PostgresSaver::with_hook`], [`CheckpointHook`]): the
+//!   application's own rows (a final record per thread, an outbox message) written in the
+//!   same transaction as the checkpoints the hook wants, so both commit or neither does; a
+//!   failing hook fails the put and says which hook and why. A cheap `wants` test keeps
+//!   every other checkpoint on its one-statement path. See [`saver::hook`].
 //! - Both create and upgrade their tables on first use, under an advisory lock, so several
 //!   processes may start on one fresh database at once ([`migrate`](mod@migrate)).
 //! - Database failures come back typed ([`error`]): a connection that died is a
@@ -73,7 +78,7 @@ pub mod testing;
 
 pub use error::{classify, classify_sqlstate};
 pub use migrate::migrate;
-pub use saver::PostgresSaver;
+pub use saver::{CheckpointHook, HookCheckpoint, HookError, HookFuture, PostgresSaver};
 pub use store::PostgresStore;
 
 /// Re-exported so callers can build pools and pool options without naming `sqlx` themselves.

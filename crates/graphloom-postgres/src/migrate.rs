@@ -18,6 +18,10 @@
 //! tables migrated. A database migrated by a newer build (versions this build does not know) is used as is:
 //! replicas of a rolling upgrade keep working while the newest migrates first.
 //!
+//! An application can keep its own tables' migrations in the same table with [`run`]: give
+//! them a component of their own and versions from 1 000 000 up (graphloom's stay below),
+//! as the fraud-investigation example does for the tables its checkpoint hook writes.
+//!
 //! Tables live in the connection's current schema (the first of its `search_path`); give the
 //! pool's connections another `search_path` to keep graphloom's tables apart.
 //!

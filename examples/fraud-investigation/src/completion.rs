@@ -2,7 +2,10 @@
 //! record in the store, the completion metrics.
 //!
 //! The checkpointer has already saved the state after every step (the seed's "final JSONB
-//! snapshot" is the checkpoint this node's update produces). When the graph has a store,
+//! snapshot" is the checkpoint this node's update produces). On PostgreSQL, that checkpoint
+//! also carries the seed's investigation row and tool-execution log, written in its own
+//! transaction by the saver's hook ([`crate::record`]), not by this node: a node's own
+//! writes could not share the checkpoint's commit. When the graph has a store,
 //! the node also writes one audit document per investigation under
 //! `["fraud", "investigations"]` (key: the investigation id), holding the outcome, the
 //! recommendations, the rule draft and the tool execution log, so that reports need not

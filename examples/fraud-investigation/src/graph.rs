@@ -108,7 +108,8 @@ pub fn build_investigation_graph(
                 .initial_interval(Duration::from_millis(100))
                 .jitter(false),
         )
-        .checkpointer_dyn(Arc::clone(&parts.checkpointer));
+        // On PostgreSQL, the investigation record goes with the final checkpoint.
+        .checkpointer_dyn(crate::record::with_record_hook(Arc::clone(&parts.checkpointer)));
     if let Some(store) = &parts.store {
         g = g.store_dyn(Arc::clone(store));
     }

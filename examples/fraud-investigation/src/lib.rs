@@ -24,6 +24,10 @@
 //!   investigation is resumed with [`InvestigationService::resume_investigation`] without
 //!   running finished tools again. The whole run has a time limit: past it the
 //!   investigation is `TIMED_OUT` (and can still be resumed).
+//! - On PostgreSQL, the **investigation record** ([`record`]): one
+//!   `ops_agent_investigation_state` row per investigation with the state as JSONB, and its
+//!   `ops_agent_tool_execution_log` rows, committed in the transaction of the checkpoint
+//!   that ends the investigation (upserted, so a resumed one never gets a second row).
 //! - **Observability**: tracing spans `agent.investigation`, `agent.planner`,
 //!   `agent.tool.<tool_name>`, `agent.completion`; Prometheus metrics
 //!   `ops_agent_planner_decisions_total`, `ops_agent_tool_execution_latency_seconds`,
@@ -63,6 +67,7 @@ pub mod graph;
 pub mod metrics;
 pub mod offline;
 pub mod planner;
+pub mod record;
 pub mod service;
 pub mod state;
 pub mod tools;

@@ -37,7 +37,11 @@ pub async fn open_database(
             Ok((Arc::new(saver), Arc::new(store)))
         }
         Database::Postgres(url) => {
-            let saver = graphloom_postgres::PostgresSaver::connect(url).await?;
+            let saver = graphloom_postgres::PostgresSaver::connect(url)
+                .await?
+                .with_hook(crate::record::RecordHook);
+            // The checkpoint tables and the investigation record's (`crate::record`).
+            saver.migrate().await?;
             let store = graphloom_postgres::PostgresStore::from_pool(saver.pool().clone());
             Ok((Arc::new(saver), Arc::new(store)))
         }

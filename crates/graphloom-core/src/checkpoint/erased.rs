@@ -53,6 +53,9 @@ pub trait DynCheckpointer: Send + Sync + 'static {
     fn saves_in_order(&self) -> bool;
     /// See [`Checkpointer::prune_to_latest`].
     fn prune_to_latest<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<usize>>;
+    /// The saver itself, so code that knows a backend can reach its own API through a
+    /// shared `Arc<dyn DynCheckpointer>` (`as_any().downcast_ref::<PostgresSaver>()`, say).
+    fn as_any(&self) -> &dyn std::any::Any;
 }
 
 impl<T: Checkpointer> DynCheckpointer for T {
@@ -120,5 +123,8 @@ impl<T: Checkpointer> DynCheckpointer for T {
     }
     fn prune_to_latest<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<usize>> {
         Box::pin(Checkpointer::prune_to_latest(self, thread_id))
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
 }

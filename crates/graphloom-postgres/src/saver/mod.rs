@@ -35,17 +35,26 @@
 //! - **Metadata is plaintext JSONB**, so [`list`](Checkpointer::list) filters run in SQL
 //!   (`metadata @> $filter`, GIN-indexed, then exact per-key equality; numbers compare by
 //!   value, so `1` matches `1.0`). Do not put secrets in run metadata; it is not encrypted.
+//!
+//! # Hooks
+//!
+//! [`PostgresSaver::with_hook`] adds a [`CheckpointHook`]: application rows written in the
+//! same transaction as the checkpoints the hook wants (a final record, an outbox row), so
+//! both are committed or neither is. See [`hook`](mod@hook).
 
 mod aad;
+pub mod hook;
 mod prune;
 mod read;
 mod write;
 
+pub use hook::{CheckpointHook, HookCheckpoint, HookError, HookFuture};
+
 use crate::error::SqlxResultExt;
 use crate::migrate::Migrated;
 use graphloom_core::checkpoint::{
-    BlobCodec, Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointTuple, Checkpointer, ListQuery,
-    TaskWrites, Version,
+    BlobCodec, Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointTuple, Checkpointer,
+    DynCheckpointer, ListQuery, TaskWrites, Version,
 };
 use graphloom_core::Result;
 use serde_json::Value;
@@ -61,6 +70,7 @@ pub struct PostgresSaver {
     pool: PgPool,
     codec: BlobCodec,
     migrated: Migrated,
+    hooks: std::sync::Arc<[hook::Hooked]>,
 }
 
 impl PostgresSaver {
@@ -91,7 +101,45 @@ impl PostgresSaver {
             pool,
             codec: BlobCodec::plain(),
             migrated: Migrated::default(),
+            hooks: std::sync::Arc::new([]),
         }
+    }
+
+    /// This saver with `hook` (replacing a hook of the same
+    /// [name](CheckpointHook::name)): for every checkpoint the hook
+    /// [wants](CheckpointHook::wants), the hook's writes are committed in the checkpoint's
+    /// own transaction, and a failing hook fails the put with nothing saved. Other clones of
+    /// the saver keep their hooks. See [`hook`](mod@hook).
+    #[must_use]
+    pub fn with_hook(mut self, hook: impl CheckpointHook) -> Self {
+        let name = hook.name().to_owned();
+        let mut hooks: Vec<hook::Hooked> = self
+            .hooks
+            .iter()
+            .filter(|h| h.hook.name() != name)
+            .cloned()
+            .collect();
+        hooks.push(hook::Hooked::new(std::sync::Arc::new(hook)));
+        self.hooks = hooks.into();
+        self
+    }
+
+    /// The PostgreSQL saver behind a type-erased checkpointer (the one a server hands its
+    /// graphs, say), held directly or in an `Arc`; `None` for any other backend. A graph
+    /// can then use a clone of it [`with_hook`](Self::with_hook).
+    #[must_use]
+    pub fn downcast(checkpointer: &dyn DynCheckpointer) -> Option<&PostgresSaver> {
+        let any = checkpointer.as_any();
+        any.downcast_ref::<PostgresSaver>().or_else(|| {
+            any.downcast_ref::<std::sync::Arc<PostgresSaver>>()
+                .map(std::convert::AsRef::as_ref)
+        })
+    }
+
+    /// Whether the saver has a hook called `name`.
+    #[must_use]
+    pub fn has_hook(&self, name: &str) -> bool {
+        self.hooks.iter().any(|h| h.hook.name() == name)
     }
 
     /// Encode stored values with `codec`, e.g. `BlobCodec::encrypted(&key)` (feature
@@ -114,11 +162,20 @@ impl PostgresSaver {
         &self.codec
     }
 
-    /// Create or upgrade the tables now instead of on first use.
+    /// Create or upgrade the tables now instead of on first use, and run the
+    /// [setup](CheckpointHook::setup) of every hook not set up yet.
     ///
     /// # Errors
-    /// A typed backend error if the migration fails (see [`crate::migrate`](mod@crate::migrate)).
+    /// A typed backend error if the migration fails (see [`crate::migrate`](mod@crate::migrate))
+    /// or a hook's setup fails.
     pub async fn migrate(&self) -> Result<()> {
+        self.migrated.ensure(&self.pool).await?;
+        let hooks = self.hooks.clone();
+        self.ready(&hooks).await
+    }
+
+    /// The saver's own tables, on first use (hooks are set up when first wanted).
+    async fn tables(&self) -> Result<()> {
         self.migrated.ensure(&self.pool).await
     }
 
@@ -129,7 +186,7 @@ impl PostgresSaver {
     /// # Errors
     /// A typed backend error if the query fails.
     pub async fn storage_bytes(&self) -> Result<u64> {
-        self.migrate().await?;
+        self.tables().await?;
         let bytes: i64 = sqlx::query_scalar(STORAGE_BYTES_SQL)
             .fetch_one(&self.pool)
             .await
@@ -158,12 +215,12 @@ SELECT (
 
 impl Checkpointer for PostgresSaver {
     async fn get_tuple(&self, config: &CheckpointConfig) -> Result<Option<CheckpointTuple>> {
-        self.migrate().await?;
+        self.tables().await?;
         self.read_tuple(config).await
     }
 
     async fn list(&self, query: &ListQuery) -> Result<Vec<CheckpointTuple>> {
-        self.migrate().await?;
+        self.tables().await?;
         self.read_list(query).await
     }
 
@@ -174,7 +231,7 @@ impl Checkpointer for PostgresSaver {
         metadata: CheckpointMetadata,
         new_versions: BTreeMap<String, Version>,
     ) -> Result<CheckpointConfig> {
-        self.migrate().await?;
+        self.tables().await?;
         self.write_checkpoint(config, checkpoint, metadata, new_versions)
             .await
     }
@@ -186,7 +243,7 @@ impl Checkpointer for PostgresSaver {
         task_id: &str,
         task_path: &str,
     ) -> Result<()> {
-        self.migrate().await?;
+        self.tables().await?;
         self.write_pending(config, writes, task_id, task_path).await
     }
 
@@ -198,28 +255,28 @@ impl Checkpointer for PostgresSaver {
         metadata: CheckpointMetadata,
         new_versions: BTreeMap<String, Version>,
     ) -> Result<CheckpointConfig> {
-        self.migrate().await?;
+        self.tables().await?;
         self.write_pending_then_checkpoint(writes, config, checkpoint, metadata, new_versions)
             .await
     }
 
     async fn delete_thread(&self, thread_id: &str) -> Result<()> {
-        self.migrate().await?;
+        self.tables().await?;
         self.remove_thread(thread_id).await
     }
 
     async fn copy_thread(&self, source: &str, target: &str) -> Result<()> {
-        self.migrate().await?;
+        self.tables().await?;
         self.duplicate_thread(source, target).await
     }
 
     async fn delete_run(&self, thread_id: &str, run_id: &str) -> Result<()> {
-        self.migrate().await?;
+        self.tables().await?;
         self.remove_run(thread_id, run_id).await
     }
 
     async fn prune_to_latest(&self, thread_id: &str) -> Result<usize> {
-        self.migrate().await?;
+        self.tables().await?;
         self.prune_history(thread_id).await
     }
 }

@@ -94,6 +94,18 @@ impl PostgresSaver {
             .begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             .await
             .during("get_tuple: begin")?;
+        let tuple = self.read_tuple_on(&mut tx, config).await?;
+        tx.commit().await.during("get_tuple: commit")?;
+        Ok(tuple)
+    }
+
+    /// [`Self::read_tuple`] on a connection whose transaction the caller holds (a hook
+    /// reading the checkpoint its put is writing).
+    pub(super) async fn read_tuple_on(
+        &self,
+        conn: &mut PgConnection,
+        config: &CheckpointConfig,
+    ) -> Result<Option<CheckpointTuple>> {
         let by_id = format!(
             "SELECT {CHECKPOINT_COLUMNS} FROM graphloom_checkpoints
              WHERE thread_id = $1 AND checkpoint_ns = $2 AND checkpoint_id = $3"
@@ -112,14 +124,13 @@ impl PostgresSaver {
                 .bind(&config.thread_id)
                 .bind(&config.checkpoint_ns),
         }
-        .fetch_optional(&mut *tx)
+        .fetch_optional(&mut *conn)
         .await
         .during("get_tuple")?;
         let tuples = match row {
-            Some(row) => self.assemble(&mut tx, vec![row]).await?,
+            Some(row) => self.assemble(conn, vec![row]).await?,
             None => Vec::new(),
         };
-        tx.commit().await.during("get_tuple: commit")?;
         Ok(tuples.into_iter().next())
     }
 

@@ -229,8 +229,23 @@ impl PostgresSaver {
         metadata: CheckpointMetadata,
         new_versions: BTreeMap<String, Version>,
     ) -> Result<CheckpointConfig> {
-        self.put_on(&self.pool, config, checkpoint, metadata, new_versions)
-            .await
+        let hooks = self.wanted_hooks(config, &checkpoint, &metadata);
+        if hooks.is_empty() {
+            return self
+                .put_on(&self.pool, config, checkpoint, metadata, new_versions)
+                .await;
+        }
+        // The hooks see the checkpoint as `put` got it; the insert consumes it.
+        let (seen, seen_metadata) = (checkpoint.clone(), metadata.clone());
+        self.ready(&hooks).await?;
+        let mut tx = self.pool.begin().await.during("put: begin")?;
+        let out = self
+            .put_on(&mut *tx, config, checkpoint, metadata, new_versions)
+            .await?;
+        self.apply_hooks(&mut tx, &hooks, config, &seen, &seen_metadata)
+            .await?;
+        tx.commit().await.during("put: commit")?;
+        Ok(out)
     }
 
     /// A task's writes and then a checkpoint in one transaction: one commit.
@@ -242,9 +257,13 @@ impl PostgresSaver {
         metadata: CheckpointMetadata,
         new_versions: BTreeMap<String, Version>,
     ) -> Result<CheckpointConfig> {
-        if writes.config.thread_id != config.thread_id {
-            // Never from the executor (a task writes on its own thread); keep it correct.
-            let mut tx = self.pool.begin().await.during("put")?;
+        let hooks = self.wanted_hooks(config, &checkpoint, &metadata);
+        if writes.config.thread_id != config.thread_id || !hooks.is_empty() {
+            // Other threads: never from the executor (a task writes on its own thread);
+            // keep it correct. Hooks: their writes join the same transaction.
+            let seen = (!hooks.is_empty()).then(|| (checkpoint.clone(), metadata.clone()));
+            self.ready(&hooks).await?;
+            let mut tx = self.pool.begin().await.during("put: begin")?;
             self.pending_on(
                 &mut *tx,
                 &writes.config,
@@ -256,7 +275,11 @@ impl PostgresSaver {
             let out = self
                 .put_on(&mut *tx, config, checkpoint, metadata, new_versions)
                 .await?;
-            tx.commit().await.during("put")?;
+            if let Some((seen, seen_metadata)) = &seen {
+                self.apply_hooks(&mut tx, &hooks, config, seen, seen_metadata)
+                    .await?;
+            }
+            tx.commit().await.during("put: commit")?;
             return Ok(out);
         }
         let rows = self.pending_rows(&writes.config, writes.writes, &writes.task_id, &writes.task_path)?;
