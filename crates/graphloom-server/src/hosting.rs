@@ -4,12 +4,16 @@
 //! [`HostedGraph::run_end_hook`] for it; everything else is the wrapped graph's.
 //!
 //! ```
-//! use graphloom_core::{JsonState, NodeOutput, StateGraph, END, START};
+//! use graphloom_core::{JsonState, JsonUpdate, NodeOutput, StateGraph, END, START};
 //! use graphloom_server::{hosted, Hosting, HostedGraph, RunOutcome};
+//! use std::sync::Arc;
 //! use std::time::Duration;
 //!
-//! let g = StateGraph::with_shape(JsonState::new())
-//!     .add_node("work", |_s, _rt| async { Ok(NodeOutput::<JsonState>::Update(Default::default())) })
+//! let g = StateGraph::with_shape(JsonState::from_reducer_names([("log", "append")])?)
+//!     .add_node("work", |_s: Arc<JsonState>, _rt| async {
+//!         let done: JsonUpdate = serde_json::json!({"log": ["worked"]}).as_object().cloned().unwrap_or_default().into();
+//!         Ok(NodeOutput::Update(done))
+//!     })
 //!     .add_edge(START, "work")
 //!     .add_edge("work", END)
 //!     .compile()?;
@@ -24,7 +28,7 @@
 //!     })
 //!     .into_hosted();
 //! assert_eq!(g.run_timeout(), Some(Duration::from_secs(120)));
-//! # Ok::<(), graphloom_core::Error>(())
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
 use crate::hosted::{HostedGraph, JsonRunEvent, JsonRunRequest};
