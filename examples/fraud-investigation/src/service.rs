@@ -248,8 +248,9 @@ pub fn timeout_reason(after: std::time::Duration) -> String {
     format!("investigation timed out after {}s", after.as_secs_f64())
 }
 
-/// Persist a terminal status (`TIMED_OUT`, `FAILED`) and its reason written from outside
-/// the graph, as the completion node (so no further node is scheduled by it; a task the
+/// Persist a terminal status (`TIMED_OUT`, `FAILED`) and its reason into the
+/// investigation on thread `id` (the investigation id in the service layer, the server's
+/// thread when hosted), written from outside the graph as the completion node (so no further node is scheduled by it; a task the
 /// run left unfinished stays pending and [`InvestigationService::resume_investigation`]
 /// can still finish the investigation), and count it in the completion metric. The
 /// service layer calls it when a run fails or times out, and so does the end hook of the
