@@ -280,19 +280,21 @@ note: serving the scripted demo model: every answer is canned, no LLM is called.
       or openai-compatible:<model> with OPENAI_BASE_URL.";
 
 /// A server meant for others (PostgreSQL, or listening beyond this machine) does not guess
-/// its model: with `GRAPHLOOM_MODEL` unset it refuses to start.
+/// its model: with `GRAPHLOOM_MODEL` unset it refuses to start. Checked twice: for
+/// `--database-url` before the database is opened (`local` is `None`), for the address
+/// once it is bound.
 fn require_explicit_model(
     choice: &ModelChoice,
     postgres: bool,
-    local: std::net::SocketAddr,
+    local: Option<std::net::SocketAddr>,
 ) -> anyhow::Result<()> {
-    if *choice != ModelChoice::Unset || (!postgres && local.ip().is_loopback()) {
+    let beyond_loopback = local.filter(|a| !a.ip().is_loopback());
+    if *choice != ModelChoice::Unset || (!postgres && beyond_loopback.is_none()) {
         return Ok(());
     }
-    let why = if postgres {
-        "--database-url".to_owned()
-    } else {
-        format!("listening on {local}")
+    let why = match beyond_loopback {
+        Some(local) if !postgres => format!("listening on {local}"),
+        _ => "--database-url".to_owned(),
     };
     bail!(
         "GRAPHLOOM_MODEL is unset: a server with {why} does not pick the canned demo model by itself.\n\
@@ -341,6 +343,7 @@ async fn serve(args: ServeArgs, graphs: &Graphs) -> anyhow::Result<()> {
         ops,
         jwt,
     } = args;
+    require_explicit_model(&model, db.database_url.is_some(), None)?;
     let mut cfg = match &db.database_url {
         Some(url) => ServerConfig::postgres(url.clone()),
         None => ServerConfig::sqlite(db.db.clone()),
@@ -385,7 +388,7 @@ async fn serve(args: ServeArgs, graphs: &Graphs) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot listen on {addr}"))?;
     let local = listener.local_addr()?;
-    require_explicit_model(&model, db.database_url.is_some(), local)?;
+    require_explicit_model(&model, false, Some(local))?;
     if model.label() == graphloom_llm::SCRIPTED_MODEL {
         eprintln!("{SCRIPTED_BANNER}");
     }

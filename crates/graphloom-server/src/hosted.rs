@@ -227,6 +227,18 @@ pub trait HostedGraph: Send + Sync + 'static {
     fn store(&self) -> Option<Arc<dyn DynStore>> {
         None
     }
+    /// The graph's own run limit: a run of it gets the smaller of this and the server's
+    /// [`ServerConfig::run_timeout`](crate::ServerConfig::run_timeout). None by default;
+    /// [`Hosting::run_timeout`](crate::Hosting::run_timeout) sets one.
+    fn run_timeout(&self) -> Option<Duration> {
+        None
+    }
+    /// What the server calls when a run of the graph ends (see
+    /// [`Hosting::on_run_end`](crate::Hosting::on_run_end) for when, and how often).
+    /// None by default.
+    fn run_end_hook(&self) -> Option<crate::hosting::RunEndHook> {
+        None
+    }
     /// Run and stream.
     fn stream(&self, req: JsonRunRequest) -> BoxStream<'static, JsonRunEvent>;
     /// The thread's state (latest, or at a checkpoint) as a LangGraph `ThreadState` JSON

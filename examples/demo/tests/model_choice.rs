@@ -267,3 +267,34 @@ async fn graphloom_embeddings_gives_the_served_store_a_ranking_index() {
         "{err}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_on_postgres_without_a_model_refuses_before_opening_the_database() {
+    let dir = tempfile::tempdir().unwrap();
+    // Nothing listens on port 1: had the server tried the database first, it would say
+    // that it cannot connect instead.
+    let out = tokio::time::timeout(
+        WAIT,
+        graphloom(dir.path())
+            .args([
+                "serve",
+                "--database-url",
+                "postgres://graphloom@127.0.0.1:1/graphloom",
+                "--addr",
+                "127.0.0.1:0",
+            ])
+            .output(),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(
+            "GRAPHLOOM_MODEL is unset: a server with --database-url does not pick the canned demo model"
+        ) && err.contains("GRAPHLOOM_MODEL=scripted"),
+        "{err}"
+    );
+    assert!(!err.contains("127.0.0.1:1"), "the database was not tried: {err}");
+}

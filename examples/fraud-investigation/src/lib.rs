@@ -79,7 +79,7 @@ pub use graph::{
 };
 pub use metrics::Metrics;
 pub use planner::{deterministic_fallback, validate_choice, PlannerChoice, PlannerError, RuleViolation};
-pub use service::{open_database, Database, InvestigationService, ServiceError};
+pub use service::{open_database, record_end, timeout_reason, Database, InvestigationService, ServiceError};
 pub use state::{
     create_initial_state, Evidence, InvestigationState, InvestigationStateUpdate, InvestigationStatus,
     PlannerDecision, Recommendation, Severity, ToolExecution, ToolStatus, COMPLETE,

@@ -213,13 +213,11 @@ impl InvestigationService {
         match self.graph.invoke_input(input, self.run_config(id)).await {
             Ok(out) => Ok(out.values),
             Err(Error::RunTimeout { after_ms }) => {
-                #[allow(clippy::cast_precision_loss)]
-                let secs = after_ms as f64 / 1000.0;
                 tracing::warn!(investigation_id = %id, after_ms, "investigation timed out");
                 self.record_end(
                     id,
                     InvestigationStatus::TimedOut,
-                    format!("investigation timed out after {secs}s"),
+                    timeout_reason(std::time::Duration::from_millis(after_ms)),
                 )
                 .await
             }
@@ -236,26 +234,56 @@ impl InvestigationService {
         }
     }
 
-    /// Persist a terminal status written from outside the graph (as the completion node,
-    /// so no further node is scheduled by it; a task the run left unfinished stays pending
-    /// and [`Self::resume_investigation`] can still finish the investigation).
+    /// Persist a terminal status written from outside the graph: [`record_end`].
     async fn record_end(
         &self,
         id: &str,
         status: InvestigationStatus,
         error: String,
     ) -> Result<InvestigationState, ServiceError> {
-        let cfg = RunConfig::thread(id);
-        let update = InvestigationStateUpdate::new()
-            .status(status)
-            .error(Some(error))
-            .completed_at(Some(graphloom_core::checkpoint::now_rfc3339()));
-        self.graph
-            .update_state(&cfg, Some(update), Some(COMPLETION))
-            .await?;
-        let state = self.graph.get_state(&cfg).await?.values;
-        self.metrics
-            .investigation_finished(status.as_str(), state.severity.as_str(), state.step_count);
-        Ok(state)
+        Ok(record_end(&self.graph, &self.metrics, id, status, error).await?)
     }
+}
+
+/// Why an investigation timed out, as its `error` says: `investigation timed out after
+/// 120s`.
+#[must_use]
+pub fn timeout_reason(after: std::time::Duration) -> String {
+    format!("investigation timed out after {}s", after.as_secs_f64())
+}
+
+/// Persist a terminal status (`TIMED_OUT`, `FAILED`) and its reason into the
+/// investigation on thread `id` (the investigation id in the service layer, the server's
+/// thread when hosted), written from outside the graph as the completion node (so no further node is scheduled by it; a task the
+/// run left unfinished stays pending and [`InvestigationService::resume_investigation`]
+/// can still finish the investigation), and count it in the completion metric. The
+/// service layer calls it when a run fails or times out, and so does the end hook of the
+/// graph hosted by `graphloom serve`.
+///
+/// Idempotent: an investigation that already has this status and a reason is returned as
+/// it is, nothing written or counted again (a hosted run's end hook may be called more
+/// than once for one end).
+///
+/// # Errors
+/// When the state cannot be read or written.
+pub async fn record_end(
+    graph: &CompiledGraph<InvestigationState>,
+    metrics: &Metrics,
+    id: &str,
+    status: InvestigationStatus,
+    reason: String,
+) -> graphloom_core::Result<InvestigationState> {
+    let cfg = RunConfig::thread(id);
+    let before = graph.get_state(&cfg).await?.values;
+    if before.status == status && before.error.is_some() {
+        return Ok(before);
+    }
+    let update = InvestigationStateUpdate::new()
+        .status(status)
+        .error(Some(reason))
+        .completed_at(Some(graphloom_core::checkpoint::now_rfc3339()));
+    graph.update_state(&cfg, Some(update), Some(COMPLETION)).await?;
+    let state = graph.get_state(&cfg).await?.values;
+    metrics.investigation_finished(status.as_str(), state.severity.as_str(), state.step_count);
+    Ok(state)
 }

@@ -7,6 +7,7 @@ use super::execution::RunExecution;
 use super::sink::EventSink;
 use crate::db::{DbResult, ThreadOutcome};
 use crate::hosted::JsonRunOutput;
+use crate::hosting::{RunEnd, RunOutcome, RUN_END_HOOK_LIMIT};
 use crate::metrics::StatusLabel;
 use crate::models::{CancelAction, Run, RunStatus, ThreadStatus};
 use crate::state::AppState;
@@ -47,6 +48,55 @@ impl Ended {
             Err(graphloom_core::Error::RunTimeout { .. }) => (RunStatus::Timeout, ThreadStatus::Error),
             Err(_) => (RunStatus::Error, ThreadStatus::Error),
         }
+    }
+}
+
+/// Call the graph's end hook, if it has one, with how the run ended (see
+/// [`crate::Hosting::on_run_end`]). Not for a run handed back to the queue or rolled back.
+/// A hook that fails, panics or overruns [`crate::hosting::RUN_END_HOOK_LIMIT`] is logged.
+pub(super) async fn call_end_hook(exec: &RunExecution, ended: &Ended) {
+    let Some(hook) = exec.graph.run_end_hook() else {
+        return;
+    };
+    let (outcome, error) = match &ended.result {
+        Ok(out) if out.interrupted => (RunOutcome::Interrupted, None),
+        Ok(_) => (RunOutcome::Success, None),
+        Err(graphloom_core::Error::Cancelled) => match ended.action {
+            Some(CancelAction::Interrupt) => (RunOutcome::Cancelled, None),
+            // Handed back (no action) or rolled back: the run has not ended here.
+            _ => return,
+        },
+        Err(e @ graphloom_core::Error::RunTimeout { .. }) => (RunOutcome::Timeout, Some(e.to_string())),
+        Err(e) => (RunOutcome::Error, Some(e.to_string())),
+    };
+    let end = RunEnd {
+        run_id: exec.run_id().to_owned(),
+        thread_id: exec.run.thread_id.clone(),
+        graph_id: exec.kwargs.graph_id.clone(),
+        attempt: exec.attempt,
+        outcome,
+        error,
+        timeout: super::steps::run_limit(exec),
+    };
+    let called = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(hook.call(end)));
+    let run_id = exec.run_id();
+    match tokio::time::timeout(RUN_END_HOOK_LIMIT, called).await {
+        Ok(Ok(Ok(()))) => {}
+        Ok(Ok(Err(e))) => {
+            tracing::warn!(run_id, outcome = outcome.as_str(), error = %e, "the graph's run end hook failed")
+        }
+        Ok(Err(panic)) => tracing::warn!(
+            run_id,
+            outcome = outcome.as_str(),
+            panic = crate::error::panic_message(panic.as_ref()),
+            "the graph's run end hook panicked"
+        ),
+        Err(_) => tracing::warn!(
+            run_id,
+            outcome = outcome.as_str(),
+            limit_s = RUN_END_HOOK_LIMIT.as_secs(),
+            "the graph's run end hook did not finish in time; abandoned"
+        ),
     }
 }
 

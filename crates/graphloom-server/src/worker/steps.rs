@@ -61,6 +61,17 @@ async fn execute(state: &Arc<AppState>, claimed: ClaimedRun, kwargs: Result<RunK
     let watch = Watch::start(&exec.state, &exec.run.run_id, &exec.local);
     let started = Instant::now();
     let result = stream(&mut exec, req, &watch).await;
+    let ended = Ended {
+        result: result.unwrap_or(Err(graphloom_core::Error::Cancelled)),
+        action: exec.local.action(),
+        recorded_early: early,
+        started,
+    };
+    // The graph's end hook, while the heartbeat still keeps the lease: before the outcome
+    // is recorded, so a crash in between calls it again when the run is taken over.
+    if !watch.lost() {
+        finish::call_end_hook(&exec, &ended).await;
+    }
     watch.stop();
     exec.state.local_runs().remove(&exec.run.run_id);
     if watch.lost() {
@@ -69,12 +80,6 @@ async fn execute(state: &Arc<AppState>, claimed: ClaimedRun, kwargs: Result<RunK
         exec.state.broker.abandon(&exec.run.run_id);
         return;
     }
-    let ended = Ended {
-        result: result.unwrap_or(Err(graphloom_core::Error::Cancelled)),
-        action: exec.local.action(),
-        recorded_early: early,
-        started,
-    };
     finish::finish(exec, ended).await;
 }
 
@@ -138,7 +143,7 @@ async fn start(exec: &RunExecution, early: &Arc<AtomicBool>) -> JsonRunRequest {
     let (state, run, kw) = (&exec.state, &exec.run, &exec.kwargs);
     let mut req = kw.graph_request(&run.run_id, &run.thread_id, started_before(exec).await);
     req.modes = produced_modes(exec);
-    req.timeout = state.config.run_timeout;
+    req.timeout = run_limit(exec);
     req.cancel = Some(exec.local.token.clone());
     req.on_task_end = Some(node_timer(state, &kw.graph_id));
     // With auth on, what the graph keeps in its store is its owner's.
@@ -152,6 +157,14 @@ async fn start(exec: &RunExecution, early: &Arc<AtomicBool>) -> JsonRunRequest {
         req.on_complete = Some(finish::completion_hook(state, run, Arc::clone(early)));
     }
     req
+}
+
+/// The run's time limit: the smaller of the server's and its graph's.
+pub(super) fn run_limit(exec: &RunExecution) -> Option<std::time::Duration> {
+    match (exec.state.config.run_timeout, exec.graph.run_timeout()) {
+        (Some(server), Some(graph)) => Some(server.min(graph)),
+        (server, graph) => server.or(graph),
+    }
 }
 
 /// Whether a run taken over after a crash (attempt > 1) already checkpointed: it then
