@@ -113,22 +113,29 @@ pub(crate) fn router(state: AppRef) -> Router {
     let _ = state
         .openapi
         .set(openapi::finish(&doc, &secured, state.auth.is_on()));
-    let mut app = api
+    let (body_limit, cors) = (state.config.body_limit, cors::layer(&state.config.cors_origins));
+    let routes = api
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "no such route") })
+        .with_state(state);
+    // The layers wrap the routes once, as the one service of an outer router, rather than
+    // each route (`Router::layer` on the routes): a connection then copies one layer stack
+    // instead of one per route, and a request clones one stack and its route's handler.
+    let mut app = Router::new()
+        .fallback_service(routes)
         // A handler that panics answers a JSON 500 instead of dropping the connection.
         .layer(CatchPanicLayer::custom(|panic: Box<dyn std::any::Any + Send>| {
             ApiError::panicked(panic.as_ref()).into_response()
         }))
-        .layer(RequestBodyLimitLayer::new(state.config.body_limit))
+        .layer(RequestBodyLimitLayer::new(body_limit))
         .layer(axum::middleware::from_fn(json_errors))
         .layer(axum::middleware::from_fn(request_scope))
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(TraceLayer::new_for_http())
         .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid));
-    if let Some(cors) = cors::layer(&state.config.cors_origins) {
+    if let Some(cors) = cors {
         app = app.layer(cors);
     }
-    app.with_state(state)
+    app
 }
 
 /// The interop endpoints: `/mcp` (assistants as MCP tools) and `/a2a/{assistant_id}`

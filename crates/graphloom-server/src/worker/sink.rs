@@ -1,16 +1,24 @@
 //! Where a run's events go: this process's broker, and for a `stream_resumable` run also
 //! the database, so a client of another replica (or of this server after a restart) can
-//! replay them. Database writes are batched by a task of their own, off the run's path.
+//! replay them. Database writes are batched by a task of their own, off the run's path:
+//! the events of a few milliseconds go in one write (a short run's usually in one or
+//! two), and the last ones when the run ends.
 
 use crate::broker::RunEventRecord;
 use crate::state::AppState;
 use serde_json::Value;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 /// Most events stored in one write.
 const BATCH: usize = 256;
+
+/// How long a write waits for more events after the first: a reader on another replica
+/// sees the run's events this much later at most, and a run writes its events about once
+/// per this interval instead of once per burst.
+const LINGER: Duration = Duration::from_millis(25);
 
 /// The event sink of one run.
 pub(super) struct EventSink {
@@ -21,8 +29,9 @@ pub(super) struct EventSink {
 }
 
 impl EventSink {
-    /// The sink of run `run_id`; `resumable`: its events are stored too.
-    pub(super) async fn start(state: &Arc<AppState>, run_id: &str, resumable: bool) -> Self {
+    /// The sink of run `run_id`; `resumable`: its events are stored too. `attempt` is the
+    /// run's execution attempt: a first one has no stored events to clear.
+    pub(super) async fn start(state: &Arc<AppState>, run_id: &str, resumable: bool, attempt: i64) -> Self {
         let mut sink = Self {
             state: Arc::clone(state),
             run_id: run_id.to_owned(),
@@ -32,9 +41,9 @@ impl EventSink {
         if !resumable {
             return sink;
         }
-        if state.broker.len(run_id) == 0 {
-            // A fresh log here (first attempt, or taken over from another process): the
-            // stored one starts again with it.
+        if state.broker.len(run_id) == 0 && attempt > 1 {
+            // A fresh log here for a run taken over (from another process, or after a
+            // restart): the stored one starts again with it.
             if let Err(e) = state.db.delete_run_events(run_id).await {
                 tracing::warn!(run_id, error = %e, "clearing a run's stored events failed");
             }
@@ -72,14 +81,16 @@ impl EventSink {
     }
 }
 
-/// Store a run's events as they come, in batches.
+/// Store a run's events as they come, in batches: from the first event of a batch, what
+/// arrives within [`LINGER`] (or until the run ends) goes with it.
 async fn store_events(state: Arc<AppState>, run_id: String, mut rx: mpsc::UnboundedReceiver<RunEventRecord>) {
     while let Some(first) = rx.recv().await {
         let mut batch = vec![first];
+        let until = tokio::time::Instant::now() + LINGER;
         while batch.len() < BATCH {
-            match rx.try_recv() {
-                Ok(e) => batch.push(e),
-                Err(_) => break,
+            match tokio::time::timeout_at(until, rx.recv()).await {
+                Ok(Some(e)) => batch.push(e),
+                Ok(None) | Err(_) => break,
             }
         }
         if let Err(e) = state.db.append_run_events(&run_id, batch).await {

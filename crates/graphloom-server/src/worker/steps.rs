@@ -95,7 +95,7 @@ async fn claim(
     let resumable = kwargs.as_ref().is_ok_and(|k| k.stream_resumable);
     state.broker.open(&run_id);
     state.broker.reset(&run_id, resumable);
-    let mut sink = EventSink::start(state, &run_id, resumable).await;
+    let mut sink = EventSink::start(state, &run_id, resumable, claimed.attempt).await;
     let refused = match kwargs {
         Err(e) => Err(
             json!({"error": "ValueError", "message": format!("the run's stored request does not read: {e}")}),
