@@ -10,7 +10,9 @@
 //! server's crash and retake) and the call's index within the task, so a call made again
 //! after a crash writes the same key: the put replaces the receipt of the attempt the crash
 //! cut short instead of adding a second one. A run that completes has exactly one receipt
-//! per model call it made.
+//! per model call it made. The same holds for a node retried after a failed call: its next
+//! attempt's call replaces the failed call's receipt (a run is billed for the calls of each
+//! task's last attempt).
 //!
 //! Hosted, the store is the server's (`GraphDeps::store`: the same SQLite or PostgreSQL
 //! database as the runs and checkpoints), not the owner-scoped store a run sees with auth
