@@ -114,6 +114,8 @@ pub(crate) struct TaskCtx {
     /// Resume values taken from the run during this attempt.
     pub consumed: Mutex<BTreeMap<String, Value>>,
     pub interrupt_idx: AtomicUsize,
+    /// Numbers handed out by [`Runtime::next_sequence`] during this attempt.
+    pub sequence: AtomicUsize,
     /// This task's place in the `events` tree; `None` unless the run streams events.
     pub events: Option<Arc<crate::events::EventScope>>,
     /// The checkpoint this task runs from and its saver, when the run persists (the
@@ -364,6 +366,15 @@ impl Runtime {
         h.update(b"|");
         h.update(suffix.as_bytes());
         format!("{:032x}", h.digest128())
+    }
+    /// The next number (0, 1, 2, ...) of this task attempt's sequence: with
+    /// [`Runtime::idempotency_key`], the id of the n-th side effect of a task (a model
+    /// call, a payment), the same when the task runs again after a retry, a resume or a
+    /// crash, since every attempt counts from 0. Everything in the task that calls it
+    /// shares the sequence: keep those calls in a deterministic order.
+    #[must_use]
+    pub fn next_sequence(&self) -> usize {
+        self.ctx.sequence.fetch_add(1, Ordering::SeqCst)
     }
     pub(crate) fn consumed_resumes(&self) -> BTreeMap<String, Value> {
         self.ctx

@@ -45,7 +45,8 @@ impl CompletionAdapter {
     }
 
     /// Stream one answer: `text_delta` for every text chunk as it arrives, then one
-    /// `usage_report` (also when the stream fails part way).
+    /// `usage_report` (also when the stream fails part way). The call's invocation id is a
+    /// fresh UUID v7; [`CompletionAdapter::invoke`] takes one from the caller.
     ///
     /// # Errors
     /// The model's error, after its `usage_report` was emitted.
@@ -56,6 +57,23 @@ impl CompletionAdapter {
         options: &ChatOptions,
         emit: &(dyn Fn(AiEvent) + Send + Sync),
     ) -> graphloom_llm::Result<Completion> {
+        let invocation_id = uuid::Uuid::now_v7().to_string();
+        let (fact, outcome) = self.invoke(invocation_id, caller, messages, options, emit).await;
+        outcome.map(|message| Completion { message, fact })
+    }
+
+    /// One model call under `invocation_id` (the billing idempotency key: a graph derives
+    /// it from its task, so a call re-executed after a crash keeps its id): `text_delta`
+    /// per text chunk, then one `usage_report`. Returns the usage fact whatever happened,
+    /// and the answer or the model's error.
+    pub async fn invoke(
+        &self,
+        invocation_id: String,
+        caller: &GraphLlmCaller,
+        messages: &[Message],
+        options: &ChatOptions,
+        emit: &(dyn Fn(AiEvent) + Send + Sync),
+    ) -> (UsageFact, graphloom_llm::Result<Message>) {
         let options = options
             .clone()
             .metadata("request_id", caller.caller.request_id.as_str())
@@ -66,7 +84,6 @@ impl CompletionAdapter {
         let model_name = self.model.model_name().to_owned();
         // The single computation site of the prompt hash.
         let prompt_hash = graphloom_llm::prompt_hash(&model_name, messages, &options);
-        let invocation_id = uuid::Uuid::now_v7().to_string();
         let started = Instant::now();
         let mut stream = self.model.stream(messages, &options);
         let mut asm = ChunkAssembler::with_provider(self.model.provider());
@@ -113,8 +130,8 @@ impl CompletionAdapter {
         };
         emit(AiEvent::UsageReport { fact: fact.clone() });
         match failure {
-            Some(e) => Err(e),
-            None => Ok(Completion { message, fact }),
+            Some(e) => (fact, Err(e)),
+            None => (fact, Ok(message)),
         }
     }
 }

@@ -19,6 +19,49 @@ pub struct LlmCaller {
     pub trace_id: String,
 }
 
+fn non_empty<'a>(v: Option<&'a Value>, key: &str) -> Option<&'a str> {
+    v?.get(key)?.as_str().map(str::trim).filter(|s| !s.is_empty())
+}
+
+impl LlmCaller {
+    /// The caller of a run hosted by `graphloom serve`, from the run's JSON context (the
+    /// request's `context`, else its `config.configurable`); `run_id` stands in for the
+    /// request and trace ids the context does not give.
+    ///
+    /// - With auth on, the server puts the authenticated identity in the context
+    ///   (`langgraph_auth_user_id`, `langgraph_auth_user`, and drops a client's own values
+    ///   for those keys): the identity pays. Its `billing_account_id` claim (a JWT claim, or
+    ///   what a custom authenticator keeps) names the account, else the identity itself;
+    ///   a client's `billing_account_id` is ignored, so no one bills another account. The
+    ///   virtual key is the identity's `virtual_key_id` claim, else the context's.
+    /// - With auth off, `billing_account_id` and `virtual_key_id` come from the context
+    ///   (`anonymous` and `default` when absent, as the chat route's headers).
+    /// - `request_id` and `trace_id` come from the context, else they are the run id.
+    #[must_use]
+    pub fn from_run_context(context: Option<&Value>, run_id: &str) -> Self {
+        let identity = non_empty(context, "langgraph_auth_user_id");
+        let claims = context.and_then(|c| c.get("langgraph_auth_user"));
+        let (billing_account_id, virtual_key_id) = match identity {
+            Some(user) => (
+                non_empty(claims, "billing_account_id").unwrap_or(user),
+                non_empty(claims, "virtual_key_id")
+                    .or_else(|| non_empty(context, "virtual_key_id"))
+                    .unwrap_or("default"),
+            ),
+            None => (
+                non_empty(context, "billing_account_id").unwrap_or("anonymous"),
+                non_empty(context, "virtual_key_id").unwrap_or("default"),
+            ),
+        };
+        Self {
+            billing_account_id: billing_account_id.to_owned(),
+            virtual_key_id: virtual_key_id.to_owned(),
+            request_id: non_empty(context, "request_id").unwrap_or(run_id).to_owned(),
+            trace_id: non_empty(context, "trace_id").unwrap_or(run_id).to_owned(),
+        }
+    }
+}
+
 /// A model call inside a graph execution: an [`LlmCaller`] plus the graph's run id, name and
 /// version, all required.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

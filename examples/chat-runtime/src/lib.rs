@@ -23,6 +23,7 @@
 pub mod adapter;
 pub mod events;
 pub mod executor;
+pub mod ledger;
 pub mod middleware;
 pub mod offline;
 pub mod route;
@@ -35,6 +36,7 @@ pub use events::{AiEvent, Correlation, EventEnvelope, GraphLlmCaller, LlmCaller,
 pub use executor::{
     FinalResult, GraphExecutor, GraphFinal, GraphRun, GraphRunRequest, InProcGraphExecutor, RunError,
 };
+pub use ledger::StoreLedger;
 pub use route::router;
 pub use runtime::{BillingSink, ChargeReceipt, ChatRequest, ChatRun, ChatRuntime, InMemoryBilling};
 pub use tools::{
@@ -66,18 +68,15 @@ pub type ChatState = graphloom_prebuilt::AgentGraphState;
 /// An update of [`ChatState`].
 pub type ChatStateUpdate = graphloom_prebuilt::AgentGraphUpdate;
 
-/// The caller of a run: the one the runtime put in the run's context, or (for runs started
-/// without the runtime, e.g. by the CLI) one derived from the run id.
+/// The caller of a run: the one the [`ChatRuntime`] put in the run's context; else, for a
+/// run hosted by `graphloom serve` (or started with a JSON context), the one its context
+/// names ([`LlmCaller::from_run_context`]: the authenticated identity with auth on); the
+/// graph run id is the run's id.
 fn caller_of(rt: &Runtime) -> GraphLlmCaller {
     rt.context::<GraphLlmCaller>()
         .cloned()
         .unwrap_or_else(|| GraphLlmCaller {
-            caller: LlmCaller {
-                billing_account_id: "unbilled".into(),
-                virtual_key_id: "none".into(),
-                request_id: rt.run_id().to_owned(),
-                trace_id: rt.run_id().to_owned(),
-            },
+            caller: LlmCaller::from_run_context(rt.context::<serde_json::Value>(), rt.run_id()),
             graph_run_id: rt.run_id().to_owned(),
             graph_name: GRAPH_ID.into(),
             graph_version: GRAPH_VERSION.into(),
@@ -86,7 +85,9 @@ fn caller_of(rt: &Runtime) -> GraphLlmCaller {
 
 /// The chat graph over an adapter and a tool runner: a `create_agent` agent whose model
 /// calls go through the adapter and whose tool calls go through the runner; the loop ends
-/// when the model asks for no tool.
+/// when the model asks for no tool. Every model call's [`ChargeReceipt`] is written to
+/// `store` before the model node returns (see [`ledger`]): hosted by `graphloom serve`,
+/// that is the server's database.
 ///
 /// # Errors
 /// A graph that does not compile.
@@ -97,10 +98,11 @@ pub fn graph_with(
     tools: ToolRunner,
 ) -> graphloom_core::Result<CompiledGraph<ChatState>> {
     let model = adapter.model();
+    let ledger = StoreLedger::new(Arc::clone(&store));
     Ok(create_agent(model, middleware::ContractTool::of_runner(&tools))
         .name(GRAPH_ID)
         .system_prompt(SYSTEM_PROMPT)
-        .middleware(middleware::CompletionPort::new(adapter, caller_of))
+        .middleware(middleware::CompletionPort::new(adapter, caller_of).ledger(ledger))
         .middleware(middleware::ToolPipeline::new(tools))
         // The pipeline emits `tool_call_start` / `tool_call_result` itself.
         .tool_node(|n| n.stream_results(false))

@@ -5,6 +5,8 @@
 
 use crate::adapter::CompletionAdapter;
 use crate::events::{AiEvent, GraphLlmCaller};
+use crate::ledger::StoreLedger;
+use crate::runtime::ChargeReceipt;
 use crate::tools::{ToolContract, ToolRunner};
 use futures::future::BoxFuture;
 use graphloom_core::{NodeError, Runtime};
@@ -16,17 +18,40 @@ use graphloom_prebuilt::{Tool, ToolError, ToolOutput, ToolRuntime};
 use serde_json::Value;
 use std::sync::Arc;
 
-/// Every model call of the agent through the adapter: the one executor port.
+/// Every model call of the agent through the adapter: the one executor port. With a
+/// [`StoreLedger`], each call's receipt is written before the call returns.
 pub struct CompletionPort {
     adapter: CompletionAdapter,
     caller: fn(&Runtime) -> GraphLlmCaller,
+    ledger: Option<StoreLedger>,
 }
 
 impl CompletionPort {
     /// Calls through `adapter`, billed to `caller(runtime)`.
     #[must_use]
     pub fn new(adapter: CompletionAdapter, caller: fn(&Runtime) -> GraphLlmCaller) -> Self {
-        Self { adapter, caller }
+        Self {
+            adapter,
+            caller,
+            ledger: None,
+        }
+    }
+
+    /// Write every call's [`ChargeReceipt`] to `ledger` before the model node goes on (a
+    /// failed write fails the call, retryably: no update without its receipt).
+    #[must_use]
+    pub fn ledger(mut self, ledger: StoreLedger) -> Self {
+        self.ledger = Some(ledger);
+        self
+    }
+
+    /// The invocation id of the next model call of `rt`'s task: the task's idempotency key
+    /// with the call's index in the task attempt. The same when the task runs again: the
+    /// task id is derived from the checkpoint the task runs from (a run retaken after a
+    /// crash starts again from that checkpoint), and every attempt counts from 0.
+    fn invocation_id(rt: &Runtime) -> String {
+        let index = rt.next_sequence();
+        rt.idempotency_key(&format!("chat_runtime/model-call/{index}"))
     }
 }
 
@@ -52,12 +77,24 @@ impl Middleware for CompletionPort {
             history.extend(request.messages);
             let options = request.options.tools(request.tools);
             let emit = |e: AiEvent| rt.write(&e);
-            let done = self
+            let (fact, outcome) = self
                 .adapter
-                .execute_stream(&caller, &history, &options, &emit)
-                .await
-                .node()?;
-            Ok(ModelResponse::of(done.message))
+                .invoke(Self::invocation_id(&rt), &caller, &history, &options, &emit)
+                .await;
+            if let Some(ledger) = &self.ledger {
+                ledger
+                    .record(&ChargeReceipt::of(&caller, &fact))
+                    .await
+                    .map_err(|e| {
+                        NodeError::new(format!(
+                            "the charge receipt of model call {} was not written: {e}",
+                            fact.invocation_id
+                        ))
+                        .with_source(e)
+                    })?;
+            }
+            let message = outcome.node()?;
+            Ok(ModelResponse::of(message))
         })
     }
 }

@@ -7,30 +7,66 @@ use crate::executor::{tokio_stream_from, FinalResult, GraphExecutor, GraphRunReq
 use futures::stream::BoxStream;
 use futures::StreamExt;
 use graphloom_llm::Message;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use tokio::sync::mpsc;
 
-/// Receives every usage fact of every run.
+/// Receives every usage fact of every run, as a [`ChargeReceipt`].
 pub trait BillingSink: Send + Sync {
-    /// Record one model call's usage. Called once per `usage_report`, from the relay's pump.
-    fn record(&self, correlation: &Correlation, fact: &UsageFact);
+    /// Record one model call's charge. Called once per `usage_report`, from the relay's
+    /// pump; a sink keys receipts by [`UsageFact::invocation_id`], so a fact delivered again
+    /// charges once.
+    fn record(&self, receipt: &ChargeReceipt);
 }
 
-/// A charge, keyed by the model call's invocation id.
-#[derive(Debug, Clone, PartialEq)]
+/// A charge for one model call, keyed by its invocation id: who pays (the caller's billing
+/// account and virtual key), the run's correlation ids, and what the call consumed.
+///
+/// Serialised flat (`billing_account_id`, `virtual_key_id`, `request_id`, `trace_id`,
+/// `graph_run_id`, `graph_name`, `graph_version`, `invocation_id`, `provider`, `model`,
+/// `prompt_hash`, `usage`, `finish_reason`, `response_id`, `duration_ms`, `error`): the
+/// value of a receipt item in the store (see [`crate::ledger`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChargeReceipt {
+    /// The account that pays.
+    pub billing_account_id: String,
+    /// The virtual key the call was made with.
+    pub virtual_key_id: String,
     /// Correlation ids of the run.
+    #[serde(flatten)]
     pub correlation: Correlation,
     /// The usage fact.
+    #[serde(flatten)]
     pub fact: UsageFact,
+}
+
+impl ChargeReceipt {
+    /// The receipt of `fact`, a call made for `caller`.
+    #[must_use]
+    pub fn of(caller: &GraphLlmCaller, fact: &UsageFact) -> Self {
+        Self {
+            billing_account_id: caller.caller.billing_account_id.clone(),
+            virtual_key_id: caller.caller.virtual_key_id.clone(),
+            correlation: caller.correlation(),
+            fact: fact.clone(),
+        }
+    }
 }
 
 /// Billing kept in memory; idempotent on `invocation_id` (a replayed fact charges once).
 #[derive(Debug, Default)]
 pub struct InMemoryBilling {
-    receipts: Mutex<BTreeMap<String, ChargeReceipt>>,
-    deliveries: Mutex<usize>,
+    ledger: Mutex<Ledger>,
+}
+
+#[derive(Debug, Default)]
+struct Ledger {
+    /// Receipts in the order they were first recorded.
+    receipts: Vec<ChargeReceipt>,
+    /// Invocation id -> index in `receipts`.
+    by_id: BTreeMap<String, usize>,
+    deliveries: usize,
 }
 
 impl InMemoryBilling {
@@ -39,34 +75,34 @@ impl InMemoryBilling {
     pub fn new() -> Arc<Self> {
         Arc::new(Self::default())
     }
-    /// Every receipt, ordered by invocation id (UUID v7: call order).
+    /// Every receipt, in the order the calls were first recorded (call order).
     #[must_use]
     pub fn receipts(&self) -> Vec<ChargeReceipt> {
-        self.receipts
+        self.ledger
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .values()
-            .cloned()
-            .collect()
+            .receipts
+            .clone()
     }
     /// How many facts were delivered (duplicates included).
     #[must_use]
     pub fn deliveries(&self) -> usize {
-        *self.deliveries.lock().unwrap_or_else(PoisonError::into_inner)
+        self.ledger
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .deliveries
     }
 }
 
 impl BillingSink for InMemoryBilling {
-    fn record(&self, correlation: &Correlation, fact: &UsageFact) {
-        *self.deliveries.lock().unwrap_or_else(PoisonError::into_inner) += 1;
-        self.receipts
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .entry(fact.invocation_id.clone())
-            .or_insert_with(|| ChargeReceipt {
-                correlation: correlation.clone(),
-                fact: fact.clone(),
-            });
+    fn record(&self, receipt: &ChargeReceipt) {
+        let mut ledger = self.ledger.lock().unwrap_or_else(PoisonError::into_inner);
+        ledger.deliveries += 1;
+        if !ledger.by_id.contains_key(&receipt.fact.invocation_id) {
+            let at = ledger.receipts.len();
+            ledger.by_id.insert(receipt.fact.invocation_id.clone(), at);
+            ledger.receipts.push(receipt.clone());
+        }
     }
 }
 
@@ -140,7 +176,7 @@ impl ChatRuntime {
             graph_version: self.graph_version.clone(),
         };
         let run = self.executor.run_graph(GraphRunRequest {
-            caller,
+            caller: caller.clone(),
             thread_id: request.thread_id,
             messages: request.messages,
         });
@@ -152,7 +188,7 @@ impl ChatRuntime {
             let mut ui = Some(ui_tx);
             while let Some(envelope) = upstream.next().await {
                 if let AiEvent::UsageReport { fact } = &envelope.event {
-                    billing.record(&envelope.correlation, fact);
+                    billing.record(&ChargeReceipt::of(&caller, fact));
                 }
                 if let Some(tx) = &ui {
                     if tx.send(envelope).is_err() {

@@ -366,6 +366,7 @@ impl<S: State> TaskRun<S> {
                 resumed: self.resumed.clone(),
                 consumed: Mutex::new(BTreeMap::new()),
                 interrupt_idx: AtomicUsize::new(0),
+                sequence: AtomicUsize::new(0),
                 events: node_events.as_ref().map(|e| Arc::clone(e.scope())),
                 step_checkpoint: self.step_checkpoint.clone(),
             });
