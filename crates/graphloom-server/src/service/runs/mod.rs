@@ -211,9 +211,18 @@ pub(crate) async fn wait_outcome_from(
         }
         match state.db.get_run(owner, Some(&run.thread_id), &run.run_id).await {
             Ok(Some(r)) if r.status.is_final() => {
-                // Ended here, the log has its exact outcome, written just after the row.
+                // Ended here, the log has its exact outcome, written just after the row
+                // (after a stateless run's thread is deleted: the database no longer has
+                // its values, so a run executed here is waited for in its log, however
+                // busy the database is). A log only opened here gets no outcome when
+                // another process executed the run: the database answers soon.
                 if let Some(w) = &waiter {
-                    if let Ok(Some(v)) = tokio::time::timeout(Duration::from_millis(250), w.outcome()).await {
+                    let grace = if state.broker.executes_here(&run.run_id) {
+                        Duration::from_secs(30)
+                    } else {
+                        Duration::from_millis(250)
+                    };
+                    if let Ok(Some(v)) = tokio::time::timeout(grace, w.outcome()).await {
                         return v;
                     }
                 }
