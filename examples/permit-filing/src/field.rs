@@ -667,14 +667,14 @@ pub fn gas_analysis(api: &str) -> Result<Value, FieldError> {
     }))
 }
 
-/// The Form R-32 package of the well `api`: the flaring record (days, total, average and
-/// peak volumes, the volume beyond the [`FLARING_ALLOWED_DAYS`] allowed), CO2e emissions,
-/// the gas analysis and pipeline readiness, and whether an exception is needed (flaring
-/// beyond the allowed days while the gas cannot go to a pipeline).
+/// The flaring record of the well `api`, summed: since when, days flared, total, average
+/// and peak daily volumes, the volume beyond the [`FLARING_ALLOWED_DAYS`] allowed, whether
+/// it flared longer than allowed, and its CO2e emissions
+/// ([`CO2E_TONNES_PER_MCF`] per mcf flared).
 ///
 /// # Errors
 /// An unknown well, or one without flaring records.
-pub fn r32_filing(api: &str) -> Result<Value, FieldError> {
+pub fn flaring(api: &str) -> Result<Value, FieldError> {
     let f = field()?;
     let w = f.well(api)?;
     let fl = w
@@ -686,6 +686,37 @@ pub fn r32_filing(api: &str) -> Result<Value, FieldError> {
     let total: f64 = fl.daily_mcf.iter().sum();
     let beyond: f64 = fl.daily_mcf.iter().skip(FLARING_ALLOWED_DAYS).sum();
     let peak = fl.daily_mcf.iter().copied().fold(0.0, f64::max);
+    Ok(json!({
+        "well_api": w.api,
+        "since": fl.since,
+        "days": days,
+        "total_mcf": total,
+        "average_mcfd": (total / days as f64 * 10.0).round() / 10.0,
+        "peak_mcfd": peak,
+        "allowed_days": FLARING_ALLOWED_DAYS,
+        "mcf_beyond_allowed_days": beyond,
+        "beyond_allowed_days": days > FLARING_ALLOWED_DAYS,
+        "co2e_tonnes": (total * CO2E_TONNES_PER_MCF * 10.0).round() / 10.0,
+    }))
+}
+
+/// The Form R-32 package of the well `api`: the flaring record ([`flaring`]), CO2e
+/// emissions, the gas analysis and pipeline readiness, and whether an exception is needed
+/// (flaring beyond the allowed days while the gas cannot go to a pipeline).
+///
+/// # Errors
+/// An unknown well, or one without flaring records.
+pub fn r32_filing(api: &str) -> Result<Value, FieldError> {
+    let mut flaring = flaring(api)?;
+    let f = field()?;
+    let w = f.well(api)?;
+    let co2e = flaring.get("co2e_tonnes").cloned().unwrap_or(Value::Null);
+    let beyond = flaring.get("beyond_allowed_days") == Some(&Value::Bool(true));
+    if let Some(o) = flaring.as_object_mut() {
+        for k in ["well_api", "co2e_tonnes", "beyond_allowed_days"] {
+            o.remove(k);
+        }
+    }
     let gas = gas_analysis(api).ok();
     let ready = gas.as_ref().is_some_and(|g| g["pipeline_ready"] == true);
     let mut missing = Vec::new();
@@ -696,18 +727,10 @@ pub fn r32_filing(api: &str) -> Result<Value, FieldError> {
         "form": "R-32",
         "status": if missing.is_empty() { "complete" } else { "incomplete" },
         "well": {"api": w.api, "name": w.name, "operator": w.operator, "county": w.county, "lease": w.lease},
-        "flaring": {
-            "since": fl.since,
-            "days": days,
-            "total_mcf": total,
-            "average_mcfd": (total / days as f64 * 10.0).round() / 10.0,
-            "peak_mcfd": peak,
-            "allowed_days": FLARING_ALLOWED_DAYS,
-            "mcf_beyond_allowed_days": beyond,
-        },
-        "co2e_tonnes": (total * CO2E_TONNES_PER_MCF * 10.0).round() / 10.0,
+        "flaring": flaring,
+        "co2e_tonnes": co2e,
         "gas_analysis": gas,
-        "exception_required": days > FLARING_ALLOWED_DAYS && !ready,
+        "exception_required": beyond && !ready,
         "requested_until": w.gathering.as_ref().and_then(|g| g.expected_connection.clone()),
         "missing": missing,
     }))

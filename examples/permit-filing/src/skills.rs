@@ -293,14 +293,6 @@ struct WellArgs {
     well_api: String,
 }
 
-#[derive(Deserialize, schemars::JsonSchema)]
-struct FlaringArgs {
-    /// Gas flared per day, mcf.
-    daily_mcf: f64,
-    /// Days flared.
-    days: u32,
-}
-
 fn block(status: &str, message: impl Into<String>, result: Value) -> Value {
     json!({"status": status, "message": message.into(), "result": result})
 }
@@ -469,26 +461,28 @@ pub fn tool_list(gate_in_tool_node: bool) -> Vec<Arc<dyn Tool>> {
             },
         )
         .arc(),
+        // Both read the well's flaring record on file: the model names the well, never
+        // the volumes.
         FnTool::new(
             "flaring_volume_calc",
             "Calculate flaring volumes against Rule 32 thresholds",
-            |a: FlaringArgs, _rt| async move {
-                let total = a.daily_mcf * f64::from(a.days);
-                Ok::<_, ToolError>(block(
-                    "ok",
-                    "volumes calculated",
-                    json!({"total_mcf": total,
-                "exception_required": a.days as usize > field::FLARING_ALLOWED_DAYS}),
-                ))
+            |a: WellArgs, _rt| async move {
+                computed(field::flaring(&a.well_api), |v| {
+                    format!(
+                        "{} mcf flared over {} days ({} allowed)",
+                        v["total_mcf"], v["days"], v["allowed_days"]
+                    )
+                })
             },
         )
         .arc(),
         FnTool::new(
             "emissions_estimate",
             "Estimate CO2e emissions with EPA factors",
-            |a: FlaringArgs, _rt| async move {
-                let total = a.daily_mcf * f64::from(a.days) * field::CO2E_TONNES_PER_MCF;
-                Ok::<_, ToolError>(block("ok", "emissions estimated", json!({"co2e_tonnes": total})))
+            |a: WellArgs, _rt| async move {
+                computed(field::flaring(&a.well_api), |v| {
+                    format!("{} t CO2e from {} mcf flared", v["co2e_tonnes"], v["total_mcf"])
+                })
             },
         )
         .arc(),

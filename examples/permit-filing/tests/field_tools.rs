@@ -217,3 +217,33 @@ async fn the_r32_package_sums_the_flaring_record() {
         .unwrap_err();
     assert!(err.contains("no flaring records"), "{err}");
 }
+
+#[tokio::test]
+async fn flaring_volumes_and_emissions_come_from_the_record_not_the_model() {
+    // The model names the well; volumes it supplies are not read.
+    let v = call(
+        "flaring_volume_calc",
+        json!({"well_api": "42-317-30211", "daily_mcf": 1.0, "days": 1}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(v["days"], 14);
+    assert_eq!(v["total_mcf"].as_f64().unwrap(), 8141.0);
+    assert_eq!(v["beyond_allowed_days"], true);
+    assert_eq!(
+        v["mcf_beyond_allowed_days"].as_f64().unwrap(),
+        522.0 + 515.0 + 508.0 + 497.0
+    );
+    let e = call(
+        "emissions_estimate",
+        json!({"well_api": "42-317-30211", "daily_mcf": 1.0, "days": 1}),
+    )
+    .await
+    .unwrap();
+    assert!((e["co2e_tonnes"].as_f64().unwrap() - 448.6).abs() < 0.05, "{e}");
+    // A well without flaring records gets an error, not a made-up volume.
+    let err = call("flaring_volume_calc", json!({"well_api": "42-329-12346"}))
+        .await
+        .unwrap_err();
+    assert!(err.contains("no flaring records"), "{err}");
+}
