@@ -298,3 +298,78 @@ async fn serve_on_postgres_without_a_model_refuses_before_opening_the_database()
     );
     assert!(!err.contains("127.0.0.1:1"), "the database was not tried: {err}");
 }
+
+/// One `runs/wait` of seed 002 on a new thread; the text of its last message.
+async fn memory_turn(http: &reqwest::Client, url: &str, text: &str, session: &str) -> String {
+    let thread: Value = http
+        .post(format!("{url}/threads"))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let input = json!({
+        "messages": [{"role": "user", "content": text}],
+        "user_id": "alice",
+        "session_id": session,
+    });
+    let v: Value = http
+        .post(format!(
+            "{url}/threads/{}/runs/wait",
+            thread["thread_id"].as_str().unwrap()
+        ))
+        .json(&json!({"assistant_id": "memory_supervisor", "input": input}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    v["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_else(|| panic!("no answer: {v}"))
+        .to_owned()
+}
+
+/// Seed 002 remembers two facts and is asked about one, on a server with `embeddings`
+/// (or without an index): its answer.
+async fn served_recall(embeddings: Option<&str>) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = graphloom(dir.path());
+    if let Some(e) = embeddings {
+        cmd.env("GRAPHLOOM_EMBEDDINGS", e);
+    }
+    let (mut child, url, _) = serve(cmd).await;
+    let http = reqwest::Client::new();
+    let noted = memory_turn(&http, &url, "Remember that my favourite colour is teal.", "s1").await;
+    assert!(noted.starts_with("Noted"), "{noted}");
+    let noted = memory_turn(&http, &url, "Remember that I am allergic to peanuts.", "s2").await;
+    assert!(noted.starts_with("Noted"), "{noted}");
+    let answer = memory_turn(
+        &http,
+        &url,
+        "What do you remember about my favourite colour?",
+        "s3",
+    )
+    .await;
+    child.kill().await.unwrap();
+    answer
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_served_seed_002_recalls_by_the_question_with_the_servers_embedder() {
+    // With the server's index, long-term memory is searched by the question: the allergy
+    // shares no word with it and is left out.
+    let ranked = served_recall(Some("hash")).await;
+    assert_eq!(ranked, "You told me: my favourite colour is teal.");
+    // Without an index the search cannot rank: both facts come back.
+    let unranked = served_recall(None).await;
+    assert!(
+        unranked.contains("teal") && unranked.contains("allergic to peanuts"),
+        "{unranked}"
+    );
+}

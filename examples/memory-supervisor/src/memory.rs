@@ -13,7 +13,9 @@
 use crate::ciar::{self, PROMOTION_THRESHOLD};
 use crate::runtime_ids::{Ids, NoUser};
 use crate::state::{MemoryHit, StoredFact, Tier};
-use graphloom_core::store::{DynStore, HashEmbedder, IndexConfig, PutOptions, SearchItem, SearchQuery};
+use graphloom_core::store::{
+    DynStore, HashEmbedder, IndexConfig, IndexFields, PutOptions, SearchItem, SearchQuery,
+};
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -28,6 +30,13 @@ pub const EMBEDDING_DIMS: usize = 256;
 #[must_use]
 pub fn memory_index() -> IndexConfig {
     IndexConfig::new(EMBEDDING_DIMS, Arc::new(HashEmbedder::new(EMBEDDING_DIMS))).fields(["content"])
+}
+
+/// How a fact is written: a store with a vector index (the example's [`memory_index`], or
+/// the one a server is given with `GRAPHLOOM_EMBEDDINGS`) embeds its `content` only, so a
+/// search ranks facts by what they say, not by their scores and timestamps.
+fn fact_put() -> PutOptions {
+    PutOptions::new().index(IndexFields::Fields(vec!["content".to_owned()]))
 }
 
 /// A memory failure.
@@ -157,7 +166,7 @@ impl Memory {
                     o.insert("stated_at".into(), json!(now));
                 }
             }
-            self.store.put(ns, &item.item.key, v, PutOptions::new()).await?;
+            self.store.put(ns, &item.item.key, v, fact_put()).await?;
         }
         Ok(())
     }
@@ -191,21 +200,11 @@ impl Memory {
             "last_used_at": now,
         });
         self.store
-            .put(
-                &session_namespace(&self.ids),
-                &key,
-                value.clone(),
-                PutOptions::new(),
-            )
+            .put(&session_namespace(&self.ids), &key, value.clone(), fact_put())
             .await?;
         if promoted {
             self.store
-                .put(
-                    &long_term_namespace(&self.ids.user_id),
-                    &key,
-                    value,
-                    PutOptions::new(),
-                )
+                .put(&long_term_namespace(&self.ids.user_id), &key, value, fact_put())
                 .await?;
         }
         Ok(StoredFact {
