@@ -40,6 +40,14 @@ use serde_json::{Map, Value};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// The tighter of two time limits (`None`: no limit).
+pub(crate) fn tighter(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
 /// How long the server waits for a [`RunEndHook`]: past it the hook is abandoned (and
 /// logged), and the run's end is recorded.
 pub const RUN_END_HOOK_LIMIT: Duration = Duration::from_secs(30);
@@ -241,10 +249,7 @@ impl HostedGraph for Hosting {
         self.graph.store()
     }
     fn run_timeout(&self) -> Option<Duration> {
-        match (self.run_timeout, self.graph.run_timeout()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        tighter(self.run_timeout, self.graph.run_timeout())
     }
     fn run_end_hook(&self) -> Option<RunEndHook> {
         self.on_run_end.clone().or_else(|| self.graph.run_end_hook())

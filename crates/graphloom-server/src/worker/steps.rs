@@ -161,10 +161,7 @@ async fn start(exec: &RunExecution, early: &Arc<AtomicBool>) -> JsonRunRequest {
 
 /// The run's time limit: the smaller of the server's and its graph's.
 pub(super) fn run_limit(exec: &RunExecution) -> Option<std::time::Duration> {
-    match (exec.state.config.run_timeout, exec.graph.run_timeout()) {
-        (Some(server), Some(graph)) => Some(server.min(graph)),
-        (server, graph) => server.or(graph),
-    }
+    crate::hosting::tighter(exec.state.config.run_timeout, exec.graph.run_timeout())
 }
 
 /// Whether a run taken over after a crash (attempt > 1) already checkpointed: it then
