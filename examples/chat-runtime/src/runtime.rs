@@ -55,6 +55,10 @@ impl ChargeReceipt {
 }
 
 /// Billing kept in memory; idempotent on `invocation_id` (a replayed fact charges once).
+///
+/// It keeps every receipt for as long as it lives: for tests and the one-shot demo
+/// (`src/main.rs`). A long-running process bills into a database instead
+/// ([`crate::StoreLedger`], what a served run uses).
 #[derive(Debug, Default)]
 pub struct InMemoryBilling {
     ledger: Mutex<Ledger>,
