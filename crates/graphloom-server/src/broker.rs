@@ -22,6 +22,10 @@ struct Log {
     /// [`Broker::finish_unreplayable`]): events nobody reads are not kept, and the log
     /// goes once the run has ended and nobody holds it.
     unreplayable: bool,
+    /// Ended with every event stored in the database ([`Broker::finish_stored`]): the
+    /// events stay while a [`Reader`] holds the run, then the log goes; later readers
+    /// replay the run from the database.
+    stored: bool,
     /// When the log was opened.
     opened_at: Instant,
     /// Being executed by this process (set by [`Broker::reset`], cleared at the end).
@@ -39,6 +43,7 @@ impl Log {
             outcome: None,
             ended_at: None,
             unreplayable: false,
+            stored: false,
             opened_at: now,
             executing: false,
             handed_off: false,
@@ -49,9 +54,9 @@ impl Log {
         self.base + self.events.len() as u64
     }
 
-    /// Drop the events of an ended, unreplayable run.
+    /// Drop the events of an ended run that is unreplayable or whose events are stored.
     fn drop_events(&mut self) {
-        if self.unreplayable && self.ended_at.is_some() {
+        if self.goes_at_end() && self.ended_at.is_some() {
             self.forget_events();
         }
     }
@@ -62,14 +67,21 @@ impl Log {
         self.events = Vec::new();
     }
 
+    /// Whether the log goes as soon as its run ended and nobody holds it: the run is
+    /// unreplayable, or its events are stored.
+    fn goes_at_end(&self) -> bool {
+        self.unreplayable || self.stored
+    }
+
     /// Whether an unread log can go at `now`: an unreplayable run's once it ended (its
-    /// outcome is in the database, where later joiners read it, as on another replica); a
-    /// replayable run's [`KEEP_AFTER_END`] after its end; one never executed here (another
+    /// outcome is in the database, where later joiners read it, as on another replica), and
+    /// so a replayable run's whose events are stored; another replayable run's
+    /// [`KEEP_AFTER_END`] after its end; one never executed here (another
     /// process runs it, or its creation failed) [`KEEP_AFTER_END`] after it was opened
     /// (an execution here opens it again).
     fn expired(&self, now: Instant) -> bool {
         match self.ended_at {
-            Some(_) if self.unreplayable => true,
+            Some(_) if self.goes_at_end() => true,
             Some(t) => now.duration_since(t) >= KEEP_AFTER_END,
             None => !self.executing && now.duration_since(self.opened_at) >= KEEP_AFTER_END,
         }
@@ -98,8 +110,9 @@ impl Entry {
 /// holds it. An unreplayable run's log (the default: not `stream_resumable`) keeps only
 /// events somebody reads, and goes as soon as the run has ended and nobody holds it, so
 /// the memory held is that of the runs in flight and of what their readers have not read
-/// yet, not of the runs per second times a retention period; a replayable run's log stays
-/// [`KEEP_AFTER_END`] for reconnects. Requests that want a run's events or outcome take a
+/// yet, not of the runs per second times a retention period. So does a replayable run's
+/// whose events the worker stored ([`Broker::finish_stored`]): replays read the database.
+/// Any other replayable run's log stays [`KEEP_AFTER_END`] for reconnects. Requests that want a run's events or outcome take a
 /// reader or a waiter before the run can start ([`Broker::reader`], [`Broker::waiter`]).
 #[derive(Default, Clone)]
 pub struct Broker {
@@ -114,6 +127,17 @@ pub struct Broker {
 const KEEP_AFTER_END: Duration = Duration::from_secs(120);
 /// How often expired logs are looked for when runs are opened.
 const SWEEP_EVERY: Duration = Duration::from_secs(5);
+
+/// How a run's log ends (see [`Broker::finish`] and its variants).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum End {
+    /// Kept [`KEEP_AFTER_END`] for replay.
+    Kept,
+    /// Not replayable: goes once nobody holds it.
+    Unreplayable,
+    /// Replayable from the database: goes once nobody holds it.
+    Stored,
+}
 
 /// What a subscriber gets next.
 #[derive(Debug)]
@@ -251,30 +275,41 @@ impl Broker {
     /// Mark the run ended with its `runs/wait` body. A new attempt of the same run (after a
     /// takeover) may `open` and push again: `reset` clears the end first.
     pub fn finish(&self, run_id: &str, outcome: Value) {
-        self.end(run_id, outcome, false);
+        self.end(run_id, outcome, End::Kept);
     }
 
     /// [`finish`](Self::finish) a run whose events nobody may replay (not
     /// `stream_resumable`): its log goes as soon as no [`Reader`] holds the run (readers
     /// that hold it still get the outcome; later joiners read it from the database).
     pub fn finish_unreplayable(&self, run_id: &str, outcome: Value) {
-        self.end(run_id, outcome, true);
+        self.end(run_id, outcome, End::Unreplayable);
     }
 
-    fn end(&self, run_id: &str, outcome: Value, unreplayable: bool) {
+    /// [`finish`](Self::finish) a replayable run whose every event is stored in the
+    /// database: its log goes as soon as no [`Reader`] holds the run, as an unreplayable
+    /// run's does; later joiners and reconnects replay it from the database ([`Broker::next`]
+    /// answers `None` for events no longer here). So the memory held is that of the runs
+    /// in flight and of their readers, not of the runs per second times [`KEEP_AFTER_END`].
+    pub fn finish_stored(&self, run_id: &str, outcome: Value) {
+        self.end(run_id, outcome, End::Stored);
+    }
+
+    fn end(&self, run_id: &str, outcome: Value, how: End) {
         let Some(e) = self.entry(run_id) else { return };
-        {
+        let goes = {
             let mut log = e.log.lock().unwrap_or_else(PoisonError::into_inner);
             log.outcome = Some(outcome);
             log.ended_at = Some(Instant::now());
-            log.unreplayable = unreplayable;
+            log.unreplayable = how == End::Unreplayable;
+            log.stored = how == End::Stored;
             log.executing = false;
             if e.readers.load(SeqCst) == 0 {
                 log.drop_events();
             }
-        }
+            log.goes_at_end()
+        };
         e.notify.notify_waiters();
-        if unreplayable {
+        if goes {
             self.drop_if_expired(run_id, &e);
         }
     }
@@ -288,6 +323,7 @@ impl Broker {
             log.outcome = None;
             log.ended_at = None;
             log.unreplayable = !replayable;
+            log.stored = false;
             log.executing = true;
         }
     }
@@ -327,7 +363,9 @@ impl Broker {
     }
 
     /// Wait for events at or after `cursor`, or the end, or `timeout` (then an empty batch).
-    /// `None` when the run is unknown here or was handed off ([`Broker::abandon`]).
+    /// `None` when the run is unknown here, was handed off ([`Broker::abandon`]), or ended
+    /// with its events stored and those from `cursor` are no longer here
+    /// ([`Broker::finish_stored`]): the database has them then.
     pub async fn next(&self, run_id: &str, cursor: u64, timeout: Duration) -> Option<Next> {
         let e = self.entry(run_id)?;
         let deadline = tokio::time::Instant::now() + timeout;
@@ -337,7 +375,7 @@ impl Broker {
             notified.as_mut().enable();
             {
                 let log = e.log.lock().unwrap_or_else(PoisonError::into_inner);
-                if log.handed_off {
+                if log.handed_off || (log.stored && cursor < log.base) {
                     return None;
                 }
                 // Events before `base` were dropped: a cursor there reads what is left.
@@ -410,14 +448,14 @@ impl Drop for Reader {
             let last = count.fetch_sub(1, SeqCst) == 1;
             (last && self.events, self.entry.held())
         };
-        let unreplayable = {
+        let goes_at_end = {
             let mut log = self.entry.log.lock().unwrap_or_else(PoisonError::into_inner);
             if last_reader {
                 log.drop_events();
             }
-            log.unreplayable
+            log.goes_at_end()
         };
-        if !held && unreplayable {
+        if !held && goes_at_end {
             self.broker.drop_if_expired(&self.run_id, &self.entry);
         }
     }
@@ -481,6 +519,56 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(b.next("unknown", 0, Duration::from_millis(1)).await.is_none());
+    }
+
+    /// A replayable run whose events are stored: its log goes when it ends unread, or when
+    /// its last reader goes; a reader keeps every event until then, and a cursor into the
+    /// events no longer here answers `None` (the database has them), never a later event.
+    #[tokio::test]
+    async fn stored_logs_go_once_nobody_reads_them_and_send_readers_to_the_database() {
+        let b = Broker::default();
+        b.open("quiet");
+        b.reset("quiet", true);
+        b.push("quiet", "values".into(), json!({"a": 1}));
+        b.finish_stored("quiet", json!({"a": 1}));
+        assert!(!b.knows("quiet") && b.held() == 0);
+        assert!(b.next("quiet", 0, Duration::from_millis(10)).await.is_none());
+
+        b.open("read");
+        b.reset("read", true);
+        let reader = b.reader("read").unwrap();
+        b.push("read", "values".into(), json!({"a": 1}));
+        b.push("read", "values".into(), json!({"a": 2}));
+        b.finish_stored("read", json!({"a": 2}));
+        // The reader replays from the start while it holds the run.
+        match b.next("read", 0, Duration::from_millis(10)).await {
+            Some(Next::Events(ev)) => assert_eq!(ev.iter().map(|e| e.id).collect::<Vec<_>>(), [0, 1]),
+            other => panic!("{other:?}"),
+        }
+        // A waiter keeps the log, not the events: once the reader goes, a cursor before
+        // the end is sent to the database, one at the end gets the end.
+        let waiter = b.waiter("read").unwrap();
+        drop(reader);
+        assert!(b.knows("read"));
+        assert!(b.next("read", 0, Duration::from_millis(10)).await.is_none());
+        assert!(matches!(
+            b.next("read", 2, Duration::from_millis(10)).await,
+            Some(Next::End(_))
+        ));
+        drop(waiter);
+        assert!(!b.knows("read") && b.held() == 0);
+
+        // Executed again (a takeover): kept as any running log until its new end.
+        b.open("again");
+        b.reset("again", true);
+        b.finish_stored("again", json!({}));
+        b.open("again");
+        b.reset("again", true);
+        b.push("again", "values".into(), json!({"a": 1}));
+        assert!(matches!(
+            b.next("again", 0, Duration::from_millis(10)).await,
+            Some(Next::Events(ev)) if ev.len() == 1
+        ));
     }
 
     /// An unreplayable run's log goes when it ends unread, or when its last reader goes;

@@ -1,6 +1,6 @@
 //! `graphloom serve` keeps its memory bounded under sustained load: 20,000 runs of every
-//! kind (wait, stream, background + join, stateless, and runs on one reused thread whose
-//! state keeps growing) against a local OpenAI Chat Completions wire server, streamed and
+//! kind (wait, stream, background + join, stateless, the thread-centric protocol's
+//! `run.start` + `stream/events`, and runs on one reused thread whose state keeps growing) against a local OpenAI Chat Completions wire server, streamed and
 //! not. The server's resident size after 20,000 runs may exceed the one after 2,000 by a
 //! bounded margin only.
 //!
@@ -60,16 +60,20 @@ enum Kind {
     Stateless,
     /// `support_chat` (its planner calls the model without streaming).
     Support,
+    /// The thread-centric protocol (what `@langchain/react`'s `useStream` speaks): the
+    /// client makes the thread id, `run.start`, then `stream/events` until the run's end.
+    Protocol,
     /// On the one reused thread.
     Thread,
 }
 
-const ROTATION: [Kind; 5] = [
+const ROTATION: [Kind; 6] = [
     Kind::Wait,
     Kind::Stream,
     Kind::Join,
     Kind::Stateless,
     Kind::Support,
+    Kind::Protocol,
 ];
 
 async fn post(http: &reqwest::Client, url: String, body: Value) -> Value {
@@ -135,6 +139,7 @@ async fn one_run(http: &reqwest::Client, url: &str, kind: Kind, thread: &str, i:
             assert!(r.status().is_success());
             assert_answered("join", &r.json().await.unwrap());
         }
+        Kind::Protocol => protocol_run(http, url, input, i).await,
         Kind::Stream => {
             let t = new_thread(http, url).await;
             let mut body = body;
@@ -158,6 +163,52 @@ async fn one_run(http: &reqwest::Client, url: &str, kind: Kind, thread: &str, i:
             );
         }
     }
+}
+
+/// One run through the thread-centric protocol on a thread id the client makes: `run.start`,
+/// then `stream/events` (values, messages, lifecycle) read until the root's `completed`,
+/// whose last `values` hold the final answer. The client then closes the stream, as a
+/// frontend leaving the page does.
+async fn protocol_run(http: &reqwest::Client, url: &str, input: Value, i: usize) {
+    let t = format!("00000000-0000-4000-8000-{i:012x}");
+    let start = json!({"id": 1, "method": "run.start", "params": {"assistant_id": "chat_runtime", "input": input}});
+    let v = post(http, format!("{url}/threads/{t}/commands"), start).await;
+    assert_eq!(v["type"], "success", "run.start: {v}");
+    let channels = json!({"channels": ["values", "messages", "lifecycle"]});
+    let r = http
+        .post(format!("{url}/threads/{t}/stream/events"))
+        .json(&channels)
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success());
+    let (mut text, mut scanned, mut last_values) = (String::new(), 0, Value::Null);
+    let mut s = r.bytes_stream();
+    while let Some(chunk) = s.next().await {
+        // Frames end with a blank line; lines end in `\r\n`.
+        text.push_str(&String::from_utf8_lossy(&chunk.unwrap()).replace('\r', ""));
+        while let Some(end) = text[scanned..].find("\n\n") {
+            let frame = &text[scanned..scanned + end];
+            scanned += end + 2;
+            let Some(data) = frame.lines().find_map(|l| l.strip_prefix("data: ")) else {
+                continue;
+            };
+            let ev: Value = serde_json::from_str(data).unwrap();
+            if ev["params"]["namespace"].as_array().is_none_or(|ns| !ns.is_empty()) {
+                continue;
+            }
+            match (ev["method"].as_str(), ev["params"]["data"]["event"].as_str()) {
+                (Some("values"), _) => last_values = ev["params"]["data"].clone(),
+                (Some("lifecycle"), Some("completed")) => {
+                    assert_answered("thread protocol", &last_values);
+                    return;
+                }
+                (Some("lifecycle"), Some("failed" | "interrupted")) => panic!("thread protocol: {ev}"),
+                _ => {}
+            }
+        }
+    }
+    panic!("thread protocol: the stream ended before the run completed: {text}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -260,7 +260,9 @@ async fn close(exec: &RunExecution, ended: &Ended, status: RunStatus) {
         .observe(ended.started.elapsed().as_secs_f64());
     let body = wire::wait_body(&ended.result);
     if exec.kwargs.stream_resumable {
-        state.broker.finish(exec.run_id(), body);
+        // Its events were stored before its end was recorded (see `finish`): replays
+        // after this read them from the database.
+        state.broker.finish_stored(exec.run_id(), body);
     } else {
         state.broker.finish_unreplayable(exec.run_id(), body);
     }
