@@ -171,7 +171,8 @@ async fn one_run(http: &reqwest::Client, url: &str, kind: Kind, thread: &str, i:
 /// frontend leaving the page does.
 async fn protocol_run(http: &reqwest::Client, url: &str, input: Value, i: usize) {
     let t = format!("00000000-0000-4000-8000-{i:012x}");
-    let start = json!({"id": 1, "method": "run.start", "params": {"assistant_id": "chat_runtime", "input": input}});
+    let start =
+        json!({"id": 1, "method": "run.start", "params": {"assistant_id": "chat_runtime", "input": input}});
     let v = post(http, format!("{url}/threads/{t}/commands"), start).await;
     assert_eq!(v["type"], "success", "run.start: {v}");
     let channels = json!({"channels": ["values", "messages", "lifecycle"]});
@@ -194,7 +195,10 @@ async fn protocol_run(http: &reqwest::Client, url: &str, input: Value, i: usize)
                 continue;
             };
             let ev: Value = serde_json::from_str(data).unwrap();
-            if ev["params"]["namespace"].as_array().is_none_or(|ns| !ns.is_empty()) {
+            if ev["params"]["namespace"]
+                .as_array()
+                .is_none_or(|ns| !ns.is_empty())
+            {
                 continue;
             }
             match (ev["method"].as_str(), ev["params"]["data"]["event"].as_str()) {
