@@ -5,8 +5,10 @@
 #   bash bench/server.sh [--clients N] [--duration SECS] [--warmup SECS] [--idle-threads N]
 #                        [--rounds N]
 #
-# Per server: start it, run `wait`, `stream` and `thread` (the thread-centric protocol's
-# run.start + stream/events, what useStream does) (warm-up, then timed; the agent graph on a
+# Per server: start it, run `wait`, `stream`, `stream-all` (runs/stream of the run the
+# thread protocol starts: five modes, subgraphs, events kept for replay) and `thread` (the
+# thread-centric protocol's run.start + stream/events, what useStream does) (warm-up,
+# then timed; the agent graph on a
 # fresh thread per run), stop it; start a fresh one, create --idle-threads threads each
 # interrupted (the `interrupter` graph), read its peak RSS (VmHWM), stop it. Then a table.
 # With --rounds N (default 1) the wait/stream part runs N times, the servers taking turns
@@ -113,7 +115,7 @@ run_server() { # label start-fn port round [no-idle]
     echo "== $label: wait, stream (round $round of $ROUNDS)"
     [ "$round" != 1 ] || rm -f "$OUT/server_${label}".r*.json
     $start
-    "$BIN/bench_load" --url "$url" --label "$label" --pid "$server_pid" --scenarios wait,stream,thread \
+    "$BIN/bench_load" --url "$url" --label "$label" --pid "$server_pid" --scenarios wait,stream,stream-all,thread \
         "${LOAD_ARGS[@]}" --json "$OUT/server_${label}.r${round}.json" >/dev/null
     stop_server
     [ "$round" = "$ROUNDS" ] && [ -z "${5:-}" ] && [ "${SKIP_IDLE:-0}" != 1 ] || return 0
@@ -207,9 +209,10 @@ print("| scenario | graphloom rps | p50 ms | p99 ms | langgraph dev rps | p50 ms
 print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 tp = os.path.join(out, "server_graphloom_tmpfs.json")
 tm = load("server_graphloom_tmpfs.json") if os.path.exists(tp) else {}
-rows = [(s, "", gl[s]) for s in ("wait", "stream", "thread") if s in gl and s in lg] + \
+rows = [(s, "", gl[s]) for s in ("wait", "stream", "stream-all", "thread") if s in gl and s in lg] + \
     [(s, " (SQLite on tmpfs)", tm[s]) for s in tm if s in lg]
-label = lambda s: "thread stream (run.start + stream/events)" if s == "thread" else f"runs/{s}"
+label = lambda s: {"thread": "thread stream (run.start + stream/events)",
+                   "stream-all": "runs/stream, the protocol's run (5 modes, resumable)"}.get(s, f"runs/{s}")
 for s, note, a in rows:
     b = lg[s]
     print(f"| {label(s)}{note} | {f(a['rps'])}{spread(a)} | {f(a['p50_ms'],2)} | {f(a['p99_ms'],2)} | {f(b['rps'])}{spread(b)} | "

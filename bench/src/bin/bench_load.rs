@@ -9,6 +9,10 @@
 //!   holds the 4 messages of the run.
 //! - `stream`: the same with `POST /threads/{id}/runs/stream` (`stream_mode: ["values"]`),
 //!   reading the SSE stream to its end and checking it carried `values` events and no error.
+//! - `stream-all`: the same with the run the thread-centric protocol starts (below):
+//!   `stream_mode` values, updates, messages-tuple, custom and checkpoints, subgraphs, and
+//!   `stream_resumable` (its events stored for replay). Beside `thread` it shows what the
+//!   protocol costs over the same run streamed the run-centric way.
 //! - `thread`: the same run through the thread-centric protocol that `@langchain/react`'s
 //!   `useStream` speaks: `POST /threads/{id}/commands` `run.start` on a new thread id (the
 //!   server creates the thread), then `POST /threads/{id}/stream/events` (`values` and
@@ -38,7 +42,7 @@ struct Args {
     /// Label of the server in the JSON output.
     #[arg(long, default_value = "server")]
     label: String,
-    /// Scenarios: wait, stream, thread, idle (comma separated).
+    /// Scenarios: wait, stream, stream-all, thread, idle (comma separated).
     #[arg(long, default_value = "wait,stream")]
     scenarios: String,
     /// Concurrent clients.
@@ -146,6 +150,7 @@ fn loadavg() -> String {
 enum Kind {
     Wait,
     Stream,
+    StreamAll,
     Thread,
 }
 
@@ -190,10 +195,21 @@ async fn iteration(http: &reqwest::Client, url: &str, kind: Kind) -> anyhow::Res
             }
             Ok(took)
         }
-        Kind::Stream => {
+        Kind::Stream | Kind::StreamAll => {
+            let body = if kind == Kind::Stream {
+                json!({"assistant_id": "agent", "input": agent_input(), "stream_mode": ["values"]})
+            } else {
+                json!({
+                    "assistant_id": "agent",
+                    "input": agent_input(),
+                    "stream_mode": ["values", "updates", "messages-tuple", "custom", "checkpoints"],
+                    "stream_subgraphs": true,
+                    "stream_resumable": true,
+                })
+            };
             let r = http
                 .post(format!("{url}/threads/{thread}/runs/stream"))
-                .json(&json!({"assistant_id": "agent", "input": agent_input(), "stream_mode": ["values"]}))
+                .json(&body)
                 .send()
                 .await?;
             let status = r.status();
@@ -336,6 +352,7 @@ async fn timed(args: &Args, http: &reqwest::Client, kind: Kind) -> Value {
     let name = match kind {
         Kind::Wait => "wait",
         Kind::Stream => "stream",
+        Kind::StreamAll => "stream-all",
         Kind::Thread => "thread",
     };
     if args.warmup > 0.0 {
@@ -453,9 +470,10 @@ async fn main() -> anyhow::Result<()> {
         results.push(match s {
             "wait" => timed(&args, &http, Kind::Wait).await,
             "stream" => timed(&args, &http, Kind::Stream).await,
+            "stream-all" => timed(&args, &http, Kind::StreamAll).await,
             "thread" => timed(&args, &http, Kind::Thread).await,
             "idle" => idle(&args, &http).await?,
-            other => bail!("unknown scenario {other:?} (wait, stream, thread, idle)"),
+            other => bail!("unknown scenario {other:?} (wait, stream, stream-all, thread, idle)"),
         });
     }
     let out = json!({"server": args.label, "url": args.url, "results": results});
