@@ -22,8 +22,9 @@
 //!   `interrupter` that stops at its interrupt (`--clients` at once), then reads the server's
 //!   peak RSS (`VmHWM` in `/proc/<pid>/status`, summed over `--pid` and its descendants).
 //!
-//! Requests per second count completed iterations (thread creation + run); latencies are of
-//! the run request alone (sent to last byte read). With `--pid`, the server's CPU time
+//! Requests per second count completed iterations (thread creation + run; for `thread`, its
+//! two requests); latencies are of the run request alone (sent to last byte read; for
+//! `thread`, both requests). With `--pid`, the server's CPU time
 //! (`/proc/<pid>/stat`, process tree) per run is reported too, and the generator's own.
 
 use anyhow::{bail, Context};
@@ -177,9 +178,14 @@ fn agent_input() -> Value {
 
 /// One run on a fresh thread; the latency of the run request.
 async fn iteration(http: &reqwest::Client, url: &str, kind: Kind) -> anyhow::Result<Duration> {
-    let thread = create_thread(http, url).await?;
+    // The thread-centric client makes its own thread id: no `POST /threads` first.
+    let thread = match kind {
+        Kind::Thread => return thread_iteration(http, url).await,
+        Kind::Wait | Kind::Stream | Kind::StreamAll => create_thread(http, url).await?,
+    };
     let t0 = Instant::now();
     match kind {
+        Kind::Thread => thread_iteration(http, url).await,
         Kind::Wait => {
             let r = http
                 .post(format!("{url}/threads/{thread}/runs/wait"))
@@ -226,7 +232,6 @@ async fn iteration(http: &reqwest::Client, url: &str, kind: Kind) -> anyhow::Res
             }
             Ok(took)
         }
-        Kind::Thread => thread_iteration(http, url).await,
     }
 }
 
@@ -273,20 +278,29 @@ async fn thread_iteration(http: &reqwest::Client, url: &str) -> anyhow::Result<D
         while let Some(end) = text[scanned..].find("\n\n") {
             let frame = &text[scanned..scanned + end];
             scanned += end + 2;
+            // As `stream` does, `values` frames are counted by name, not parsed: the
+            // generator shares the machine with the server. Lifecycle frames are small.
+            let method = frame.lines().find_map(|l| l.strip_prefix("event: "));
+            if method == Some("values") {
+                values += 1;
+                continue;
+            }
             let Some(data) = frame.lines().find_map(|l| l.strip_prefix("data: ")) else {
                 continue;
             };
+            if method != Some("lifecycle") {
+                continue;
+            }
             let ev: Value = serde_json::from_str(data)?;
             let root = ev["params"]["namespace"].as_array().is_some_and(Vec::is_empty);
-            match (ev["method"].as_str(), ev["params"]["data"]["event"].as_str()) {
-                (Some("values"), _) if root => values += 1,
-                (Some("lifecycle"), Some("completed")) if root => {
+            match ev["params"]["data"]["event"].as_str() {
+                Some("completed") if root => {
                     if values < 3 {
                         bail!("thread stream: {values} values events: {text}");
                     }
                     return Ok(t0.elapsed());
                 }
-                (Some("lifecycle"), Some("failed" | "interrupted")) if root => bail!("thread stream: {data}"),
+                Some("failed" | "interrupted") if root => bail!("thread stream: {data}"),
                 _ => {}
             }
         }
