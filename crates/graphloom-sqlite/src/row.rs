@@ -58,6 +58,21 @@ pub(crate) fn query_one<T: FromRow>(
     }
 }
 
+/// Every row of a query (cached), as `T`s: for a query whose text is one of a few.
+pub(crate) fn query_all<T: FromRow>(
+    conn: &Connection,
+    sql: &str,
+    params: impl Params,
+) -> Result<Vec<T>, T::Error> {
+    let mut stmt = conn.prepare_cached(sql).map_err(rusqlite_error)?;
+    let mut rows = stmt.query(params).map_err(rusqlite_error)?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next().map_err(rusqlite_error)? {
+        out.push(T::from_row(row)?);
+    }
+    Ok(out)
+}
+
 /// Every row of a query whose text varies (filters, lists): prepared for this call only, so
 /// it does not push the connection's cached statements out.
 #[cfg_attr(not(feature = "server"), allow(dead_code))]

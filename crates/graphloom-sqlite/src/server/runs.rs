@@ -4,7 +4,7 @@ use super::rows::QueuedRun;
 use super::threads::OutcomeRow;
 use super::{exec, push_page, scalar, text, SqliteDb};
 use crate::error::ServerResultExt;
-use crate::row::{query_all_once, query_one, FromRow};
+use crate::row::{query_all, query_one, FromRow};
 use crate::SqliteDatabase;
 use graphloom_server_db::kit::{after, cancel_action, merge, now_micros, run_status};
 use graphloom_server_db::models::{rfc3339_from_micros, CancelAction, ClaimedRun, Run, RunStatus};
@@ -218,8 +218,10 @@ pub(super) async fn list(
     }
     sql.push_str(" ORDER BY created_at DESC, run_id DESC");
     push_page(&mut sql, &mut params, limit, offset);
+    // Two texts (with and without a status): cached, as a thread's followers list its
+    // runs whenever one is queued.
     db.scan(move |c| {
-        let rows = query_all_once::<QueuedRun>(c, &sql, rusqlite::params_from_iter(params))?;
+        let rows = query_all::<QueuedRun>(c, &sql, rusqlite::params_from_iter(params))?;
         Ok(rows.into_iter().map(|q| q.run).collect())
     })
     .await
