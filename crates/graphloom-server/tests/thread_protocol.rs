@@ -269,6 +269,80 @@ async fn a_run_started_on_either_protocol_streams_on_the_other() {
     s.stop().await;
 }
 
+/// The run id of each root `completed` event, in order.
+fn completed_runs(evs: &[(String, Value, Option<String>)]) -> Vec<String> {
+    evs.iter()
+        .filter(|(_, d, _)| root_terminal("", d))
+        .map(|(_, d, _)| {
+            d["event_id"]
+                .as_str()
+                .unwrap()
+                .split(':')
+                .next()
+                .unwrap()
+                .to_owned()
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_stream_replays_a_threads_runs_then_follows_the_runs_queued_while_it_reads() {
+    let s = server().await;
+    let t = new_thread();
+    let mut runs = Vec::new();
+    for id in 1..=3 {
+        let (_, ok) = command(&s, &t, start(id)).await;
+        let run_id = ok["result"]["run_id"].as_str().unwrap().to_owned();
+        let (st, _) = s.get(&format!("/threads/{t}/runs/{run_id}/join")).await;
+        assert_eq!(st, 200);
+        runs.push(run_id);
+    }
+    let stream = thread_events(&s, &t, json!({"channels": ["lifecycle"]})).await;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let reader = tokio::spawn(read_until(stream, move |_, d| {
+        if root_terminal("", d) {
+            let _ = tx.send(());
+        }
+        false
+    }));
+    // The three runs of the history, one after the other.
+    for _ in 0..3 {
+        tokio::time::timeout(Duration::from_secs(20), rx.recv())
+            .await
+            .unwrap();
+    }
+    // A slow run, and one queued behind it while the stream reads the first.
+    for (id, assistant, input) in [
+        (4, "slow", json!({"sleep_ms": 300})),
+        (5, "weather", human("and in Rome?")),
+    ] {
+        let (_, ok) = command(
+            &s,
+            &t,
+            json!({"id": id, "method": "run.start", "params": {
+                "assistant_id": assistant, "input": input, "multitask_strategy": "enqueue"}}),
+        )
+        .await;
+        runs.push(ok["result"]["run_id"].as_str().unwrap().to_owned());
+    }
+    for _ in 0..2 {
+        tokio::time::timeout(Duration::from_secs(20), rx.recv())
+            .await
+            .unwrap();
+    }
+    reader.abort();
+    // Read again from the start: every run once, in order, with rising sequence numbers.
+    let again = read_until(thread_events(&s, &t, json!({"channels": ["lifecycle"]})).await, {
+        let n = std::sync::atomic::AtomicUsize::new(0);
+        move |_, d| root_terminal("", d) && n.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 4
+    })
+    .await;
+    assert_eq!(completed_runs(&again), runs, "{again:#?}");
+    let seqs: Vec<u64> = again.iter().map(|(_, d, _)| d["seq"].as_u64().unwrap()).collect();
+    assert!(seqs.windows(2).all(|w| w[0] < w[1]), "{seqs:?}");
+    s.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_threads_join_stream_follows_its_runs_and_resumes_after_an_id() {
     let s = server().await;

@@ -6,6 +6,7 @@
 
 use crate::broker::Reader;
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use tokio::sync::Notify;
 
@@ -16,6 +17,8 @@ const HELD_RUNS: usize = 16;
 #[derive(Default)]
 pub struct Followed {
     notify: Notify,
+    /// How many times a run was queued on the thread here (or its followers were woken).
+    queued: AtomicU64,
     held: Mutex<VecDeque<(String, Reader)>>,
 }
 
@@ -26,12 +29,28 @@ impl std::fmt::Debug for Followed {
 }
 
 impl Followed {
-    /// Wait until a run is queued on the thread (or `timeout`); true when woken.
-    pub async fn wait(&self, timeout: std::time::Duration) -> bool {
+    /// A count that moves whenever a run is queued on the thread here: a follower that saw
+    /// it unchanged since it listed the thread's runs knows of every run queued here.
+    #[must_use]
+    pub fn generation(&self) -> u64 {
+        self.queued.load(Ordering::Acquire)
+    }
+
+    /// Wait until a run is queued on the thread (or `timeout`); true when woken, at once
+    /// when one was queued after [`generation`](Self::generation) was `seen`.
+    pub async fn wait(&self, seen: u64, timeout: std::time::Duration) -> bool {
         let notified = self.notify.notified();
         tokio::pin!(notified);
         notified.as_mut().enable();
+        if self.generation() != seen {
+            return true;
+        }
         tokio::time::timeout(timeout, notified).await.is_ok()
+    }
+
+    fn wake(&self) {
+        self.queued.fetch_add(1, Ordering::AcqRel);
+        self.notify.notify_waiters();
     }
 
     /// Whether this process's log of run `run_id` is held from its start.
@@ -94,13 +113,13 @@ impl ThreadSignals {
                 held.pop_front();
             }
         }
-        f.notify.notify_waiters();
+        f.wake();
     }
 
     /// Wake the followers of `thread_id`.
     pub fn notify(&self, thread_id: &str) {
         if let Some(f) = self.get(thread_id) {
-            f.notify.notify_waiters();
+            f.wake();
         }
     }
 
@@ -128,7 +147,7 @@ mod tests {
         let f = s.watch("t");
         let waiting = {
             let f = Arc::clone(&f);
-            tokio::spawn(async move { f.wait(Duration::from_secs(5)).await })
+            tokio::spawn(async move { f.wait(0, Duration::from_secs(5)).await })
         };
         tokio::task::yield_now().await;
         broker.open("r");
@@ -140,5 +159,23 @@ mod tests {
         // Nobody follows: nothing is held.
         s.run_queued("t", "r2", broker.reader("r"));
         assert!(!s.is_followed("t"));
+    }
+
+    #[tokio::test]
+    async fn a_run_queued_after_a_listing_is_not_missed_by_a_later_wait() {
+        let s = ThreadSignals::default();
+        let f = s.watch("t");
+        let seen = f.generation();
+        // Queued while nobody waited (the follower was listing or reading a run).
+        s.run_queued("t", "r", None);
+        assert_ne!(f.generation(), seen);
+        // A wait from the listing's generation returns at once; from the new one it
+        // times out (nothing queued since).
+        let now = tokio::time::Instant::now();
+        assert!(f.wait(seen, Duration::from_secs(60)).await);
+        assert!(now.elapsed() < Duration::from_secs(30));
+        assert!(!f.wait(f.generation(), Duration::from_millis(10)).await);
+        s.notify("t");
+        assert_eq!(f.generation(), seen + 2);
     }
 }

@@ -63,6 +63,11 @@ struct ThreadFollower {
     /// The ordinal of the next run to follow (`None` until the first listing).
     next: Option<u64>,
     current: Option<Current>,
+    /// The thread's [`generation`](Followed::generation) when its runs were last listed.
+    seen: u64,
+    /// The runs are to be listed before waiting (a run may have been queued since the
+    /// last listing, here or elsewhere).
+    list: bool,
     idle_for: Duration,
 }
 
@@ -101,6 +106,8 @@ pub(crate) fn follow_thread_from(
         since: None,
         next: Some(from.ordinal + 1),
         current,
+        seen: 0,
+        list: true,
         idle_for: Duration::ZERO,
     };
     futures::stream::unfold(init, |mut f| async move {
@@ -132,6 +139,8 @@ pub(crate) fn follow_thread(
         since,
         next: None,
         current: None,
+        seen: 0,
+        list: true,
         idle_for: Duration::ZERO,
     };
     futures::stream::unfold(init, |mut f| async move {
@@ -149,13 +158,17 @@ impl ThreadFollower {
                 }
                 continue;
             }
-            match self.open_next().await {
-                Some(_) => return Item::RunStarted,
-                None => {
-                    if let Some(item) = self.wait().await {
-                        return item;
-                    }
+            // After a run, the runs are listed again only when one was queued here since
+            // the last listing; runs queued elsewhere are found by the next poll.
+            if self.list || self.wake.generation() != self.seen {
+                self.seen = self.wake.generation();
+                if self.open_next().await.is_some() {
+                    return Item::RunStarted;
                 }
+            }
+            self.list = true;
+            if let Some(item) = self.wait().await {
+                return item;
             }
         }
     }
@@ -245,6 +258,9 @@ impl ThreadFollower {
                 cursor,
             });
             self.idle_for = Duration::ZERO;
+            // When this run ends the runs are listed again for the runs after it, else
+            // only if one was queued here meanwhile.
+            self.list = next < count;
             return Some(run_id);
         }
         None
@@ -252,7 +268,7 @@ impl ThreadFollower {
 
     /// Wait for a run to be queued on the thread; a keep-alive every few seconds.
     async fn wait(&mut self) -> Option<Item> {
-        if self.wake.wait(POLL).await {
+        if self.wake.wait(self.seen, POLL).await {
             return None;
         }
         self.idle_for += POLL;

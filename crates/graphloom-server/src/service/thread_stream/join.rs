@@ -97,7 +97,8 @@ impl Joiner {
                 self.read_current().await;
                 continue;
             }
-            if !self.open_next().await && !self.wake.wait(POLL).await {
+            let seen = self.wake.generation();
+            if !self.open_next().await && !self.wake.wait(seen, POLL).await {
                 self.idle_for += POLL;
                 if self.idle_for >= KEEPALIVE {
                     self.idle_for = Duration::ZERO;
