@@ -18,6 +18,12 @@
 //!   server creates the thread), then `POST /threads/{id}/stream/events` (`values` and
 //!   `lifecycle`), read until the root's `completed` event (the stream stays open: the
 //!   client closes it), checking it carried `values` events and no failure.
+//! - `stream-chat` and `thread-chat`: conversations of five runs on one thread, each run
+//!   sent once the one before it completed (the state grows by a turn each run):
+//!   `stream-chat` with one `runs/stream` (`values`) per run, `thread-chat` through the
+//!   protocol as `useStream` holds a conversation (one `stream/events` opened after the
+//!   first `run.start` and read for all five runs, a `run.start` per run). Each run counts
+//!   as an iteration; its latency runs from its request to its end.
 //! - `idle`: creates `--idle-threads` threads, each with a `runs/wait` on assistant
 //!   `interrupter` that stops at its interrupt (`--clients` at once), then reads the server's
 //!   peak RSS (`VmHWM` in `/proc/<pid>/status`, summed over `--pid` and its descendants).
@@ -43,7 +49,8 @@ struct Args {
     /// Label of the server in the JSON output.
     #[arg(long, default_value = "server")]
     label: String,
-    /// Scenarios: wait, stream, stream-all, thread, idle (comma separated).
+    /// Scenarios: wait, stream, stream-all, thread, stream-chat, thread-chat, idle (comma
+    /// separated).
     #[arg(long, default_value = "wait,stream")]
     scenarios: String,
     /// Concurrent clients.
@@ -153,7 +160,12 @@ enum Kind {
     Stream,
     StreamAll,
     Thread,
+    StreamChat,
+    ThreadChat,
 }
+
+/// Runs of one conversation in the `*-chat` scenarios.
+const TURNS: usize = 5;
 
 async fn create_thread(http: &reqwest::Client, url: &str) -> anyhow::Result<String> {
     let r = http
@@ -181,11 +193,17 @@ async fn iteration(http: &reqwest::Client, url: &str, kind: Kind) -> anyhow::Res
     // The thread-centric client makes its own thread id: no `POST /threads` first.
     let thread = match kind {
         Kind::Thread => return thread_iteration(http, url).await,
+        Kind::StreamChat | Kind::ThreadChat => bail!("a conversation is not one iteration"),
         Kind::Wait | Kind::Stream | Kind::StreamAll => create_thread(http, url).await?,
     };
+    stream_run(http, url, &thread, kind).await
+}
+
+/// One run on `thread` (`wait`, `stream`, `stream-all`): its latency.
+async fn stream_run(http: &reqwest::Client, url: &str, thread: &str, kind: Kind) -> anyhow::Result<Duration> {
     let t0 = Instant::now();
     match kind {
-        Kind::Thread => thread_iteration(http, url).await,
+        Kind::Thread | Kind::StreamChat | Kind::ThreadChat => bail!("not a run-centric run"),
         Kind::Wait => {
             let r = http
                 .post(format!("{url}/threads/{thread}/runs/wait"))
@@ -308,6 +326,89 @@ async fn thread_iteration(http: &reqwest::Client, url: &str) -> anyhow::Result<D
     bail!("thread stream ({status}) ended before the run completed: {text}")
 }
 
+/// `stream-chat`: a conversation of [`TURNS`] runs on one thread, each a `runs/stream`
+/// (`values`): the latency of each.
+async fn stream_chat(http: &reqwest::Client, url: &str) -> anyhow::Result<Vec<Duration>> {
+    let thread = create_thread(http, url).await?;
+    let mut out = Vec::with_capacity(TURNS);
+    for _ in 0..TURNS {
+        out.push(stream_run(http, url, &thread, Kind::Stream).await?);
+    }
+    Ok(out)
+}
+
+/// `thread-chat`: the same conversation through the thread-centric protocol as
+/// `useStream` holds one: `run.start` on a new thread id, one `stream/events` (`values`,
+/// `lifecycle`) opened after it and read for the whole conversation, and each next
+/// `run.start` sent once the stream showed the previous run `completed`. The latency of
+/// each run, from its command to its `completed` event.
+async fn thread_chat(http: &reqwest::Client, url: &str) -> anyhow::Result<Vec<Duration>> {
+    let thread = new_thread_id();
+    let start = |id: usize| {
+        let http = http.clone();
+        let url = format!("{url}/threads/{thread}/commands");
+        async move {
+            let body = json!({"id": id, "method": "run.start", "params": {"assistant_id": "agent", "input": agent_input()}});
+            let v: Value = http.post(url).json(&body).send().await?.json().await?;
+            if v["type"] != "success" {
+                bail!("run.start: {v}");
+            }
+            Ok(())
+        }
+    };
+    let mut t0 = Instant::now();
+    start(1).await?;
+    let r = http
+        .post(format!("{url}/threads/{thread}/stream/events"))
+        .json(&json!({"channels": ["values", "lifecycle"]}))
+        .send()
+        .await?;
+    let mut s = r.bytes_stream();
+    let (mut text, mut scanned, mut values) = (String::new(), 0, 0);
+    let mut out = Vec::with_capacity(TURNS);
+    while let Some(chunk) = s.next().await {
+        text.push_str(&String::from_utf8_lossy(&chunk?).replace('\r', ""));
+        while let Some(end) = text[scanned..].find("\n\n") {
+            let frame = &text[scanned..scanned + end];
+            scanned += end + 2;
+            let method = frame.lines().find_map(|l| l.strip_prefix("event: "));
+            if method == Some("values") {
+                values += 1;
+                continue;
+            }
+            let Some(data) = frame.lines().find_map(|l| l.strip_prefix("data: ")) else {
+                continue;
+            };
+            if method != Some("lifecycle") {
+                continue;
+            }
+            let ev: Value = serde_json::from_str(data)?;
+            let root = ev["params"]["namespace"].as_array().is_some_and(Vec::is_empty);
+            match ev["params"]["data"]["event"].as_str() {
+                // Runs go one after the other: the k-th root `completed` is run k's.
+                Some("completed") if root => {
+                    if values < 3 {
+                        bail!("thread chat: {values} values events in run {}", out.len() + 1);
+                    }
+                    out.push(t0.elapsed());
+                    if out.len() == TURNS {
+                        return Ok(out);
+                    }
+                    values = 0;
+                    t0 = Instant::now();
+                    start(out.len() + 1).await?;
+                }
+                Some("failed" | "interrupted") if root => bail!("thread chat: {data}"),
+                _ => {}
+            }
+        }
+        // Keep only what is not read yet.
+        text.drain(..scanned);
+        scanned = 0;
+    }
+    bail!("thread chat: the stream ended after {} runs", out.len())
+}
+
 fn pct(sorted: &[Duration], q: f64) -> f64 {
     if sorted.is_empty() {
         return f64::NAN;
@@ -335,8 +436,13 @@ async fn drive(
             let mut errors = 0usize;
             let mut first = None;
             while Instant::now() < deadline {
-                match iteration(&http, &url, kind).await {
-                    Ok(d) => lat.push(d),
+                let one = match kind {
+                    Kind::StreamChat => stream_chat(&http, &url).await,
+                    Kind::ThreadChat => thread_chat(&http, &url).await,
+                    _ => iteration(&http, &url, kind).await.map(|d| vec![d]),
+                };
+                match one {
+                    Ok(d) => lat.extend(d),
                     Err(e) => {
                         errors += 1;
                         if first.is_none() {
@@ -368,6 +474,8 @@ async fn timed(args: &Args, http: &reqwest::Client, kind: Kind) -> Value {
         Kind::Stream => "stream",
         Kind::StreamAll => "stream-all",
         Kind::Thread => "thread",
+        Kind::StreamChat => "stream-chat",
+        Kind::ThreadChat => "thread-chat",
     };
     if args.warmup > 0.0 {
         let _ = drive(args, http, kind, args.warmup).await;
@@ -486,8 +594,12 @@ async fn main() -> anyhow::Result<()> {
             "stream" => timed(&args, &http, Kind::Stream).await,
             "stream-all" => timed(&args, &http, Kind::StreamAll).await,
             "thread" => timed(&args, &http, Kind::Thread).await,
+            "stream-chat" => timed(&args, &http, Kind::StreamChat).await,
+            "thread-chat" => timed(&args, &http, Kind::ThreadChat).await,
             "idle" => idle(&args, &http).await?,
-            other => bail!("unknown scenario {other:?} (wait, stream, stream-all, thread, idle)"),
+            other => bail!(
+                "unknown scenario {other:?} (wait, stream, stream-all, thread, stream-chat, thread-chat, idle)"
+            ),
         });
     }
     let out = json!({"server": args.label, "url": args.url, "results": results});
