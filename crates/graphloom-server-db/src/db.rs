@@ -116,6 +116,11 @@ pub struct NewRun {
     /// it `running` (attempt 1) and the thread `busy`, and the caller executes it. Else it
     /// is queued as usual.
     pub claim: Option<(String, Duration)>,
+    /// Create this thread (of [`owner`](Self::owner)) in the run's transaction when no
+    /// thread has the run's thread id (`if_not_exists: "create"`, a stateless run's
+    /// thread): one write instead of two. The thread of another owner is not taken: the
+    /// creation then fails with [`DbError::Conflict`] and writes nothing.
+    pub create_thread: Option<Thread>,
 }
 
 /// What a worker learns from a heartbeat.

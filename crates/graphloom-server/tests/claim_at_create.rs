@@ -45,6 +45,7 @@ fn new_run(thread_id: &str, claim_by: Option<&str>) -> NewRun {
         cancel_active: None,
         thread_metadata: None,
         claim: claim_by.map(|w| (w.to_owned(), LEASE)),
+        create_thread: None,
     }
 }
 

@@ -47,6 +47,7 @@ async fn running(db: &SqliteDb, thread_id: &str) -> String {
         cancel_active: None,
         thread_metadata: None,
         claim: Some((WORKER.to_owned(), Duration::from_secs(30))),
+        create_thread: None,
     };
     let run = db.create_run(&new).await.unwrap();
     assert_eq!(run.status, RunStatus::Running);

@@ -163,6 +163,7 @@ async fn a_stored_run_whose_request_does_not_read_ends_with_an_error() {
         cancel_active: None,
         thread_metadata: None,
         claim: None,
+        create_thread: None,
     };
     let run_id = db.create_run(&new).await.unwrap().run_id;
     drop(db);

@@ -88,6 +88,7 @@ async fn a_restarted_server_takes_over_its_dead_predecessors_runs_at_once() {
             cancel_active: None,
             thread_metadata: json!({"graph_id": "echo"}).as_object().cloned(),
             claim: Some(("dead-worker".into(), Duration::from_secs(3600))),
+            create_thread: None,
         };
         let run = db.create_run(&new).await.unwrap();
         assert_eq!(run.status, RunStatus::Running);

@@ -248,6 +248,7 @@ async fn an_earlier_server_without_stored_run_events_gets_them() {
             cancel_active: None,
             thread_metadata: None,
             claim: None,
+            create_thread: None,
         })
         .await
         .unwrap();

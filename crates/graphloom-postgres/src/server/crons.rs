@@ -214,11 +214,16 @@ pub(super) async fn fire(pool: &PgPool, tick: &CronTick, run: Option<&NewRun>) -
     }
     let mut made = None;
     if let Some(new) = run {
-        let exists: Option<i32> = sqlx::query_scalar("SELECT 1 FROM server_threads WHERE thread_id = $1")
-            .bind(&new.run.thread_id)
-            .fetch_optional(&mut *tx)
-            .await
-            .db()?;
+        // A run that makes its thread (a stateless cron's) has none to find.
+        let exists: Option<i32> = if new.create_thread.is_some() {
+            Some(1)
+        } else {
+            sqlx::query_scalar("SELECT 1 FROM server_threads WHERE thread_id = $1")
+                .bind(&new.run.thread_id)
+                .fetch_optional(&mut *tx)
+                .await
+                .db()?
+        };
         if exists.is_none() {
             tx.rollback().await.db()?;
             return Ok(Fired::ThreadGone);

@@ -79,17 +79,23 @@ pub(super) fn created(r: &Run, now: i64, claimed: bool) -> Run {
 /// fail before anything is written.
 pub(super) async fn insert(tx: &mut sqlx::Transaction<'_, Postgres>, new: &NewRun) -> DbResult<(i64, bool)> {
     let r = &new.run;
+    let now = now_micros();
+    if let Some(t) = &new.create_thread {
+        super::threads::insert(&mut **tx, &new.owner, t, now).await?;
+    }
     // Serialise with claims and other creations on this thread.
-    let stored: Option<Json<Value>> =
-        sqlx::query_scalar("SELECT metadata FROM server_threads WHERE thread_id = $1 FOR UPDATE")
+    let stored: Option<(Json<Value>, String)> =
+        sqlx::query_as("SELECT metadata, owner FROM server_threads WHERE thread_id = $1 FOR UPDATE")
             .bind(&r.thread_id)
             .fetch_optional(&mut **tx)
             .await
             .db()?;
-    let Some(Json(stored)) = stored else {
+    let Some((Json(stored), thread_owner)) = stored else {
         return Err(DbError::Backend(format!("thread {} not found", r.thread_id)));
     };
-    let now = now_micros();
+    if new.create_thread.is_some() && thread_owner != new.owner {
+        return Err(DbError::Conflict(format!("thread {}", r.thread_id)));
+    }
     if let Some(m) = &new.thread_metadata {
         let mut merged = match stored {
             Value::Object(o) => o,

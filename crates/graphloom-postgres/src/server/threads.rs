@@ -21,6 +21,28 @@ fn opt_bind(v: Option<&Value>) -> Option<Json<&Value>> {
 pub(super) async fn create(pool: &PgPool, owner: &str, t: &Thread) -> DbResult<Thread> {
     let now = now_micros();
     let ttl = ttl_value(t.ttl.as_ref());
+    if !insert(pool, owner, t, now).await? {
+        return Err(DbError::Conflict(format!("thread {}", t.thread_id)));
+    }
+    let at = rfc3339_from_micros(now);
+    Ok(Thread {
+        created_at: at.clone(),
+        updated_at: at.clone(),
+        state_updated_at: at,
+        error: t.error.clone().filter(|e| !e.is_null()),
+        ttl: ttl.cloned(),
+        ..t.clone()
+    })
+}
+
+/// Insert thread `t` of `owner` at `now` unless one has its id: whether it was inserted.
+pub(super) async fn insert<'e>(
+    on: impl sqlx::PgExecutor<'e>,
+    owner: &str,
+    t: &Thread,
+    now: i64,
+) -> DbResult<bool> {
+    let ttl = ttl_value(t.ttl.as_ref());
     let ttl_us = ttl_micros(ttl);
     let inserted = sqlx::query(
         "INSERT INTO server_threads (thread_id, owner, created_at, updated_at, state_updated_at, \
@@ -40,22 +62,11 @@ pub(super) async fn create(pool: &PgPool, owner: &str, t: &Thread) -> DbResult<T
     .bind(ttl.map(Json))
     .bind(ttl_us)
     .bind(ttl_us.map(|us| now.saturating_add(us)))
-    .execute(pool)
+    .execute(on)
     .await
     .db()?
     .rows_affected();
-    if inserted == 0 {
-        return Err(DbError::Conflict(format!("thread {}", t.thread_id)));
-    }
-    let at = rfc3339_from_micros(now);
-    Ok(Thread {
-        created_at: at.clone(),
-        updated_at: at.clone(),
-        state_updated_at: at,
-        error: t.error.clone().filter(|e| !e.is_null()),
-        ttl: ttl.cloned(),
-        ..t.clone()
-    })
+    Ok(inserted > 0)
 }
 
 pub(super) async fn get(pool: &PgPool, owner: &str, id: &str) -> DbResult<Option<Thread>> {

@@ -71,5 +71,6 @@ pub fn enqueue(thread_id: &str) -> NewRun {
         cancel_active: None,
         thread_metadata: None,
         claim: None,
+        create_thread: None,
     }
 }

@@ -249,23 +249,28 @@ fn still_due(c: &Connection, tick: &CronTick) -> DbResult<bool> {
 pub(super) async fn fire(db: &SqliteDb, tick: &CronTick, run: Option<&NewRun>) -> DbResult<Fired> {
     let now = now_micros();
     let op = run.map(|r| insert_op(r, now)).transpose()?;
-    let thread_id = run.map(|r| r.run.thread_id.clone());
+    // A run that makes its thread (a stateless cron's) has none to find.
+    let thread_id = run
+        .filter(|r| r.create_thread.is_none())
+        .map(|r| r.run.thread_id.clone());
     let tick = tick.clone();
     let fired = db
         .write(move |c| {
             if !still_due(c, &tick)? {
                 return Ok(None);
             }
-            let claimed = match (op, &thread_id) {
-                (Some(op), Some(thread_id)) => {
-                    let exists: Option<i64> = c
-                        .prepare_cached("SELECT 1 FROM server_threads WHERE thread_id = ?1")
-                        .db()?
-                        .query_row(params![thread_id], |r| r.get(0))
-                        .optional()
-                        .db()?;
-                    if exists.is_none() {
-                        return Ok(Some(Err(Fired::ThreadGone)));
+            let claimed = match op {
+                Some(op) => {
+                    if let Some(thread_id) = &thread_id {
+                        let exists: Option<i64> = c
+                            .prepare_cached("SELECT 1 FROM server_threads WHERE thread_id = ?1")
+                            .db()?
+                            .query_row(params![thread_id], |r| r.get(0))
+                            .optional()
+                            .db()?;
+                        if exists.is_none() {
+                            return Ok(Some(Err(Fired::ThreadGone)));
+                        }
                     }
                     match op(c) {
                         Ok(claimed) => Some(claimed),
@@ -274,7 +279,7 @@ pub(super) async fn fire(db: &SqliteDb, tick: &CronTick, run: Option<&NewRun>) -
                         Err(e) => return Err(e),
                     }
                 }
-                _ => None,
+                None => None,
             };
             exec(
                 c,

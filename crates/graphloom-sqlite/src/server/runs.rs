@@ -1,7 +1,7 @@
 //! The run queue: create (with the multitask strategy), claim, lease, finish, cancel.
 
 use super::rows::QueuedRun;
-use super::threads::OutcomeRow;
+use super::threads::{NewThreadRow, OutcomeRow};
 use super::{exec, push_page, scalar, text, SqliteDb};
 use crate::error::ServerResultExt;
 use crate::row::{query_all, query_one, FromRow};
@@ -85,17 +85,28 @@ pub(super) fn insert_op(
     );
     let (reject_if_busy, cancel_active) = (new.reject_if_busy, new.cancel_active);
     let (thread_metadata, claim) = (new.thread_metadata.clone(), new.claim.clone());
+    let new_thread = new
+        .create_thread
+        .as_ref()
+        .map(|t| NewThreadRow::of(&new.owner, t))
+        .transpose()?;
     Ok(move |c: &Connection| {
         let (run_id, thread_id, owner, assistant_id, strategy) = row;
-        let stored_metadata: Option<Value> = c
-            .prepare_cached("SELECT metadata FROM server_threads WHERE thread_id = ?1")
+        if let Some(t) = &new_thread {
+            t.insert(c, now)?;
+        }
+        let stored: Option<(Value, String)> = c
+            .prepare_cached("SELECT metadata, owner FROM server_threads WHERE thread_id = ?1")
             .db()?
-            .query_row(params![thread_id], |r| r.get(0))
+            .query_row(params![thread_id], |r| Ok((r.get(0)?, r.get(1)?)))
             .optional()
             .db()?;
-        let Some(stored_metadata) = stored_metadata else {
+        let Some((stored_metadata, thread_owner)) = stored else {
             return Err(DbError::Backend(format!("thread {thread_id} not found")));
         };
+        if new_thread.is_some() && thread_owner != owner {
+            return Err(DbError::Conflict(format!("thread {thread_id}")));
+        }
         if reject_if_busy && thread_active(c, &thread_id)? {
             return Err(DbError::Busy(thread_id));
         }

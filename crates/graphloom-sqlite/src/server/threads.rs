@@ -13,48 +13,70 @@ use rusqlite::types::Value as SqlValue;
 use rusqlite::{params, Connection};
 use serde_json::{Map, Value};
 
+/// A new thread's row, encoded for [`NewThreadRow::insert`].
+pub(super) struct NewThreadRow {
+    id: String,
+    owner: String,
+    metadata: String,
+    config: String,
+    status: &'static str,
+    values: String,
+    interrupts: String,
+    error: Option<String>,
+    ttl: Option<String>,
+    ttl_us: Option<i64>,
+}
+
+impl NewThreadRow {
+    pub(super) fn of(owner: &str, t: &Thread) -> DbResult<Self> {
+        let ttl = ttl_value(t.ttl.as_ref());
+        Ok(Self {
+            id: t.thread_id.clone(),
+            owner: owner.to_owned(),
+            metadata: text(&t.metadata)?,
+            config: text(&t.config)?,
+            status: t.status.as_str(),
+            values: text(&t.values)?,
+            interrupts: text(&t.interrupts)?,
+            error: t.error.as_ref().filter(|e| !e.is_null()).map(text).transpose()?,
+            ttl: ttl.map(text).transpose()?,
+            ttl_us: ttl_micros(ttl),
+        })
+    }
+
+    /// Insert the thread at `now` unless one has its id: whether it was inserted.
+    pub(super) fn insert(&self, c: &Connection, now: i64) -> DbResult<bool> {
+        let n = exec(
+            c,
+            "INSERT INTO server_threads (thread_id, owner, created_at, updated_at, state_updated_at, \
+             metadata, config, status, state_values, interrupts, error, ttl, ttl_us, expires_at) \
+             VALUES (?1, ?2, ?3, ?3, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) \
+             ON CONFLICT (thread_id) DO NOTHING",
+            params![
+                self.id,
+                self.owner,
+                now,
+                self.metadata,
+                self.config,
+                self.status,
+                self.values,
+                self.interrupts,
+                self.error,
+                self.ttl,
+                self.ttl_us,
+                self.ttl_us.map(|us| now.saturating_add(us))
+            ],
+        )?;
+        Ok(n > 0)
+    }
+}
+
 pub(super) async fn create(db: &SqliteDb, owner: &str, t: &Thread) -> DbResult<Thread> {
     let now = now_micros();
     let ttl = ttl_value(t.ttl.as_ref());
-    let ttl_us = ttl_micros(ttl);
-    let row = (
-        t.thread_id.clone(),
-        owner.to_owned(),
-        text(&t.metadata)?,
-        text(&t.config)?,
-        t.status.as_str(),
-        text(&t.values)?,
-        text(&t.interrupts)?,
-        t.error.as_ref().filter(|e| !e.is_null()).map(text).transpose()?,
-        ttl.map(text).transpose()?,
-    );
-    let inserted = db
-        .write(move |c| {
-            let (id, owner, metadata, config, status, values, interrupts, error, ttl) = row;
-            exec(
-                c,
-                "INSERT INTO server_threads (thread_id, owner, created_at, updated_at, state_updated_at, \
-                 metadata, config, status, state_values, interrupts, error, ttl, ttl_us, expires_at) \
-                 VALUES (?1, ?2, ?3, ?3, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) \
-                 ON CONFLICT (thread_id) DO NOTHING",
-                params![
-                    id,
-                    owner,
-                    now,
-                    metadata,
-                    config,
-                    status,
-                    values,
-                    interrupts,
-                    error,
-                    ttl,
-                    ttl_us,
-                    ttl_us.map(|us| now.saturating_add(us))
-                ],
-            )
-        })
-        .await?;
-    if inserted == 0 {
+    let row = NewThreadRow::of(owner, t)?;
+    let inserted = db.write(move |c| row.insert(c, now)).await?;
+    if !inserted {
         return Err(DbError::Conflict(format!("thread {}", t.thread_id)));
     }
     let at = rfc3339_from_micros(now);

@@ -4,7 +4,7 @@
 
 use super::public;
 use crate::broker::Reader;
-use crate::db::{CronTick, DbError, Fired, NewRun};
+use crate::db::{CronTick, Fired, NewRun};
 use crate::error::{ApiError, ApiResult};
 use crate::models::{
     now_rfc3339, Assistant, CancelAction, ClaimedRun, MultitaskStrategy, Run, RunStatus, Thread,
@@ -82,7 +82,7 @@ async fn enqueue_at(
     }
     check_input(state, &assistant.graph_id, s.request.input.as_ref())?;
     crate::webhook::check_url(&state.config.webhooks, s.request.webhook.as_deref())?;
-    let thread = thread_of(state, &s, &assistant).await?;
+    let (thread, new_thread) = thread_of(state, &s, &assistant).await?;
     let kwargs = kwargs(&s, &assistant)?;
     let strategy = s.request.multitask_strategy.unwrap_or_default();
     let cancel_active = match strategy {
@@ -104,15 +104,25 @@ async fn enqueue_at(
     };
     let new = NewRun {
         run,
-        owner: s.owner,
+        owner: s.owner.clone(),
         delay: s.delay,
         reject_if_busy: strategy == MultitaskStrategy::Reject,
         cancel_active,
         thread_metadata: graph_metadata(&thread, &kwargs),
         claim: None,
+        create_thread: new_thread.then(|| thread.clone()),
     };
     let resumable = kwargs.stream_resumable;
-    let (run, reader) = match create(state, new, kwargs, s.hold, tick).await? {
+    let created = match create(state, new, kwargs, s.hold, tick).await {
+        // The thread the run was to create was made meanwhile: another owner's (not
+        // found), or this owner's and busy.
+        Err(e) if new_thread && e.status == axum::http::StatusCode::CONFLICT => {
+            threads::load(state, &s.owner, &thread.thread_id).await?;
+            return Err(e);
+        }
+        other => other?,
+    };
+    let (run, reader) = match created {
         Ok(created) => created,
         Err(not) => {
             if s.thread_id.is_none() {
@@ -156,7 +166,9 @@ pub(crate) fn check_input(state: &AppRef, graph_id: &str, input: Option<&Value>)
 /// created when missing if the request says `if_not_exists: create`. A thread the run
 /// creates starts with the run's metadata (what an `Auth` stamped on it included, so its
 /// filter finds the thread again), and the graph and assistant.
-async fn thread_of(state: &AppRef, s: &Submit, assistant: &Assistant) -> ApiResult<Thread> {
+/// The run's thread, and whether the run's transaction is to create it (a stateless run's,
+/// or one the request asks to create: one write instead of two).
+async fn thread_of(state: &AppRef, s: &Submit, assistant: &Assistant) -> ApiResult<(Thread, bool)> {
     let meta = || {
         let mut m = s.request.metadata.clone().unwrap_or_default();
         m.insert("graph_id".into(), json!(assistant.graph_id));
@@ -165,20 +177,15 @@ async fn thread_of(state: &AppRef, s: &Submit, assistant: &Assistant) -> ApiResu
     };
     let Some(id) = &s.thread_id else {
         let t = threads::new_thread(uuid::Uuid::now_v7().to_string(), meta(), None);
-        return Ok(state.db.create_thread(&s.owner, &t).await?);
+        return Ok((t, true));
     };
     if let Some(t) = state.db.get_thread(&s.owner, id).await? {
-        return Ok(t);
+        return Ok((t, false));
     }
     if s.request.if_not_exists != Some(IfNotExists::Create) {
         return Err(ApiError::not_found(format!("thread {id}")));
     }
-    let t = threads::new_thread(id.clone(), meta(), None);
-    match state.db.create_thread(&s.owner, &t).await {
-        Ok(t) => Ok(t),
-        Err(DbError::Conflict(_)) => threads::load(state, &s.owner, id).await,
-        Err(e) => Err(e.into()),
-    }
+    Ok((threads::new_thread(id.clone(), meta(), None), true))
 }
 
 /// The thread remembers the graph and assistant of its latest run (written in the run's
