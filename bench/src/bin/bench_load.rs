@@ -285,45 +285,67 @@ async fn thread_iteration(http: &reqwest::Client, url: &str) -> anyhow::Result<D
         .json(&json!({"channels": ["values", "lifecycle"]}))
         .send()
         .await?;
-    let status = r.status();
-    let mut s = r.bytes_stream();
-    let mut text = String::new();
-    let mut values = 0;
-    let mut scanned = 0;
-    while let Some(chunk) = s.next().await {
-        // Frames end with a blank line, in `\r\n` or `\n` (either server's framing).
-        text.push_str(&String::from_utf8_lossy(&chunk?).replace('\r', ""));
-        while let Some(end) = text[scanned..].find("\n\n") {
-            let frame = &text[scanned..scanned + end];
-            scanned += end + 2;
-            // As `stream` does, `values` frames are counted by name, not parsed: the
-            // generator shares the machine with the server. Lifecycle frames are small.
-            let method = frame.lines().find_map(|l| l.strip_prefix("event: "));
-            if method == Some("values") {
-                values += 1;
-                continue;
-            }
-            let Some(data) = frame.lines().find_map(|l| l.strip_prefix("data: ")) else {
-                continue;
-            };
-            if method != Some("lifecycle") {
-                continue;
-            }
-            let ev: Value = serde_json::from_str(data)?;
-            let root = ev["params"]["namespace"].as_array().is_some_and(Vec::is_empty);
-            match ev["params"]["data"]["event"].as_str() {
-                Some("completed") if root => {
-                    if values < 3 {
-                        bail!("thread stream: {values} values events: {text}");
-                    }
-                    return Ok(t0.elapsed());
+    let mut frames = ThreadFrames::new(r);
+    let values = frames.next_completed().await?;
+    if values < 3 {
+        bail!("thread stream: {values} values events");
+    }
+    Ok(t0.elapsed())
+}
+
+/// A thread's `stream/events` as the generators read it: `values` frames counted by name,
+/// not parsed, as `stream` does (the generator shares the machine with the server);
+/// lifecycle frames (small) parsed.
+struct ThreadFrames {
+    status: reqwest::StatusCode,
+    body: futures::stream::BoxStream<'static, reqwest::Result<Vec<u8>>>,
+    text: String,
+}
+
+impl ThreadFrames {
+    fn new(r: reqwest::Response) -> Self {
+        Self {
+            status: r.status(),
+            body: r.bytes_stream().map(|c| c.map(|b| b.to_vec())).boxed(),
+            text: String::new(),
+        }
+    }
+
+    /// Read to the next root `completed` event: the `values` frames before it. A root
+    /// `failed` or `interrupted`, or the stream's end, is an error.
+    async fn next_completed(&mut self) -> anyhow::Result<usize> {
+        let mut values = 0;
+        loop {
+            // Frames end with a blank line, in `\r\n` or `\n` (either server's framing).
+            while let Some(end) = self.text.find("\n\n") {
+                let frame: String = self.text.drain(..end + 2).collect();
+                let method = frame.lines().find_map(|l| l.strip_prefix("event: "));
+                if method == Some("values") {
+                    values += 1;
+                    continue;
                 }
-                Some("failed" | "interrupted") if root => bail!("thread stream: {data}"),
-                _ => {}
+                let data = frame.lines().find_map(|l| l.strip_prefix("data: "));
+                let (Some("lifecycle"), Some(data)) = (method, data) else {
+                    continue;
+                };
+                let ev: Value = serde_json::from_str(data)?;
+                if !ev["params"]["namespace"].as_array().is_some_and(Vec::is_empty) {
+                    continue;
+                }
+                match ev["params"]["data"]["event"].as_str() {
+                    Some("completed") => return Ok(values),
+                    Some("failed" | "interrupted") => bail!("thread stream: {data}"),
+                    _ => {}
+                }
+            }
+            match self.body.next().await {
+                Some(chunk) => self
+                    .text
+                    .push_str(&String::from_utf8_lossy(&chunk?).replace('\r', "")),
+                None => bail!("thread stream ({}) ended: {}", self.status, self.text),
             }
         }
     }
-    bail!("thread stream ({status}) ended before the run completed: {text}")
 }
 
 /// `stream-chat`: a conversation of [`TURNS`] runs on one thread, each a `runs/stream`
@@ -363,50 +385,21 @@ async fn thread_chat(http: &reqwest::Client, url: &str) -> anyhow::Result<Vec<Du
         .json(&json!({"channels": ["values", "lifecycle"]}))
         .send()
         .await?;
-    let mut s = r.bytes_stream();
-    let (mut text, mut scanned, mut values) = (String::new(), 0, 0);
+    let mut frames = ThreadFrames::new(r);
     let mut out = Vec::with_capacity(TURNS);
-    while let Some(chunk) = s.next().await {
-        text.push_str(&String::from_utf8_lossy(&chunk?).replace('\r', ""));
-        while let Some(end) = text[scanned..].find("\n\n") {
-            let frame = &text[scanned..scanned + end];
-            scanned += end + 2;
-            let method = frame.lines().find_map(|l| l.strip_prefix("event: "));
-            if method == Some("values") {
-                values += 1;
-                continue;
-            }
-            let Some(data) = frame.lines().find_map(|l| l.strip_prefix("data: ")) else {
-                continue;
-            };
-            if method != Some("lifecycle") {
-                continue;
-            }
-            let ev: Value = serde_json::from_str(data)?;
-            let root = ev["params"]["namespace"].as_array().is_some_and(Vec::is_empty);
-            match ev["params"]["data"]["event"].as_str() {
-                // Runs go one after the other: the k-th root `completed` is run k's.
-                Some("completed") if root => {
-                    if values < 3 {
-                        bail!("thread chat: {values} values events in run {}", out.len() + 1);
-                    }
-                    out.push(t0.elapsed());
-                    if out.len() == TURNS {
-                        return Ok(out);
-                    }
-                    values = 0;
-                    t0 = Instant::now();
-                    start(out.len() + 1).await?;
-                }
-                Some("failed" | "interrupted") if root => bail!("thread chat: {data}"),
-                _ => {}
-            }
+    // Runs go one after the other: the k-th root `completed` is run k's.
+    loop {
+        let values = frames.next_completed().await?;
+        if values < 3 {
+            bail!("thread chat: {values} values events in run {}", out.len() + 1);
         }
-        // Keep only what is not read yet.
-        text.drain(..scanned);
-        scanned = 0;
+        out.push(t0.elapsed());
+        if out.len() == TURNS {
+            return Ok(out);
+        }
+        t0 = Instant::now();
+        start(out.len() + 1).await?;
     }
-    bail!("thread chat: the stream ended after {} runs", out.len())
 }
 
 fn pct(sorted: &[Duration], q: f64) -> f64 {

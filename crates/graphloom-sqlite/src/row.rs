@@ -65,12 +65,7 @@ pub(crate) fn query_all<T: FromRow>(
     params: impl Params,
 ) -> Result<Vec<T>, T::Error> {
     let mut stmt = conn.prepare_cached(sql).map_err(rusqlite_error)?;
-    let mut rows = stmt.query(params).map_err(rusqlite_error)?;
-    let mut out = Vec::new();
-    while let Some(row) = rows.next().map_err(rusqlite_error)? {
-        out.push(T::from_row(row)?);
-    }
-    Ok(out)
+    all_rows(&mut stmt, params)
 }
 
 /// Every row of a query whose text varies (filters, lists): prepared for this call only, so
@@ -81,7 +76,10 @@ pub(crate) fn query_all_once<T: FromRow>(
     sql: &str,
     params: impl Params,
 ) -> Result<Vec<T>, T::Error> {
-    let mut stmt = conn.prepare(sql).map_err(rusqlite_error)?;
+    all_rows(&mut conn.prepare(sql).map_err(rusqlite_error)?, params)
+}
+
+fn all_rows<T: FromRow>(stmt: &mut rusqlite::Statement<'_>, params: impl Params) -> Result<Vec<T>, T::Error> {
     let mut rows = stmt.query(params).map_err(rusqlite_error)?;
     let mut out = Vec::new();
     while let Some(row) = rows.next().map_err(rusqlite_error)? {
