@@ -165,9 +165,8 @@ pub(crate) fn check_input(state: &AppRef, graph_id: &str, input: Option<&Value>)
 /// The run's thread: a new temporary one for a stateless run; else the owner's thread,
 /// created when missing if the request says `if_not_exists: create`. A thread the run
 /// creates starts with the run's metadata (what an `Auth` stamped on it included, so its
-/// filter finds the thread again), and the graph and assistant.
-/// The run's thread, and whether the run's transaction is to create it (a stateless run's,
-/// or one the request asks to create: one write instead of two).
+/// filter finds the thread again), and the graph and assistant. With it, whether the
+/// run's transaction is to create it (nothing is written here: one write instead of two).
 async fn thread_of(state: &AppRef, s: &Submit, assistant: &Assistant) -> ApiResult<(Thread, bool)> {
     let meta = || {
         let mut m = s.request.metadata.clone().unwrap_or_default();
