@@ -1,0 +1,75 @@
+//! A run that creates its thread (`NewRun::create_thread`), on SQLite and PostgreSQL: the
+//! thread is written in the run's transaction.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod db_fixtures;
+
+use db_fixtures::*;
+use graphloom_postgres::testing::test_database;
+use graphloom_server::db::{Db, DbError, NewRun, PgDb, SqliteDb};
+use graphloom_server::models::{RunStatus, ThreadStatus};
+use serde_json::{json, Value};
+
+/// `NewRun::create_thread`: the thread is made with the run, one of the same owner is
+/// used as it is, another owner's is not taken and nothing is written.
+async fn runs_that_create_their_thread(db: &dyn Db) {
+    let with_thread = |id: &str, meta: Value| NewRun {
+        create_thread: Some(thread(id, meta)),
+        ..enqueue(id)
+    };
+    let r = db
+        .create_run(&with_thread("made", json!({"graph_id": "g"})))
+        .await
+        .unwrap();
+    assert_eq!(r.status, RunStatus::Pending);
+    let t = db.get_thread(ALICE, "made").await.unwrap().unwrap();
+    assert_eq!(t.metadata, obj(json!({"graph_id": "g"})));
+    assert_eq!(db.get_thread(BOB, "made").await.unwrap(), None);
+    // Made meanwhile by the same owner: the run goes on it, the thread stays as it was.
+    let r2 = db
+        .create_run(&with_thread("made", json!({"other": 1})))
+        .await
+        .unwrap();
+    assert_eq!(
+        db.get_run(ALICE, Some("made"), &r2.run_id)
+            .await
+            .unwrap()
+            .map(|r| r.run_id),
+        Some(r2.run_id)
+    );
+    assert_eq!(
+        db.get_thread(ALICE, "made").await.unwrap().unwrap().metadata,
+        t.metadata
+    );
+    // Another owner's thread of that id.
+    db.create_thread(BOB, &thread("bobs", json!({}))).await.unwrap();
+    let theirs = with_thread("bobs", json!({}));
+    assert!(matches!(db.create_run(&theirs).await, Err(DbError::Conflict(_))));
+    assert_eq!(db.get_run(ALICE, None, &theirs.run.run_id).await.unwrap(), None);
+    assert_eq!(db.get_run(BOB, None, &theirs.run.run_id).await.unwrap(), None);
+    assert_eq!(db.list_runs(BOB, "bobs", None, 10, 0).await.unwrap(), vec![]);
+    // Claimed at creation on a thread made with it: the thread is busy.
+    let claimed = NewRun {
+        claim: Some(("w9".into(), LONG)),
+        ..with_thread("made-busy", json!({}))
+    };
+    assert_eq!(db.create_run(&claimed).await.unwrap().status, RunStatus::Running);
+    assert_eq!(
+        db.get_thread(ALICE, "made-busy").await.unwrap().unwrap().status,
+        ThreadStatus::Busy
+    );
+}
+
+#[tokio::test]
+async fn sqlite_runs_create_their_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = SqliteDb::open(&dir.path().join("server.db")).await.unwrap();
+    runs_that_create_their_thread(&db).await;
+}
+
+#[tokio::test]
+async fn postgres_runs_create_their_thread() {
+    let (url, _guard) = test_database().await;
+    let db = PgDb::connect(&url).await.unwrap();
+    runs_that_create_their_thread(&db).await;
+}
