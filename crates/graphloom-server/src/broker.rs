@@ -112,8 +112,9 @@ impl Entry {
 /// the memory held is that of the runs in flight and of what their readers have not read
 /// yet, not of the runs per second times a retention period. So does a replayable run's
 /// whose events the worker stored ([`Broker::finish_stored`]): replays read the database.
-/// Any other replayable run's log stays [`KEEP_AFTER_END`] for reconnects. Requests that want a run's events or outcome take a
-/// reader or a waiter before the run can start ([`Broker::reader`], [`Broker::waiter`]).
+/// Any other replayable run's log stays [`KEEP_AFTER_END`] for reconnects. Requests that
+/// want a run's events or outcome take a reader or a waiter before the run can start
+/// ([`Broker::reader`], [`Broker::waiter`]).
 #[derive(Default, Clone)]
 pub struct Broker {
     runs: Arc<Mutex<HashMap<String, Arc<Entry>>>>,
