@@ -9,6 +9,7 @@ use crate::models::{
 };
 use crate::{AssistantPatch, DbError, DbResult, RunEventRecord, SortOrder, TtlStrategy};
 use serde_json::{Map, Value};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Microseconds since the Unix epoch, now.
@@ -136,8 +137,10 @@ pub fn event_record(seq: i64, event: String, data: &str) -> DbResult<RunEventRec
     Ok(RunEventRecord {
         id: u64::try_from(seq).map_err(|_| DbError::Backend(format!("bad event sequence {seq}")))?,
         event,
-        data: serde_json::from_str(data)
-            .map_err(|e| DbError::Backend(format!("bad JSON in a run event: {e}")))?,
+        data: Arc::new(
+            serde_json::from_str(data)
+                .map_err(|e| DbError::Backend(format!("bad JSON in a run event: {e}")))?,
+        ),
     })
 }
 

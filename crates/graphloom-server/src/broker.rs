@@ -258,8 +258,9 @@ impl Broker {
     /// Append an event. An unreplayable run's event that no [`Reader`] holds the run for
     /// is counted but not kept (nobody could read it: joiners of such a run read from the
     /// moment they join).
-    pub fn push(&self, run_id: &str, event: String, data: Value) {
+    pub fn push(&self, run_id: &str, event: String, data: impl Into<Arc<Value>>) {
         let Some(e) = self.entry(run_id) else { return };
+        let data = data.into();
         {
             let mut log = e.log.lock().unwrap_or_else(PoisonError::into_inner);
             if log.unreplayable && e.readers.load(SeqCst) == 0 {

@@ -223,7 +223,7 @@ async fn an_earlier_server_without_stored_run_events_gets_them() {
     let record = graphloom_server_db::RunEventRecord {
         id: 0,
         event: "values".into(),
-        data: json!({"n": 1}),
+        data: json!({"n": 1}).into(),
     };
     db.append_run_events("r-old", vec![record.clone()]).await.unwrap();
     assert_eq!(db.run_events("r-old", 0, 10).await.unwrap(), [record]);

@@ -14,7 +14,7 @@ pub(super) async fn append(pool: &PgPool, run_id: &str, events: Vec<RunEventReco
         seqs.push(i64::try_from(e.id).unwrap_or(i64::MAX));
         names.push(e.event);
         datas.push(
-            serde_json::to_string(&e.data)
+            serde_json::to_string(e.data.as_ref())
                 .map_err(|e| DbError::Backend(format!("cannot encode JSON: {e}")))?,
         );
     }

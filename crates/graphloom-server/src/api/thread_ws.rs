@@ -232,7 +232,7 @@ impl Session {
         for ev in evs {
             self.last_seq = self.last_seq.max(ev.seq);
             if self.subs.iter().any(|(_, f)| f.matches(ev)) {
-                self.send_text(ev.to_json().to_string()).await?;
+                self.send_text(ev.to_text()).await?;
             }
         }
         Ok(())
@@ -261,9 +261,7 @@ impl Session {
                 .iter()
                 .filter(|e| after.is_none_or(|a| e.seq > a) && filter.matches(e))
             {
-                self.send_text(e.to_json().to_string())
-                    .await
-                    .map_err(Failure::End)?;
+                self.send_text(e.to_text()).await.map_err(Failure::End)?;
                 replayed += 1;
             }
             let last = self.last_seq;

@@ -203,7 +203,7 @@ mod tests {
             namespace: ns.iter().map(|s| (*s).to_owned()).collect(),
             node: None,
             timestamp: 0,
-            data,
+            data: data.into(),
         }
     }
 

@@ -31,7 +31,9 @@ pub mod translate;
 pub use filter::{Channel, Filter};
 pub use signals::ThreadSignals;
 
-use serde_json::{json, Map, Value};
+use serde::Serialize;
+use serde_json::{json, Value};
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Largest run-log event index a sequence number carries (larger ones share it).
@@ -113,34 +115,64 @@ pub struct Event {
     pub node: Option<String>,
     /// When it was made (ms since the epoch).
     pub timestamp: u64,
-    /// Its payload.
-    pub data: Value,
+    /// Its payload, shared with the run's log when it passes through (`values`).
+    pub data: Arc<Value>,
+}
+
+/// An [`Event`] as the client reads it, borrowed: written out without copying its payload.
+/// Keys in the order a JSON object of them is written.
+#[derive(Serialize)]
+struct WireEvent<'a> {
+    event_id: &'a str,
+    method: &'static str,
+    params: WireParams<'a>,
+    seq: u64,
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+/// The `params` of a [`WireEvent`].
+#[derive(Serialize)]
+struct WireParams<'a> {
+    data: &'a Value,
+    namespace: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    node: Option<&'a str>,
+    timestamp: u64,
 }
 
 impl Event {
+    fn wire(&self) -> WireEvent<'_> {
+        WireEvent {
+            event_id: &self.event_id,
+            method: self.method.as_str(),
+            params: WireParams {
+                data: &self.data,
+                namespace: &self.namespace,
+                node: self.node.as_deref(),
+                timestamp: self.timestamp,
+            },
+            seq: self.seq,
+            kind: "event",
+        }
+    }
+
     /// The event as the client reads it.
     #[must_use]
     pub fn to_json(&self) -> Value {
-        let mut params = Map::new();
-        params.insert("namespace".into(), json!(self.namespace));
-        params.insert("timestamp".into(), json!(self.timestamp));
-        if let Some(node) = &self.node {
-            params.insert("node".into(), json!(node));
-        }
-        params.insert("data".into(), self.data.clone());
-        json!({
-            "type": "event",
-            "event_id": self.event_id,
-            "seq": self.seq,
-            "method": self.method.as_str(),
-            "params": params,
-        })
+        serde_json::to_value(self.wire()).unwrap_or(Value::Null)
+    }
+
+    /// The event as the client reads it, as JSON text.
+    #[must_use]
+    pub fn to_text(&self) -> String {
+        serde_json::to_string(&self.wire()).unwrap_or_else(|_| "null".to_owned())
     }
 
     /// The event as one SSE frame: `event: <method>`, `data: <json>`, `id: <seq>`.
     #[must_use]
     pub fn sse_frame(&self) -> String {
-        crate::wire::sse_frame(self.method.as_str(), &self.to_json(), Some(&self.seq.to_string()))
+        crate::wire::sse_text_frame(self.method.as_str(), &self.to_text(), Some(&self.seq.to_string()))
     }
 }
 
@@ -358,9 +390,10 @@ mod tests {
             namespace: vec!["review:1".into()],
             node: None,
             timestamp: 1,
-            data: json!({"interrupt_id": "i"}),
+            data: json!({"interrupt_id": "i"}).into(),
         };
         let v = ev.to_json();
+        assert_eq!(ev.to_text(), v.to_string());
         assert_eq!(v["method"], "input.requested");
         assert_eq!(v["params"]["namespace"], json!(["review:1"]));
         assert!(ev.sse_frame().starts_with("event: input.requested\r\ndata: {"));

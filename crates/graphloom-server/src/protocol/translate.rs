@@ -23,6 +23,7 @@ use crate::broker::RunEventRecord;
 use crate::models::RunStatus;
 use serde_json::{json, Map, Value};
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 /// How a namespace of the run stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -130,9 +131,9 @@ impl RunTranslator {
                     m.len() == 2 && m.get("name").is_some_and(Value::is_string) && m.contains_key("payload")
                 });
                 let data = if named {
-                    rec.data.clone()
+                    Arc::clone(&rec.data)
                 } else {
-                    json!({"payload": rec.data})
+                    Arc::new(json!({"payload": Value::clone(&rec.data)}))
                 };
                 self.emit(&mut out, Method::Custom, &ns, None, data);
             }
@@ -157,7 +158,7 @@ impl RunTranslator {
                 );
                 self.emit(&mut out, Method::Checkpoints, &ns, None, Value::Object(env));
             }
-            "tasks" => self.emit(&mut out, Method::Tasks, &ns, None, rec.data.clone()),
+            "tasks" => self.emit(&mut out, Method::Tasks, &ns, None, Arc::clone(&rec.data)),
             _ => {}
         }
         out
@@ -235,7 +236,14 @@ impl RunTranslator {
         tree
     }
 
-    fn emit(&mut self, out: &mut Vec<Event>, method: Method, ns: &[String], node: Option<&str>, data: Value) {
+    fn emit(
+        &mut self,
+        out: &mut Vec<Event>,
+        method: Method,
+        ns: &[String],
+        node: Option<&str>,
+        data: impl Into<Arc<Value>>,
+    ) {
         out.push(Event {
             seq: seq(self.ordinal, self.index, self.sub),
             event_id: format!("{}:{}:{}", self.run_id, self.index, self.sub),
@@ -243,7 +251,7 @@ impl RunTranslator {
             namespace: ns.to_vec(),
             node: node.map(str::to_owned),
             timestamp: now_ms(),
-            data,
+            data: data.into(),
         });
         self.sub += 1;
     }
@@ -272,7 +280,7 @@ impl RunTranslator {
         }
     }
 
-    fn values(&mut self, ns: &[String], data: &Value, out: &mut Vec<Event>) {
+    fn values(&mut self, ns: &[String], data: &Arc<Value>, out: &mut Vec<Event>) {
         if let Some(ints) = data.get("__interrupt__").and_then(Value::as_array) {
             let ints = ints.clone();
             self.interrupts_at(ns, &ints, out);
@@ -285,7 +293,7 @@ impl RunTranslator {
         for e in evs {
             self.emit(out, Method::Messages, ns, None, e);
         }
-        self.emit(out, Method::Values, ns, None, data.clone());
+        self.emit(out, Method::Values, ns, None, Arc::clone(data));
     }
 
     fn updates(&mut self, ns: &[String], data: &Value, out: &mut Vec<Event>) {
@@ -447,7 +455,7 @@ mod tests {
         RunEventRecord {
             id,
             event: event.into(),
-            data,
+            data: data.into(),
         }
     }
 
@@ -569,8 +577,8 @@ mod tests {
                 "lifecycle:failed",
             ]
         );
-        assert_eq!(all[5].data, json!({"name": "progress", "payload": 3}));
-        assert_eq!(all[6].data, json!({"payload": 7}));
+        assert_eq!(*all[5].data, json!({"name": "progress", "payload": 3}));
+        assert_eq!(*all[6].data, json!({"payload": 7}));
         assert_eq!(all[7].data["error"], "boom");
     }
 }

@@ -107,8 +107,14 @@ pub fn wait_body(out: &Result<JsonRunOutput, Error>) -> Value {
 /// is compact, so it is one line.
 #[must_use]
 pub fn sse_frame(event: &str, data: &Value, id: Option<&str>) -> String {
-    let clean = |s: &str| s.replace(['\r', '\n'], " ");
     let data = serde_json::to_string(data).unwrap_or_else(|_| "null".to_owned());
+    sse_text_frame(event, &data, id)
+}
+
+/// [`sse_frame`] of data already written as compact JSON.
+#[must_use]
+pub fn sse_text_frame(event: &str, data: &str, id: Option<&str>) -> String {
+    let clean = |s: &str| s.replace(['\r', '\n'], " ");
     let mut out = format!("event: {}\r\ndata: {data}\r\n", clean(event));
     if let Some(id) = id {
         out.push_str("id: ");

@@ -61,12 +61,13 @@ impl EventSink {
     /// Emit one event.
     pub(super) fn push(&self, event: String, data: Value) {
         let broker = &self.state.broker;
+        let data = Arc::new(data);
         if let Some(tx) = &self.tx {
             let id = broker.len(&self.run_id);
             let _ = tx.send(RunEventRecord {
                 id,
                 event: event.clone(),
-                data: data.clone(),
+                data: Arc::clone(&data),
             });
         }
         broker.push(&self.run_id, event, data);

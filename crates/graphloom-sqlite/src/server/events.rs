@@ -10,7 +10,13 @@ use rusqlite::params;
 pub(super) async fn append(db: &SqliteDb, run_id: &str, events: Vec<RunEventRecord>) -> DbResult<()> {
     let rows = events
         .into_iter()
-        .map(|e| Ok((i64::try_from(e.id).unwrap_or(i64::MAX), e.event, text(&e.data)?)))
+        .map(|e| {
+            Ok((
+                i64::try_from(e.id).unwrap_or(i64::MAX),
+                e.event,
+                text(e.data.as_ref())?,
+            ))
+        })
         .collect::<DbResult<Vec<_>>>()?;
     let run_id = run_id.to_owned();
     db.write(move |c| {

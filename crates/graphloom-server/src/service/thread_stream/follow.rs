@@ -191,7 +191,7 @@ impl ThreadFollower {
                 let r = RunEventRecord {
                     id: cur.cursor,
                     event: event.to_owned(),
-                    data,
+                    data: data.into(),
                 };
                 out.extend(cur.translator.push(&r));
                 cur.cursor += 1;

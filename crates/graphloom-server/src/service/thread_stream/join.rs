@@ -30,7 +30,7 @@ pub(crate) enum JoinItem {
         /// The event name (`values`, `updates|<ns>`, `metadata`, ...).
         event: String,
         /// Its data.
-        data: Value,
+        data: Arc<Value>,
     },
     /// Nothing for a while.
     KeepAlive,
@@ -143,14 +143,14 @@ impl Joiner {
             Some(Frame::Last { event, data }) => self.queue.push_back(JoinItem::Event {
                 id: None,
                 event: event.to_owned(),
-                data,
+                data: data.into(),
             }),
             None => {
                 self.current = None;
                 self.queue.push_back(JoinItem::Event {
                     id: None,
                     event: "metadata".into(),
-                    data: json!({"status": "run_done", "run_id": run_id}),
+                    data: json!({"status": "run_done", "run_id": run_id}).into(),
                 });
             }
         }
