@@ -219,8 +219,10 @@ pub trait Db: CronDb + WebhookDb + RetentionDb + Send + Sync + 'static {
     /// End a run held by `worker` with a final status. False when the lease was lost
     /// (another worker owns it now): nothing is written.
     async fn finish_run(&self, run_id: &str, worker: &str, status: RunStatus) -> DbResult<bool>;
-    /// [`finish_run`](Db::finish_run) and [`set_thread_outcome`](Db::set_thread_outcome) in
-    /// one transaction: nothing is written when the lease was lost.
+    /// [`finish_run`](Db::finish_run), [`set_thread_outcome`](Db::set_thread_outcome) and
+    /// [`append_run_events`](Db::append_run_events) of the run's last `events` (a resumable
+    /// run's not stored yet) in one transaction: nothing is written when the lease was lost,
+    /// and a run is never seen ended before all its events are stored.
     async fn finish_run_with_outcome(
         &self,
         run_id: &str,
@@ -228,6 +230,7 @@ pub trait Db: CronDb + WebhookDb + RetentionDb + Send + Sync + 'static {
         status: RunStatus,
         thread_id: &str,
         outcome: &ThreadOutcome,
+        events: Vec<RunEventRecord>,
     ) -> DbResult<bool>;
     /// [`finish_run_with_outcome`](Db::finish_run_with_outcome) for a run that completed,
     /// written only if checkpoint `checkpoint_id` of the thread's root namespace is saved,

@@ -219,8 +219,9 @@ impl Db for PgDb {
         status: RunStatus,
         thread_id: &str,
         outcome: &ThreadOutcome,
+        events: Vec<RunEventRecord>,
     ) -> DbResult<bool> {
-        runs::finish_with_outcome(&self.pool, run_id, worker, status, thread_id, outcome).await
+        runs::finish_with_outcome(&self.pool, run_id, worker, status, thread_id, outcome, events).await
     }
 
     async fn cancel_run(

@@ -6,7 +6,7 @@ use super::threads::outcome_query;
 use crate::error::ServerResultExt;
 use graphloom_server_db::kit::{after, cancel_action, merge, now_micros, run_status};
 use graphloom_server_db::models::{rfc3339_from_micros, CancelAction, ClaimedRun, Run, RunStatus};
-use graphloom_server_db::{DbError, DbResult, Lease, NewRun, ThreadOutcome};
+use graphloom_server_db::{DbError, DbResult, Lease, NewRun, RunEventRecord, ThreadOutcome};
 use serde_json::{Map, Value};
 use sqlx::postgres::{PgArguments, PgPool, PgRow};
 use sqlx::types::Json;
@@ -402,8 +402,10 @@ pub(super) async fn finish_with_outcome(
     status: RunStatus,
     thread_id: &str,
     outcome: &ThreadOutcome,
+    events: Vec<RunEventRecord>,
 ) -> DbResult<bool> {
     let now = now_micros();
+    let events = super::events::EventRows::new(events)?;
     let mut tx = pool.begin().await.db()?;
     let n = finish_query(run_id, worker, status, now)
         .execute(&mut *tx)
@@ -414,6 +416,7 @@ pub(super) async fn finish_with_outcome(
         tx.rollback().await.db()?;
         return Ok(false);
     }
+    events.insert(&mut *tx, run_id).await?;
     outcome_query(thread_id, outcome, now)
         .execute(&mut *tx)
         .await

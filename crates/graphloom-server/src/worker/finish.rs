@@ -5,6 +5,7 @@
 
 use super::execution::RunExecution;
 use super::sink::EventSink;
+use crate::broker::RunEventRecord;
 use crate::db::{DbResult, ThreadOutcome};
 use crate::hosted::JsonRunOutput;
 use crate::hosting::{RunEnd, RunOutcome, RUN_END_HOOK_LIMIT};
@@ -106,9 +107,9 @@ pub(super) async fn finish(mut exec: RunExecution, ended: Ended) {
         hand_back(&exec).await;
         return;
     }
-    // Every event stored before the run's end is: a joiner elsewhere that sees the run
-    // ended has then read all of them.
-    exec.sink.flush().await;
+    // Every event is stored by the time the run's end is, the last ones in the same
+    // transaction: a joiner elsewhere that sees the run ended has then read all of them.
+    let rest = exec.sink.unstored().await;
     let (status, _) = ended.statuses();
     if let (Err(e), false) = (&ended.result, ended.cancelled()) {
         let span = tracing::Span::current();
@@ -126,7 +127,7 @@ pub(super) async fn finish(mut exec: RunExecution, ended: Ended) {
     if let (Some(url), false) = (&exec.kwargs.webhook, ended.rollback()) {
         crate::webhook::enqueue(&exec.state, url, &exec.run, status, &outcome, ended.started).await;
     }
-    match record(&exec, &ended, status, &outcome).await {
+    match record(&exec, &ended, status, &outcome, rest).await {
         Ok(true) => {}
         Ok(false) => {
             tracing::warn!(run_id = %exec.run_id(), "run was taken over before it finished; outcome dropped");
@@ -203,26 +204,39 @@ async fn latest_state(exec: &RunExecution) -> (Option<Value>, Map<String, Value>
     (values, interrupts)
 }
 
-/// Record the run's status and its thread's outcome; `false` when the run was taken over
-/// (its lease lost) and nothing was written.
+/// Record the run's status and its thread's outcome, with `events`, the run's events not
+/// stored yet; `false` when the run was taken over (its lease lost) and nothing was
+/// written.
 async fn record(
     exec: &RunExecution,
     ended: &Ended,
     status: RunStatus,
     outcome: &ThreadOutcome,
+    events: Vec<RunEventRecord>,
 ) -> DbResult<bool> {
     let (db, worker) = (&exec.state.db, &exec.state.worker_id);
     let (run_id, thread_id) = (exec.run_id(), exec.run.thread_id.as_str());
-    if ended.recorded_early.load(Ordering::SeqCst) && status == RunStatus::Success && !ended.rollback() {
+    let early =
+        ended.recorded_early.load(Ordering::SeqCst) && status == RunStatus::Success && !ended.rollback();
+    let dropped = exec.kwargs.temporary && !lingers(exec);
+    if !(early || ended.rollback() || dropped) {
+        return db
+            .finish_run_with_outcome(run_id, worker, status, thread_id, outcome, events)
+            .await;
+    }
+    // No outcome to record with them: the events go first, on their own.
+    if !events.is_empty() {
+        if let Err(e) = db.append_run_events(run_id, events).await {
+            tracing::warn!(run_id, error = %e, "storing a run's events failed");
+        }
+    }
+    if early {
         Ok(true)
     } else if ended.rollback() {
         let _ = db.delete_run(&exec.kwargs.owner, thread_id, run_id).await;
         db.set_thread_outcome(thread_id, outcome).await.map(|()| true)
-    } else if exec.kwargs.temporary && !lingers(exec) {
-        db.finish_run(run_id, worker, status).await
     } else {
-        db.finish_run_with_outcome(run_id, worker, status, thread_id, outcome)
-            .await
+        db.finish_run(run_id, worker, status).await
     }
 }
 
@@ -301,7 +315,14 @@ pub(super) async fn abandon(
     };
     if let Err(e) = state
         .db
-        .finish_run_with_outcome(run_id, &state.worker_id, RunStatus::Error, thread_id, &outcome)
+        .finish_run_with_outcome(
+            run_id,
+            &state.worker_id,
+            RunStatus::Error,
+            thread_id,
+            &outcome,
+            Vec::new(),
+        )
         .await
     {
         tracing::warn!(run_id, error = %e, "recording a panicked run's end failed");

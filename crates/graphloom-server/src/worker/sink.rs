@@ -1,12 +1,14 @@
 //! Where a run's events go: this process's broker, and for a `stream_resumable` run also
 //! the database, so a client of another replica (or of this server after a restart) can
 //! replay them. Database writes are batched by a task of their own, off the run's path:
-//! the events of a few milliseconds go in one write (a short run's usually in one or
-//! two), and the last ones when the run ends.
+//! the events of a few milliseconds go in one write, and the last ones with the run's end
+//! ([`EventSink::unstored`]), in the transaction that records it: a short run's events
+//! usually all go there.
 
 use crate::broker::RunEventRecord;
 use crate::state::AppState;
 use serde_json::Value;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -25,7 +27,9 @@ pub(super) struct EventSink {
     state: Arc<AppState>,
     run_id: String,
     tx: Option<mpsc::UnboundedSender<RunEventRecord>>,
-    writer: Option<JoinHandle<()>>,
+    /// Set before the sender goes when the caller stores the writer's last batch itself.
+    hand_over: Arc<AtomicBool>,
+    writer: Option<JoinHandle<Vec<RunEventRecord>>>,
 }
 
 impl EventSink {
@@ -36,6 +40,7 @@ impl EventSink {
             state: Arc::clone(state),
             run_id: run_id.to_owned(),
             tx: None,
+            hand_over: Arc::new(AtomicBool::new(false)),
             writer: None,
         };
         if !resumable {
@@ -53,6 +58,7 @@ impl EventSink {
             Arc::clone(state),
             run_id.to_owned(),
             rx,
+            Arc::clone(&sink.hand_over),
         )));
         sink.tx = Some(tx);
         sink
@@ -75,27 +81,57 @@ impl EventSink {
 
     /// Wait until every event is stored.
     pub(super) async fn flush(&mut self) {
+        let rest = self.unstored().await;
+        if rest.is_empty() {
+            return;
+        }
+        if let Err(e) = self.state.db.append_run_events(&self.run_id, rest).await {
+            tracing::warn!(run_id = %self.run_id, error = %e, "storing a run's events failed");
+        }
+    }
+
+    /// End the sink: the events not stored yet, for the caller to store (with the run's
+    /// end); those of earlier batches are stored when this returns. Empty for a run whose
+    /// events are not stored.
+    pub(super) async fn unstored(&mut self) -> Vec<RunEventRecord> {
+        self.hand_over.store(true, Ordering::SeqCst);
         self.tx = None;
-        if let Some(w) = self.writer.take() {
-            let _ = w.await;
+        match self.writer.take() {
+            Some(w) => w.await.unwrap_or_default(),
+            None => Vec::new(),
         }
     }
 }
 
 /// Store a run's events as they come, in batches: from the first event of a batch, what
-/// arrives within [`LINGER`] (or until the run ends) goes with it.
-async fn store_events(state: Arc<AppState>, run_id: String, mut rx: mpsc::UnboundedReceiver<RunEventRecord>) {
+/// arrives within [`LINGER`] goes with it. The batch open when the sink ends is stored here
+/// too, unless `hand_over` is set: it is returned for the caller to store.
+async fn store_events(
+    state: Arc<AppState>,
+    run_id: String,
+    mut rx: mpsc::UnboundedReceiver<RunEventRecord>,
+    hand_over: Arc<AtomicBool>,
+) -> Vec<RunEventRecord> {
     while let Some(first) = rx.recv().await {
         let mut batch = vec![first];
         let until = tokio::time::Instant::now() + LINGER;
+        let mut last = false;
         while batch.len() < BATCH {
             match tokio::time::timeout_at(until, rx.recv()).await {
                 Ok(Some(e)) => batch.push(e),
-                Ok(None) | Err(_) => break,
+                Ok(None) => {
+                    last = true;
+                    break;
+                }
+                Err(_) => break,
             }
+        }
+        if last && hand_over.load(Ordering::SeqCst) {
+            return batch;
         }
         if let Err(e) = state.db.append_run_events(&run_id, batch).await {
             tracing::warn!(run_id = %run_id, error = %e, "storing a run's events failed");
         }
     }
+    Vec::new()
 }

@@ -5,33 +5,48 @@ use super::{exec, text, SqliteDb};
 use crate::error::ServerResultExt;
 use graphloom_server_db::kit::event_record;
 use graphloom_server_db::{DbResult, RunEventRecord};
-use rusqlite::params;
+use rusqlite::{params, Connection};
 
-pub(super) async fn append(db: &SqliteDb, run_id: &str, events: Vec<RunEventRecord>) -> DbResult<()> {
-    let rows = events
-        .into_iter()
-        .map(|e| {
-            Ok((
-                i64::try_from(e.id).unwrap_or(i64::MAX),
-                e.event,
-                text(e.data.as_ref())?,
-            ))
-        })
-        .collect::<DbResult<Vec<_>>>()?;
-    let run_id = run_id.to_owned();
-    db.write(move |c| {
+/// Events as rows to insert, encoded off the writer thread.
+pub(super) struct EventRows(Vec<(i64, String, String)>);
+
+impl EventRows {
+    pub(super) fn new(events: Vec<RunEventRecord>) -> DbResult<Self> {
+        let rows = events
+            .into_iter()
+            .map(|e| {
+                Ok((
+                    i64::try_from(e.id).unwrap_or(i64::MAX),
+                    e.event,
+                    text(e.data.as_ref())?,
+                ))
+            })
+            .collect::<DbResult<Vec<_>>>()?;
+        Ok(Self(rows))
+    }
+
+    /// Insert them as events of run `run_id` (one already stored stays as it is).
+    pub(super) fn insert(self, c: &Connection, run_id: &str) -> DbResult<()> {
+        if self.0.is_empty() {
+            return Ok(());
+        }
         let mut st = c
             .prepare_cached(
                 "INSERT INTO server_run_events (run_id, seq, event, data) VALUES (?1, ?2, ?3, ?4) \
                  ON CONFLICT (run_id, seq) DO NOTHING",
             )
             .db()?;
-        for (seq, event, data) in rows {
+        for (seq, event, data) in self.0 {
             st.execute(params![run_id, seq, event, data]).db()?;
         }
         Ok(())
-    })
-    .await
+    }
+}
+
+pub(super) async fn append(db: &SqliteDb, run_id: &str, events: Vec<RunEventRecord>) -> DbResult<()> {
+    let rows = EventRows::new(events)?;
+    let run_id = run_id.to_owned();
+    db.write(move |c| rows.insert(c, &run_id)).await
 }
 
 /// A run's stored events from `from` on, at most `limit`: a read by key, on this thread.

@@ -277,8 +277,9 @@ impl Db for SqliteDb {
         status: RunStatus,
         thread_id: &str,
         outcome: &ThreadOutcome,
+        events: Vec<RunEventRecord>,
     ) -> DbResult<bool> {
-        runs::finish_with_outcome(self, run_id, worker, status, thread_id, outcome).await
+        runs::finish_with_outcome(self, run_id, worker, status, thread_id, outcome, events).await
     }
 
     async fn finish_run_at_checkpoint(

@@ -1,5 +1,6 @@
 //! The run queue: create (with the multitask strategy), claim, lease, finish, cancel.
 
+use super::events::EventRows;
 use super::rows::QueuedRun;
 use super::threads::{NewThreadRow, OutcomeRow};
 use super::{exec, push_page, scalar, text, SqliteDb};
@@ -8,7 +9,7 @@ use crate::row::{query_all, query_one, FromRow};
 use crate::SqliteDatabase;
 use graphloom_server_db::kit::{after, cancel_action, merge, now_micros, run_status};
 use graphloom_server_db::models::{rfc3339_from_micros, CancelAction, ClaimedRun, Run, RunStatus};
-use graphloom_server_db::{DbError, DbResult, Lease, NewRun, ThreadOutcome};
+use graphloom_server_db::{DbError, DbResult, Lease, NewRun, RunEventRecord, ThreadOutcome};
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::{Map, Value};
@@ -354,14 +355,17 @@ pub(super) async fn finish_with_outcome(
     status: RunStatus,
     thread_id: &str,
     outcome: &ThreadOutcome,
+    events: Vec<RunEventRecord>,
 ) -> DbResult<bool> {
     let row = OutcomeRow::new(outcome)?;
+    let events = EventRows::new(events)?;
     let (run_id, worker, thread_id) = (run_id.to_owned(), worker.to_owned(), thread_id.to_owned());
     db.write(move |c| {
         let now = now_micros();
         if end(c, &run_id, &worker, status, now)? == 0 {
             return Ok(false);
         }
+        events.insert(c, &run_id)?;
         row.write(c, &thread_id, now)?;
         Ok(true)
     })
