@@ -59,6 +59,7 @@ pub(crate) fn query_one<T: FromRow>(
 }
 
 /// Every row of a query (cached), as `T`s: for a query whose text is one of a few.
+#[cfg_attr(not(feature = "server"), allow(dead_code))]
 pub(crate) fn query_all<T: FromRow>(
     conn: &Connection,
     sql: &str,
