@@ -33,6 +33,16 @@ function within(promise, ms, what) {
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
+/** Whether `cond()` holds within `ms` (asked every 20 ms). */
+async function eventually(cond, ms) {
+  const until = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > until) return false;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return true;
+}
+
 const terminalOf = (events) => events.filter(isRootTerminal).at(-1)?.params.data.event;
 const isRootTerminal = (e) =>
   e.method === "lifecycle" && e.params.namespace.length === 0 && ["completed", "interrupted", "failed"].includes(e.params.data.event);
@@ -96,6 +106,12 @@ async function conversation(transport) {
   const sub = await thread.subscribe({ channels: ["lifecycle", "input", "values", "tools", "custom", "updates", "checkpoints"] });
   await within(ended(1), 20000, `${tag}first run`);
   await untilTerminal(sub, `${tag}first run's subscription`);
+  // The SDK opens a stream for the subscription that replays the run from its start; a run
+  // that reached its end first, on the stream run.start opened, ends `sub` before that
+  // replay is read. What graphloom adds comes on the replay: wait for it (the checks below
+  // say what is missing).
+  const replayed = ["custom", "updates", "checkpoints"];
+  if (!reference) await eventually(() => replayed.every((m) => all.some((e) => e.method === m)), 10000);
   const first = [...all];
   await within(collect, 10000, `${tag}messages projection`);
   await within(tools, 10000, `${tag}toolCalls projection`);
