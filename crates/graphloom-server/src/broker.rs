@@ -9,14 +9,15 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
+use crate::models::RunStatus;
 pub use graphloom_server_db::RunEventRecord;
 
 struct Log {
     /// Events from id `base` on (those before were dropped).
     events: Vec<RunEventRecord>,
     base: u64,
-    /// The body of `runs/wait`, set when the run ends.
-    outcome: Option<Value>,
+    /// The run's final status and the body of `runs/wait`, set when the run ends.
+    outcome: Option<(RunStatus, Value)>,
     ended_at: Option<Instant>,
     /// Not replayable (executed with `reset(.., false)` or ended with
     /// [`Broker::finish_unreplayable`]): events nobody reads are not kept, and the log
@@ -145,8 +146,8 @@ enum End {
 pub enum Next {
     /// Events after the cursor.
     Events(Vec<RunEventRecord>),
-    /// The run ended and every event was read; its `runs/wait` body.
-    End(Value),
+    /// The run ended and every event was read; its final status.
+    End(RunStatus),
 }
 
 impl Broker {
@@ -274,17 +275,18 @@ impl Broker {
         e.notify.notify_waiters();
     }
 
-    /// Mark the run ended with its `runs/wait` body. A new attempt of the same run (after a
-    /// takeover) may `open` and push again: `reset` clears the end first.
-    pub fn finish(&self, run_id: &str, outcome: Value) {
-        self.end(run_id, outcome, End::Kept);
+    /// Mark the run ended with its final status and its `runs/wait` body. A new attempt of
+    /// the same run (after a takeover) may `open` and push again: `reset` clears the end
+    /// first.
+    pub fn finish(&self, run_id: &str, status: RunStatus, outcome: Value) {
+        self.end(run_id, (status, outcome), End::Kept);
     }
 
     /// [`finish`](Self::finish) a run whose events nobody may replay (not
     /// `stream_resumable`): its log goes as soon as no [`Reader`] holds the run (readers
     /// that hold it still get the outcome; later joiners read it from the database).
-    pub fn finish_unreplayable(&self, run_id: &str, outcome: Value) {
-        self.end(run_id, outcome, End::Unreplayable);
+    pub fn finish_unreplayable(&self, run_id: &str, status: RunStatus, outcome: Value) {
+        self.end(run_id, (status, outcome), End::Unreplayable);
     }
 
     /// [`finish`](Self::finish) a replayable run whose every event is stored in the
@@ -292,11 +294,11 @@ impl Broker {
     /// run's does; later joiners and reconnects replay it from the database ([`Broker::next`]
     /// answers `None` for events no longer here). So the memory held is that of the runs
     /// in flight and of their readers, not of the runs per second times [`KEEP_AFTER_END`].
-    pub fn finish_stored(&self, run_id: &str, outcome: Value) {
-        self.end(run_id, outcome, End::Stored);
+    pub fn finish_stored(&self, run_id: &str, status: RunStatus, outcome: Value) {
+        self.end(run_id, (status, outcome), End::Stored);
     }
 
-    fn end(&self, run_id: &str, outcome: Value, how: End) {
+    fn end(&self, run_id: &str, outcome: (RunStatus, Value), how: End) {
         let Some(e) = self.entry(run_id) else { return };
         let goes = {
             let mut log = e.log.lock().unwrap_or_else(PoisonError::into_inner);
@@ -387,8 +389,8 @@ impl Broker {
                 if from < log.events.len() {
                     return Some(Next::Events(log.events[from..].to_vec()));
                 }
-                if let Some(out) = &log.outcome {
-                    return Some(Next::End(out.clone()));
+                if let Some((status, _)) = &log.outcome {
+                    return Some(Next::End(*status));
                 }
             }
             if tokio::time::timeout_at(deadline, notified).await.is_err() {
@@ -429,7 +431,7 @@ impl Reader {
                 if log.handed_off {
                     return None;
                 }
-                if let Some(out) = &log.outcome {
+                if let Some((_, out)) = &log.outcome {
                     return Some(out.clone());
                 }
             }
@@ -515,11 +517,12 @@ mod tests {
             Some(Next::Events(ev)) => assert_eq!((ev[0].id, ev[0].event.as_str()), (1, "updates")),
             other => panic!("{other:?}"),
         }
-        b.finish("r", json!({"a": 2}));
+        b.finish("r", RunStatus::Interrupted, json!({"a": 2}));
         match b.next("r", 2, Duration::from_secs(1)).await {
-            Some(Next::End(v)) => assert_eq!(v, json!({"a": 2})),
+            Some(Next::End(s)) => assert_eq!(s, RunStatus::Interrupted),
             other => panic!("{other:?}"),
         }
+        assert_eq!(b.outcome("r").await, Some(json!({"a": 2})));
         assert!(b.next("unknown", 0, Duration::from_millis(1)).await.is_none());
     }
 
@@ -532,7 +535,7 @@ mod tests {
         b.open("quiet");
         b.reset("quiet", true);
         b.push("quiet", "values".into(), json!({"a": 1}));
-        b.finish_stored("quiet", json!({"a": 1}));
+        b.finish_stored("quiet", RunStatus::Success, json!({"a": 1}));
         assert!(!b.knows("quiet") && b.held() == 0);
         assert!(b.next("quiet", 0, Duration::from_millis(10)).await.is_none());
 
@@ -541,7 +544,7 @@ mod tests {
         let reader = b.reader("read").unwrap();
         b.push("read", "values".into(), json!({"a": 1}));
         b.push("read", "values".into(), json!({"a": 2}));
-        b.finish_stored("read", json!({"a": 2}));
+        b.finish_stored("read", RunStatus::Success, json!({"a": 2}));
         // The reader replays from the start while it holds the run.
         match b.next("read", 0, Duration::from_millis(10)).await {
             Some(Next::Events(ev)) => assert_eq!(ev.iter().map(|e| e.id).collect::<Vec<_>>(), [0, 1]),
@@ -563,7 +566,7 @@ mod tests {
         // Executed again (a takeover): kept as any running log until its new end.
         b.open("again");
         b.reset("again", true);
-        b.finish_stored("again", json!({}));
+        b.finish_stored("again", RunStatus::Success, json!({}));
         b.open("again");
         b.reset("again", true);
         b.push("again", "values".into(), json!({"a": 1}));
@@ -582,7 +585,7 @@ mod tests {
         b.open("quiet");
         b.reset("quiet", false);
         b.push("quiet", "values".into(), json!({"a": 1}));
-        b.finish_unreplayable("quiet", json!({"a": 1}));
+        b.finish_unreplayable("quiet", RunStatus::Success, json!({"a": 1}));
         assert!(!b.knows("quiet"));
         assert!(b.next("quiet", 0, Duration::from_millis(10)).await.is_none());
         assert_eq!(b.outcome("quiet").await, None);
@@ -592,7 +595,7 @@ mod tests {
         let reader = b.reader("read").unwrap();
         b.push("read", "values".into(), json!({"a": 1}));
         b.push("read", "values".into(), json!({"a": 2}));
-        b.finish_unreplayable("read", json!({"a": 2}));
+        b.finish_unreplayable("read", RunStatus::Success, json!({"a": 2}));
         match b.next("read", 1, Duration::from_millis(10)).await {
             Some(Next::Events(ev)) => assert_eq!((ev.len(), ev[0].id), (1, 1)),
             other => panic!("{other:?}"),
@@ -608,7 +611,7 @@ mod tests {
         // A replayable run keeps its events after its end, until the sweep.
         b.open("kept");
         b.push("kept", "values".into(), json!({"a": 1}));
-        b.finish("kept", json!({"a": 1}));
+        b.finish("kept", RunStatus::Success, json!({"a": 1}));
         assert!(matches!(
             b.next("kept", 0, Duration::from_millis(10)).await,
             Some(Next::Events(_))
@@ -633,7 +636,7 @@ mod tests {
         })
         .await
         .unwrap();
-        b.finish_unreplayable("r", json!({"done": true}));
+        b.finish_unreplayable("r", RunStatus::Success, json!({"done": true}));
         let got = tokio::time::timeout(Duration::from_secs(5), waiter)
             .await
             .unwrap()
@@ -660,7 +663,7 @@ mod tests {
             Some(Next::Events(ev)) => assert_eq!((ev.len(), ev[0].id), (1, 2)),
             other => panic!("{other:?}"),
         }
-        b.finish_unreplayable("r", json!({"a": 3}));
+        b.finish_unreplayable("r", RunStatus::Success, json!({"a": 3}));
         drop(reader);
         assert!(b.knows("r"), "the waiter still holds it");
         assert_eq!(waiter.outcome().await, Some(json!({"a": 3})));
@@ -702,7 +705,7 @@ mod tests {
             b.open(&id);
             b.reset(&id, false);
             b.push(&id, "values".into(), json!({"i": i}));
-            b.finish_unreplayable(&id, json!({"i": i}));
+            b.finish_unreplayable(&id, RunStatus::Success, json!({"i": i}));
         }
         assert_eq!(b.held(), 1);
     }
@@ -716,7 +719,7 @@ mod tests {
         assert!(b.knows("r") && !b.executes_here("r"));
         b.reset("r", true);
         assert!(b.executes_here("r"));
-        b.finish("r", json!({}));
+        b.finish("r", RunStatus::Success, json!({}));
         assert!(b.executes_here("r"));
         b.open("h");
         b.reset("h", true);

@@ -57,7 +57,8 @@ pub(super) fn sse_response(
 ) -> Response {
     let with_ids = from.resumable;
     let frames = events::follow(state, owner, run, from);
-    let bytes = frames.map(move |frame| Ok::<_, Infallible>(sse_bytes(&frame, with_ids)));
+    let bytes = frames
+        .filter_map(move |frame| std::future::ready(sse_bytes(&frame, with_ids).map(Ok::<_, Infallible>)));
     let mut res = Response::new(Body::from_stream(bytes));
     *res.headers_mut() = headers;
     let h = res.headers_mut();
@@ -69,8 +70,9 @@ pub(super) fn sse_response(
     res
 }
 
-/// A frame as SSE text; events carry their ids when `with_ids`.
-fn sse_bytes(frame: &Frame, with_ids: bool) -> Bytes {
+/// A frame as SSE text (none for a frame that writes nothing); events carry their ids when
+/// `with_ids`.
+fn sse_bytes(frame: &Frame, with_ids: bool) -> Option<Bytes> {
     match frame {
         Frame::Events(evs) => {
             let mut out = String::new();
@@ -82,10 +84,10 @@ fn sse_bytes(frame: &Frame, with_ids: bool) -> Bytes {
                     with_ids.then_some(id.as_str()),
                 ));
             }
-            Bytes::from(out)
+            Some(Bytes::from(out))
         }
-        Frame::KeepAlive => Bytes::from_static(wire::HEARTBEAT.as_bytes()),
-        Frame::Pending => Bytes::new(),
-        Frame::Last { event, data } => Bytes::from(wire::sse_frame(event, data, None)),
+        Frame::KeepAlive => Some(Bytes::from_static(wire::HEARTBEAT.as_bytes())),
+        Frame::Pending | Frame::Ended(_) => None,
+        Frame::Last { event, data } => Some(Bytes::from(wire::sse_frame(event, data, None))),
     }
 }

@@ -276,9 +276,9 @@ async fn close(exec: &RunExecution, ended: &Ended, status: RunStatus) {
     if exec.kwargs.stream_resumable {
         // Its events were stored before its end was recorded (see `finish`): replays
         // after this read them from the database.
-        state.broker.finish_stored(exec.run_id(), body);
+        state.broker.finish_stored(exec.run_id(), status, body);
     } else {
-        state.broker.finish_unreplayable(exec.run_id(), body);
+        state.broker.finish_unreplayable(exec.run_id(), status, body);
     }
 }
 
@@ -291,7 +291,9 @@ pub(super) async fn refuse(state: &Arc<AppState>, run_id: &str, sink: &mut Event
         .db
         .finish_run(run_id, &state.worker_id, RunStatus::Error)
         .await;
-    state.broker.finish(run_id, json!({"__error__": err}));
+    state
+        .broker
+        .finish(run_id, RunStatus::Error, json!({"__error__": err}));
 }
 
 /// End a run whose execution panicked here: the run and its thread are marked failed (a
@@ -332,7 +334,9 @@ pub(super) async fn abandon(
         let _ = state.db.delete_thread_any(thread_id).await;
     }
     state.broker.push(run_id, "error".into(), err.clone());
-    state.broker.finish(run_id, json!({"__error__": err}));
+    state
+        .broker
+        .finish(run_id, RunStatus::Error, json!({"__error__": err}));
 }
 
 /// The completion hook of a run: records `success` and the final values with the run's

@@ -4,7 +4,7 @@
 
 use super::{settled_body, wait_outcome};
 use crate::broker::{Next, Reader, RunEventRecord};
-use crate::models::{CancelAction, Run};
+use crate::models::{CancelAction, Run, RunStatus};
 use crate::state::AppRef;
 use futures::Stream;
 use serde_json::Value;
@@ -21,6 +21,9 @@ pub(crate) enum Frame {
     KeepAlive,
     /// Nothing yet; the follower polls again soon.
     Pending,
+    /// The run ended here with this status (the last frame before the stream's end;
+    /// a run followed through the database ends without it).
+    Ended(RunStatus),
     /// The run ended elsewhere: one last event without id (`values` or `error`).
     Last {
         /// The event name.
@@ -185,9 +188,9 @@ impl Follower {
                 self.quiet = Duration::ZERO;
                 Some(self.advance(evs))
             }
-            Some(Next::End(_)) => {
+            Some(Next::End(status)) => {
                 self.guard.done = true;
-                None
+                Some(Frame::Ended(status))
             }
             None if self.resumable => self.read_stored().await,
             None => Some(self.await_end().await),

@@ -4,7 +4,7 @@
 //! events by a [`RunTranslator`]; then the thread's next runs, as they are queued.
 
 use super::commands::TranslatedRun;
-use super::{all_runs, graph_name, run_status};
+use super::{all_runs, resumable_and_graph, run_status};
 use crate::broker::RunEventRecord;
 use crate::models::Run;
 use crate::protocol::signals::Followed;
@@ -196,6 +196,11 @@ impl ThreadFollower {
                 out.extend(cur.translator.push(&r));
                 cur.cursor += 1;
             }
+            // Ended here: the log has the status the run's end recorded.
+            Some(Frame::Ended(status)) => {
+                out.extend(cur.translator.finish(cur.cursor, status));
+                self.current = None;
+            }
             None => {
                 let status = run_status(&self.state, &self.owner, &cur.run).await;
                 out.extend(cur.translator.finish(cur.cursor, status));
@@ -224,7 +229,7 @@ impl ThreadFollower {
             next += 1;
             self.next = Some(next);
             let run = runs.get(usize::try_from(ordinal).ok()?)?.clone();
-            let resumable = is_resumable(&run);
+            let (resumable, graph) = resumable_and_graph(&run);
             // This process's log of a run queued while the thread was followed is held
             // from its start.
             let held = self.wake.holds(&run.run_id);
@@ -249,7 +254,7 @@ impl ThreadFollower {
                 cancel_on_disconnect: false,
             };
             let frames = events::follow(self.state.clone(), self.owner.clone(), run.clone(), from).boxed();
-            let translator = RunTranslator::new(run.run_id.clone(), ordinal, graph_name(&run));
+            let translator = RunTranslator::new(run.run_id.clone(), ordinal, graph);
             let run_id = run.run_id.clone();
             self.current = Some(Current {
                 run,

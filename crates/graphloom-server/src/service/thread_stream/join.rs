@@ -139,7 +139,7 @@ impl Joiner {
                 }
             }
             Some(Frame::KeepAlive) => self.queue.push_back(JoinItem::KeepAlive),
-            Some(Frame::Pending) => {}
+            Some(Frame::Pending | Frame::Ended(_)) => {}
             Some(Frame::Last { event, data }) => self.queue.push_back(JoinItem::Event {
                 id: None,
                 event: event.to_owned(),

@@ -44,7 +44,16 @@ pub(crate) async fn all_runs(state: &AppState, owner: &str, thread_id: &str) -> 
 
 /// The graph a run runs (the `graph_name` of its root lifecycle events).
 pub(crate) fn graph_name(run: &Run) -> String {
-    RunKwargs::of(&run.kwargs).map_or_else(|_| run.assistant_id.clone(), |k| k.graph_id)
+    resumable_and_graph(run).1
+}
+
+/// Whether a run keeps its events for replay (`stream_resumable`), and the graph it runs:
+/// its kwargs read once for both.
+pub(crate) fn resumable_and_graph(run: &Run) -> (bool, String) {
+    match RunKwargs::of(&run.kwargs) {
+        Ok(k) => (k.stream_resumable, k.graph_id),
+        Err(_) => (false, run.assistant_id.clone()),
+    }
 }
 
 /// A run's status as the database has it now (its last known one when it cannot say).
