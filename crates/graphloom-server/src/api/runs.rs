@@ -34,6 +34,7 @@ async fn enqueue(
         request: b.request,
         delay: b.delay,
         hold,
+        read: None,
     };
     runs::enqueue(state, submit).await
 }

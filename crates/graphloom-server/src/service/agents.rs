@@ -155,6 +155,7 @@ pub(crate) async fn start(
         request,
         delay: None,
         hold: Hold::Outcome,
+        read: None,
     };
     // The run carries the whole identity (permissions, claims) into its config.
     let Enqueued { run, reader, .. } =

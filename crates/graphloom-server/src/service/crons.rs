@@ -268,6 +268,7 @@ async fn fire(state: &AppRef, d: DueCron) {
         request,
         delay: None,
         hold: Hold::Nothing,
+        read: None,
     };
     match runs::enqueue_tick(state, submit, &tick).await {
         Ok(Ok(e)) => {

@@ -29,6 +29,8 @@ pub(crate) struct Submit {
     /// What to hold of the run before it can start (a run nobody holds keeps no events,
     /// and its log goes as it ends).
     pub hold: Hold,
+    /// The thread as the caller has just read it (it is not read again); `None`: read it.
+    pub read: Option<Thread>,
 }
 
 /// What a caller of [`enqueue()`] holds of the run from its creation on.
@@ -178,6 +180,9 @@ async fn thread_of(state: &AppRef, s: &Submit, assistant: &Assistant) -> ApiResu
         let t = threads::new_thread(uuid::Uuid::now_v7().to_string(), meta(), None);
         return Ok((t, true));
     };
+    if let Some(t) = &s.read {
+        return Ok((t.clone(), false));
+    }
     if let Some(t) = state.db.get_thread(&s.owner, id).await? {
         return Ok((t, false));
     }

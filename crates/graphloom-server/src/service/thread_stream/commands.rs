@@ -4,7 +4,7 @@
 
 use super::{all_runs, graph_name, run_status};
 use crate::broker::Next;
-use crate::models::{MultitaskStrategy, Run, ThreadStatus};
+use crate::models::{MultitaskStrategy, Run, Thread, ThreadStatus};
 use crate::protocol::translate::RunTranslator;
 use crate::protocol::{ErrorCode, Event, ProtocolError};
 use crate::run::{Command, IfNotExists, OneOrMany, RunRequest};
@@ -51,12 +51,23 @@ fn protocol_run(mut r: RunRequest) -> RunRequest {
 
 /// Queue `request` on the thread and wake the thread's followers here.
 async fn submit(ctx: &Ctx<'_>, request: RunRequest, delay: Option<Duration>) -> Result<Run> {
+    submit_read(ctx, request, delay, None).await
+}
+
+/// [`submit`], with the thread as the caller has just read it (`None`: it is read).
+async fn submit_read(
+    ctx: &Ctx<'_>,
+    request: RunRequest,
+    delay: Option<Duration>,
+    read: Option<Thread>,
+) -> Result<Run> {
     let submit = Submit {
         owner: ctx.owner.to_owned(),
         thread_id: Some(ctx.thread_id.to_owned()),
         request: protocol_run(request),
         delay,
         hold: Hold::Nothing,
+        read,
     };
     let run = enqueue(ctx.state, submit).await?.run;
     ctx.state.thread_signals.notify(ctx.thread_id);
@@ -100,7 +111,7 @@ pub(crate) async fn start(ctx: &Ctx<'_>, mut request: RunRequest, delay: Option<
             ..Command::default()
         });
     }
-    submit(ctx, request, delay).await
+    submit_read(ctx, request, delay, thread).await
 }
 
 /// The assistant of the thread's latest run, for commands that name none.
