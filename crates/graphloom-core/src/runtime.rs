@@ -268,7 +268,7 @@ impl Runtime {
         if let Value::Object(m) = &mut meta {
             m.extend(extra);
         }
-        let data = json!([chunk, meta]);
+        let data = Value::Array(vec![chunk, meta]);
         self.ctx
             .run
             .emit(&self.ctx.ns, StreamMode::Messages, StreamData::Json(data));
@@ -283,7 +283,7 @@ impl Runtime {
         if !self.ctx.run.mark_message_seen(id) {
             return;
         }
-        let data = json!([message, self.metadata()]);
+        let data = Value::Array(vec![message, self.metadata()]);
         self.ctx
             .run
             .emit(&self.ctx.ns, StreamMode::Messages, StreamData::Json(data));

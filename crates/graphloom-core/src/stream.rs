@@ -157,6 +157,16 @@ impl StreamPart {
             StreamData::Event(e) => encode_field("event", e),
         }
     }
+    /// [`data_json`](Self::data_json), moving a JSON payload out instead of copying it.
+    ///
+    /// # Errors
+    /// As [`data_json`](Self::data_json).
+    pub fn into_data_json(self) -> Result<Value, StateError> {
+        match self.data {
+            StreamData::Json(v) => Ok(v),
+            data => Self { data, ..self }.data_json(),
+        }
+    }
     /// The event, if this is an `events` part.
     #[must_use]
     pub fn event(&self) -> Option<&crate::events::StreamEvent> {

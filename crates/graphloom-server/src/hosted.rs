@@ -588,17 +588,16 @@ impl<S: State> HostedGraph for CompiledGraph<S> {
         CompiledGraph::stream(self, input, config, opts)
             .filter_map(|ev| async move {
                 match ev {
-                    RunEvent::Part(part) => match part.data_json() {
-                        Ok(data) => Some(JsonRunEvent::Part {
-                            mode: part.mode,
-                            ns: part.ns,
-                            data,
-                        }),
-                        Err(e) => {
-                            tracing::warn!(mode = part.mode.as_str(), error = %e, "stream part is not JSON; dropped");
-                            None
+                    RunEvent::Part(mut part) => {
+                        let (mode, ns) = (part.mode, std::mem::take(&mut part.ns));
+                        match part.into_data_json() {
+                            Ok(data) => Some(JsonRunEvent::Part { mode, ns, data }),
+                            Err(e) => {
+                                tracing::warn!(mode = mode.as_str(), error = %e, "stream part is not JSON; dropped");
+                                None
+                            }
                         }
-                    },
+                    }
                     RunEvent::End(out) => Some(JsonRunEvent::End(out.and_then(output_json))),
                 }
             })

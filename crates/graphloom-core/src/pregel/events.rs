@@ -21,14 +21,17 @@ impl<S: State> Loop<S> {
             .iter()
             .map(|t| json!({"id": t.id, "name": t.node, "interrupts": []}))
             .collect();
-        let payload = json!({
+        let mut payload = json!({
             "config": {"configurable": {"thread_id": self.cfg.thread_id, "checkpoint_ns": self.ns_str, "checkpoint_id": self.ls.checkpoint_id}},
             "parent_config": self.event_parent.as_ref().map(|id| json!({"configurable": {"thread_id": self.cfg.thread_id, "checkpoint_ns": self.ns_str, "checkpoint_id": id}})),
-            "values": self.ls.state.to_json().unwrap_or(Value::Null),
             "metadata": {"source": "loop", "step": self.ls.step},
             "next": next,
-            "tasks": tasks,
         });
+        // The state and the tasks move in (`json!` would serialize a copy of each).
+        if let Value::Object(m) = &mut payload {
+            m.insert("values".into(), self.ls.state.to_json().unwrap_or(Value::Null));
+            m.insert("tasks".into(), Value::Array(tasks));
+        }
         if wants_dbg {
             let p = payload.clone();
             self.run.emit(&self.ns, StreamMode::Debug, StreamData::Json(json!({"step": self.ls.step, "timestamp": checkpoint::now_rfc3339(), "type": "checkpoint", "payload": p})));

@@ -330,7 +330,9 @@ impl<S: State> TaskRun<S> {
         ev.stream(output.clone());
         ev.end(output.clone());
         if let (Some(graph), true) = (&self.events, self.ns.is_empty()) {
-            graph.stream(json!({ self.task.node.clone(): output }));
+            let mut m = serde_json::Map::new();
+            m.insert(self.task.node.clone(), output);
+            graph.stream(Value::Object(m));
         }
     }
 

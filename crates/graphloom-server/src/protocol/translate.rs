@@ -133,7 +133,9 @@ impl RunTranslator {
                 let data = if named {
                     Arc::clone(&rec.data)
                 } else {
-                    Arc::new(json!({"payload": Value::clone(&rec.data)}))
+                    let mut m = Map::new();
+                    m.insert("payload".into(), Value::clone(&rec.data));
+                    Arc::new(Value::Object(m))
                 };
                 self.emit(&mut out, Method::Custom, &ns, None, data);
             }
@@ -315,7 +317,10 @@ impl RunTranslator {
                 self.emit(out, Method::Messages, ns, Some(node), e);
             }
             self.tool_events(ns, node, upd, out);
-            let update = json!({"node": node, "values": upd});
+            let mut update = Map::new();
+            update.insert("node".into(), Value::String(node.clone()));
+            update.insert("values".into(), upd.clone());
+            let update = Value::Object(update);
             self.emit(out, Method::Updates, ns, Some(node), update);
             self.close_children(ns, node, out);
         }

@@ -154,17 +154,25 @@ impl WireEncoder {
     }
 
     /// The wire events for one run event, in order.
-    pub fn encode(&mut self, ev: &JsonRunEvent) -> Vec<(String, Value)> {
-        let mut out = Vec::new();
+    pub fn encode(&mut self, ev: JsonRunEvent) -> Vec<(String, Value)> {
         match ev {
-            JsonRunEvent::Part { mode, ns, data } => self.part(*mode, ns, data, &mut out),
-            JsonRunEvent::End(Ok(_)) => {}
-            JsonRunEvent::End(Err(e)) => out.push(("error".to_owned(), error_json(e))),
+            JsonRunEvent::Part { mode, ns, data } => self.part(mode, &ns, data),
+            JsonRunEvent::End(r) => Self::end(&r),
         }
-        out
     }
 
-    fn part(&mut self, mode: StreamMode, ns: &[String], data: &Value, out: &mut Vec<(String, Value)>) {
+    /// The wire events for the run's end: an `error` event when it failed.
+    #[must_use]
+    pub fn end(r: &Result<JsonRunOutput, Error>) -> Vec<(String, Value)> {
+        match r {
+            Ok(_) => Vec::new(),
+            Err(e) => vec![("error".to_owned(), error_json(e))],
+        }
+    }
+
+    /// The wire events for one part of the run's stream (its payload moves into them).
+    pub fn part(&mut self, mode: StreamMode, ns: &[String], data: Value) -> Vec<(String, Value)> {
+        let mut out = Vec::new();
         let name = |base: &str| {
             if ns.is_empty() {
                 base.to_owned()
@@ -174,38 +182,45 @@ impl WireEncoder {
         };
         let m = self.modes;
         match mode {
-            StreamMode::Values if m.values => out.push((name("values"), data.clone())),
+            StreamMode::Values if m.values => out.push((name("values"), data)),
             StreamMode::Updates => {
                 if m.updates {
-                    out.push((name("updates"), data.clone()));
-                } else if is_interrupt(data) {
-                    out.push((name("values"), data.clone()));
+                    out.push((name("updates"), data));
+                } else if is_interrupt(&data) {
+                    out.push((name("values"), data));
                 }
             }
             StreamMode::Messages => {
                 let (chunk, meta) = match data {
-                    Value::Array(pair) if pair.len() == 2 => (pair[0].clone(), pair[1].clone()),
-                    other => (other.clone(), Value::Null),
+                    Value::Array(mut pair) if pair.len() == 2 => {
+                        let meta = pair.pop().unwrap_or(Value::Null);
+                        (pair.pop().unwrap_or(Value::Null), meta)
+                    }
+                    other => (other, Value::Null),
                 };
                 let meta = self.message_meta(meta);
-                if m.messages_tuple {
-                    out.push((name("messages"), json!([chunk, meta])));
-                }
-                if m.messages {
-                    self.accumulate(chunk, &meta, &name, out);
+                match (m.messages_tuple, m.messages) {
+                    (true, true) => {
+                        out.push((name("messages"), Value::Array(vec![chunk.clone(), meta.clone()])));
+                        self.accumulate(chunk, &meta, &name, &mut out);
+                    }
+                    (true, false) => out.push((name("messages"), Value::Array(vec![chunk, meta]))),
+                    (false, true) => self.accumulate(chunk, &meta, &name, &mut out),
+                    (false, false) => {}
                 }
             }
-            StreamMode::Custom if m.custom => out.push((name("custom"), data.clone())),
-            StreamMode::Tasks if m.tasks => out.push((name("tasks"), data.clone())),
+            StreamMode::Custom if m.custom => out.push((name("custom"), data)),
+            StreamMode::Tasks if m.tasks => out.push((name("tasks"), data)),
             StreamMode::Events if m.events => {
                 if let Some(ev) = self.event(data) {
                     out.push(("events".to_owned(), ev));
                 }
             }
-            StreamMode::Checkpoints if m.checkpoints => out.push((name("checkpoints"), data.clone())),
-            StreamMode::Debug if m.debug => out.push((name("debug"), data.clone())),
+            StreamMode::Checkpoints if m.checkpoints => out.push((name("checkpoints"), data)),
+            StreamMode::Debug if m.debug => out.push((name("debug"), data)),
             _ => {}
         }
+        out
     }
 
     fn run_id(&self) -> Value {
@@ -215,8 +230,7 @@ impl WireEncoder {
     /// An `events` part as LangGraph Server sends it: the graph's own run named after the
     /// graph id, without its `on_chain_stream` events, and the run's metadata under every
     /// event's own. `None` for a part to leave out.
-    fn event(&self, data: &Value) -> Option<Value> {
-        let mut ev = data.clone();
+    fn event(&self, mut ev: Value) -> Option<Value> {
         let root = ev
             .get("run_id")
             .is_some_and(|id| Some(id) == self.run_meta.get("run_id"))

@@ -44,7 +44,7 @@ async fn wire(
     let mut out = Vec::new();
     let mut s = g.stream(req);
     while let Some(ev) = s.next().await {
-        out.extend(enc.encode(&ev));
+        out.extend(enc.encode(ev));
     }
     out
 }

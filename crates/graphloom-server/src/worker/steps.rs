@@ -225,23 +225,25 @@ async fn stream(
     let mut result = None;
     let mut events = exec.graph.stream(req);
     while let Some(ev) = events.next().await {
-        match &ev {
+        let wire = match ev {
             JsonRunEvent::Part { mode, ns, data } => {
-                if *mode == StreamMode::Updates && ns.is_empty() {
-                    count_usage(&exec.state, data);
+                if mode == StreamMode::Updates && ns.is_empty() {
+                    count_usage(&exec.state, &data);
                 }
-                if !requested.contains(mode) {
+                if !requested.contains(&mode) {
                     continue;
                 }
+                encoder.part(mode, &ns, data)
             }
             JsonRunEvent::End(_) if watch.lost() => break,
-            JsonRunEvent::End(_) => {}
-        }
-        for (name, data) in encoder.encode(&ev) {
+            JsonRunEvent::End(r) => {
+                let wire = WireEncoder::end(&r);
+                result = Some(r);
+                wire
+            }
+        };
+        for (name, data) in wire {
             exec.sink.push(name, data);
-        }
-        if let JsonRunEvent::End(r) = ev {
-            result = Some(r);
         }
     }
     result
