@@ -140,8 +140,10 @@ impl RunTranslator {
                 self.emit(&mut out, Method::Custom, &ns, None, data);
             }
             "checkpoints" => {
-                let cfg_id =
-                    |c: Option<&Value>| c.and_then(|c| c.pointer("/configurable/checkpoint_id")).cloned();
+                let cfg_id = |c: Option<&Value>| {
+                    c.and_then(|c| c.get("configurable")?.get("checkpoint_id"))
+                        .cloned()
+                };
                 let mut env = Map::new();
                 env.insert("id".into(), cfg_id(rec.data.get("config")).unwrap_or(Value::Null));
                 if let Some(p) = cfg_id(rec.data.get("parent_config")).filter(|p| !p.is_null()) {

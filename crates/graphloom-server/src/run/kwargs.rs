@@ -94,6 +94,28 @@ fn default_modes() -> Vec<WireMode> {
     vec![WireMode::Values]
 }
 
+/// What the readers of a run's events need of its kwargs, read without the rest (the
+/// input, the config): whether its events are kept for replay, and its graph. The fields
+/// are [`RunKwargs`]' own.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+pub struct StreamFacts {
+    /// [`RunKwargs::stream_resumable`].
+    #[serde(default)]
+    pub stream_resumable: bool,
+    /// [`RunKwargs::graph_id`].
+    #[serde(default)]
+    pub graph_id: String,
+}
+
+impl StreamFacts {
+    /// The facts of a run row's kwargs; `None` when they are not an object of the
+    /// kwargs' shape.
+    #[must_use]
+    pub fn of(kwargs: &Value) -> Option<Self> {
+        Self::deserialize(kwargs).ok()
+    }
+}
+
 impl RunKwargs {
     /// The kwargs of a run row.
     ///
@@ -205,6 +227,25 @@ mod tests {
         assert_eq!(req.metadata["graph_id"], "echo");
         assert!(req.input.is_some());
         assert!(kw.graph_request("r1", "t1", true).input.is_none());
+    }
+
+    /// The two facts a stream reads are the kwargs' own, read from the row as written.
+    #[test]
+    fn stream_facts_read_the_kwargs_fields() {
+        let kw = RunKwargs {
+            stream_resumable: true,
+            graph_id: "echo".into(),
+            input: Some(json!({"n": 1})),
+            ..RunKwargs::default()
+        };
+        let facts = StreamFacts::of(&kw.to_value()).unwrap();
+        assert_eq!((facts.stream_resumable, facts.graph_id.as_str()), (true, "echo"));
+        assert_eq!(
+            StreamFacts::of(&json!({"input": 1})),
+            Some(StreamFacts::default())
+        );
+        assert_eq!(StreamFacts::of(&json!({"stream_resumable": "yes"})), None);
+        assert_eq!(StreamFacts::of(&json!(7)), None);
     }
 
     /// A row of only the keys an older server or a test wrote.

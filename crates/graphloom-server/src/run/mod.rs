@@ -10,7 +10,7 @@ mod kwargs;
 mod options;
 mod request;
 
-pub use kwargs::{KwargsError, RunConfig, RunKwargs};
+pub use kwargs::{KwargsError, RunConfig, RunKwargs, StreamFacts};
 pub use options::{
     CheckpointRef, Command, Durability, GotoTarget, IfNotExists, NodeSelection, OnCompletion, OnDisconnect,
     OneOrMany,

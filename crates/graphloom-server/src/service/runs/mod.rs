@@ -9,7 +9,7 @@ pub(crate) use enqueue::{check_input, enqueue, enqueue_tick, Enqueued, Hold, Sub
 use crate::broker::Reader;
 use crate::error::{ApiError, ApiResult};
 use crate::models::{CancelAction, Run, RunStatus};
-use crate::run::RunKwargs;
+use crate::run::StreamFacts;
 use crate::state::AppState;
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -62,7 +62,7 @@ pub(crate) async fn delete(state: &AppState, owner: &str, thread_id: &str, run_i
 
 /// Whether a run keeps its events for replay (`stream_resumable`).
 pub(crate) fn is_resumable(run: &Run) -> bool {
-    RunKwargs::of(&run.kwargs).is_ok_and(|k| k.stream_resumable)
+    StreamFacts::of(&run.kwargs).is_some_and(|k| k.stream_resumable)
 }
 
 /// Ask a run to stop: a pending one ends at once, a running one here stops now, one

@@ -12,7 +12,7 @@ pub(crate) mod follow;
 pub(crate) mod join;
 
 use crate::models::{Run, RunStatus};
-use crate::run::RunKwargs;
+use crate::run::StreamFacts;
 use crate::state::AppState;
 
 /// Runs listed per page when a thread's runs are read.
@@ -50,9 +50,9 @@ pub(crate) fn graph_name(run: &Run) -> String {
 /// Whether a run keeps its events for replay (`stream_resumable`), and the graph it runs:
 /// its kwargs read once for both.
 pub(crate) fn resumable_and_graph(run: &Run) -> (bool, String) {
-    match RunKwargs::of(&run.kwargs) {
-        Ok(k) => (k.stream_resumable, k.graph_id),
-        Err(_) => (false, run.assistant_id.clone()),
+    match StreamFacts::of(&run.kwargs) {
+        Some(k) => (k.stream_resumable, k.graph_id),
+        None => (false, run.assistant_id.clone()),
     }
 }
 
