@@ -343,6 +343,53 @@ async fn one_stream_replays_a_threads_runs_then_follows_the_runs_queued_while_it
     s.stop().await;
 }
 
+/// A run rolled back by the next one ends on the thread's stream as a cancelled run does
+/// (`failed`, "run cancelled"), though its row is gone by then, and the stream goes on
+/// with the run that rolled it back (which took the deleted run's place in the thread's
+/// listing).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_threads_stream_follows_the_run_that_rolled_back_the_one_it_read() {
+    let s = server().await;
+    let t = new_thread();
+    let slow = json!({"id": 1, "method": "run.start", "params": {
+        "assistant_id": "slow", "input": {"sleep_ms": 3000}}});
+    let (_, ok) = command(&s, &t, slow).await;
+    let first = ok["result"]["run_id"].as_str().unwrap().to_owned();
+    let stream = thread_events(&s, &t, json!({"channels": ["lifecycle"]})).await;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let reader = tokio::spawn(read_until(stream, move |_, d| {
+        if d["method"] == "lifecycle" && d["params"]["namespace"] == json!([]) {
+            let data = &d["params"]["data"];
+            let event = data["event"].as_str().unwrap_or("");
+            let _ = tx.send(match data["error"].as_str() {
+                Some(err) => format!("{event}: {err}"),
+                None => event.to_owned(),
+            });
+        }
+        false
+    }));
+    async fn next(rx: &mut tokio::sync::mpsc::UnboundedReceiver<String>) -> String {
+        tokio::time::timeout(Duration::from_secs(20), rx.recv())
+            .await
+            .unwrap()
+            .unwrap()
+    }
+    assert_eq!(next(&mut rx).await, "running");
+    let rollback = json!({"id": 2, "method": "run.start", "params": {
+        "assistant_id": "weather", "input": human("weather in Paris?"), "multitask_strategy": "rollback"}});
+    let (_, ok) = command(&s, &t, rollback).await;
+    assert_eq!(ok["type"], "success", "{ok}");
+    assert_eq!(next(&mut rx).await, "failed: run cancelled");
+    assert_eq!(next(&mut rx).await, "running");
+    // The weather graph stops at its approval.
+    assert_eq!(next(&mut rx).await, "interrupted");
+    reader.abort();
+    // The rolled-back run is gone from the thread.
+    let (st, _) = s.get(&format!("/threads/{t}/runs/{first}")).await;
+    assert_eq!(st, 404);
+    s.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_threads_join_stream_follows_its_runs_and_resumes_after_an_id() {
     let s = server().await;

@@ -62,6 +62,9 @@ struct ThreadFollower {
     since: Option<u64>,
     /// The ordinal of the next run to follow (`None` until the first listing).
     next: Option<u64>,
+    /// The key (creation time, id) of the last run the stream reached: the next ones
+    /// come after it in the thread's listing.
+    after: Option<(String, String)>,
     current: Option<Current>,
     /// The thread's [`generation`](Followed::generation) when its runs were last listed.
     seen: u64,
@@ -80,6 +83,7 @@ pub(crate) fn follow_thread_from(
     from: TranslatedRun,
 ) -> impl Stream<Item = Item> + Send {
     let wake = state.thread_signals.watch(&thread_id);
+    let after = key_of(&from.run);
     let current = (!from.ended).then(|| {
         let resumable = is_resumable(&from.run);
         let reader = state.broker.reader(&from.run.run_id);
@@ -105,6 +109,7 @@ pub(crate) fn follow_thread_from(
         start: Start::LatestRun,
         since: None,
         next: Some(from.ordinal + 1),
+        after: Some(after),
         current,
         seen: 0,
         list: true,
@@ -138,6 +143,7 @@ pub(crate) fn follow_thread(
         start,
         since,
         next: None,
+        after: None,
         current: None,
         seen: 0,
         list: true,
@@ -147,6 +153,16 @@ pub(crate) fn follow_thread(
         let item = f.next_item().await;
         Some((item, f))
     })
+}
+
+/// A run's place in its thread's listing (see [`all_runs`]).
+fn key(run: &Run) -> (&str, &str) {
+    (&run.created_at, &run.run_id)
+}
+
+/// [`key`], owned.
+fn key_of(run: &Run) -> (String, String) {
+    (run.created_at.clone(), run.run_id.clone())
 }
 
 impl ThreadFollower {
@@ -215,20 +231,29 @@ impl ThreadFollower {
     /// Start following the thread's next run, if it has one; its id.
     async fn open_next(&mut self) -> Option<String> {
         let runs = all_runs(&self.state, &self.owner, &self.thread_id).await;
-        let count = runs.len() as u64;
+        let count = runs.len();
         let mut next = match self.next {
             Some(n) => n,
             None => match self.start {
                 Start::History { since } => since.map_or(0, |s| s.saturating_add(1) >> 32),
-                Start::LatestRun => count.saturating_sub(1),
+                Start::LatestRun => (count as u64).saturating_sub(1),
             },
         };
         self.next = Some(next);
-        while next < count {
-            let ordinal = next;
-            next += 1;
+        // The listing goes on after the last run this stream reached, found by its key: a
+        // rollback deletes the rolled-back run's row, and the runs after it move up.
+        let mut at = match &self.after {
+            Some(after) => runs.partition_point(|r| key(r) <= (after.0.as_str(), after.1.as_str())),
+            None => usize::try_from(next).unwrap_or(usize::MAX),
+        };
+        while at < count {
+            let run = runs.get(at)?.clone();
+            // Ordinals only rise within a stream, past a deleted run too.
+            let ordinal = next.max(at as u64);
+            at += 1;
+            next = ordinal + 1;
             self.next = Some(next);
-            let run = runs.get(usize::try_from(ordinal).ok()?)?.clone();
+            self.after = Some(key_of(&run));
             let (resumable, graph) = resumable_and_graph(&run);
             // This process's log of a run queued while the thread was followed is held
             // from its start.
@@ -265,7 +290,7 @@ impl ThreadFollower {
             self.idle_for = Duration::ZERO;
             // When this run ends the runs are listed again for the runs after it, else
             // only if one was queued here meanwhile.
-            self.list = next < count;
+            self.list = at < count;
             return Some(run_id);
         }
         None
