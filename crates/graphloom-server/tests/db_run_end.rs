@@ -83,3 +83,41 @@ async fn postgres_the_last_events_go_with_the_end() {
     let db = PgDb::connect(&url).await.unwrap();
     the_last_events_go_with_the_end(&db).await;
 }
+
+/// Stored events read from any position, at most `limit`, each once and in order: from
+/// the middle of a batch, across batches, and with a batch stored again (a writer that
+/// retried) or overlapping an earlier one.
+async fn stored_events_read_from_any_position(db: &dyn Db) {
+    let ids = |v: Vec<RunEventRecord>| v.into_iter().map(|e| e.id).collect::<Vec<_>>();
+    let batch = |r: std::ops::Range<u64>| r.map(|i| event(i, "values")).collect::<Vec<_>>();
+    db.append_run_events("r", batch(0..5)).await.unwrap();
+    db.append_run_events("r", batch(5..8)).await.unwrap();
+    db.append_run_events("r", batch(5..8)).await.unwrap();
+    db.append_run_events("r", batch(7..10)).await.unwrap();
+    assert_eq!(
+        ids(db.run_events("r", 0, 100).await.unwrap()),
+        (0..10).collect::<Vec<_>>()
+    );
+    assert_eq!(ids(db.run_events("r", 3, 4).await.unwrap()), [3, 4, 5, 6]);
+    assert_eq!(ids(db.run_events("r", 7, 100).await.unwrap()), [7, 8, 9]);
+    assert_eq!(ids(db.run_events("r", 10, 100).await.unwrap()), Vec::<u64>::new());
+    assert_eq!(ids(db.run_events("r", 0, 0).await.unwrap()), Vec::<u64>::new());
+    assert_eq!(db.run_events("r", 4, 1).await.unwrap(), [event(4, "values")]);
+    assert!(db.run_events("other", 0, 100).await.unwrap().is_empty());
+    db.delete_run_events("r").await.unwrap();
+    assert!(db.run_events("r", 0, 100).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn sqlite_stored_events_read_from_any_position() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = SqliteDb::open(&dir.path().join("server.db")).await.unwrap();
+    stored_events_read_from_any_position(&db).await;
+}
+
+#[tokio::test]
+async fn postgres_stored_events_read_from_any_position() {
+    let (url, _guard) = test_database().await;
+    let db = PgDb::connect(&url).await.unwrap();
+    stored_events_read_from_any_position(&db).await;
+}

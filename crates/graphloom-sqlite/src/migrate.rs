@@ -233,6 +233,26 @@ pub const SERVER_MIGRATIONS: &[Migration] = &[
             "CREATE INDEX server_webhooks_ended_idx ON server_webhooks (updated_at) WHERE status <> 'pending'",
         ],
     },
+    Migration {
+        version: 7,
+        component: SERVER,
+        description: "server: a resumable run's stored events a batch per row",
+        statements: &[
+            "CREATE TABLE server_run_event_batches (
+            run_id    TEXT NOT NULL,
+            first_seq INTEGER NOT NULL,
+            last_seq  INTEGER NOT NULL,
+            events    TEXT NOT NULL,
+            PRIMARY KEY (run_id, first_seq)
+        )",
+            // Each stored event becomes a batch of one; an event whose text is not JSON
+            // could not be read before either.
+            "INSERT INTO server_run_event_batches (run_id, first_seq, last_seq, events)
+            SELECT run_id, seq, seq, json_array(json_array(seq, event, json(data)))
+            FROM server_run_events WHERE json_valid(data)",
+            "DROP TABLE server_run_events",
+        ],
+    },
 ];
 
 /// The newest version of the checkpoint and store tables this build creates and understands.

@@ -272,3 +272,81 @@ async fn a_saver_file_of_the_earlier_release_opens_without_the_server_tables() {
     // The saver leaves the server's tables to the server.
     assert!(!table_exists(&path, "server_runs"));
 }
+
+/// A file whose server stored a run's events a row per event (migrations up to 6): the
+/// batches migration moves them, drops the old table, and they read as before; an event
+/// whose text was not JSON (unreadable before too) is left out instead of failing the
+/// migration.
+#[tokio::test]
+async fn events_stored_a_row_each_are_read_after_the_batches_migration() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rows.db");
+    {
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE graphloom_migrations (
+                version     INTEGER PRIMARY KEY,
+                component   TEXT NOT NULL DEFAULT 'storage',
+                description TEXT NOT NULL,
+                applied_at  TEXT NOT NULL
+            )",
+        )
+        .unwrap();
+        for m in MIGRATIONS
+            .iter()
+            .chain(SERVER_MIGRATIONS)
+            .filter(|m| m.version <= 6)
+        {
+            for statement in m.statements {
+                conn.execute_batch(statement).unwrap();
+            }
+            conn.execute(
+                "INSERT INTO graphloom_migrations (version, component, description, applied_at) \
+                 VALUES (?1, ?2, ?3, '2026-01-01T00:00:00.000000+00:00')",
+                params![m.version, m.component, m.description],
+            )
+            .unwrap();
+        }
+        let rows = [
+            ("r1", 0, "metadata", r#"{"run_id":"r1"}"#),
+            ("r1", 1, "values", r#"{"messages":["hi \"there\""]}"#),
+            ("r1", 2, "updates|sub:1", r#"{"n":[1,2.5,null,true]}"#),
+            ("r2", 0, "values", "not json"),
+            ("r2", 1, "end", "null"),
+        ];
+        for (run, seq, event, data) in rows {
+            conn.execute(
+                "INSERT INTO server_run_events (run_id, seq, event, data) VALUES (?1, ?2, ?3, ?4)",
+                params![run, seq, event, data],
+            )
+            .unwrap();
+        }
+    }
+    let db = SqliteDb::open(&path).await.unwrap();
+    assert!(!table_exists(&path, "server_run_events"));
+    let rec = |id: u64, event: &str, data: serde_json::Value| graphloom_server_db::RunEventRecord {
+        id,
+        event: event.into(),
+        data: data.into(),
+    };
+    let r1 = [
+        rec(0, "metadata", json!({"run_id": "r1"})),
+        rec(1, "values", json!({"messages": ["hi \"there\""]})),
+        rec(2, "updates|sub:1", json!({"n": [1, 2.5, null, true]})),
+    ];
+    assert_eq!(db.run_events("r1", 0, 10).await.unwrap(), r1);
+    assert_eq!(db.run_events("r1", 1, 1).await.unwrap(), r1[1..2]);
+    assert_eq!(
+        db.run_events("r2", 0, 10).await.unwrap(),
+        [rec(1, "end", serde_json::Value::Null)]
+    );
+    // New events of the run go on after the moved ones.
+    db.append_run_events(
+        "r1",
+        vec![rec(3, "values", json!({"n": 3})), rec(4, "end", json!(null))],
+    )
+    .await
+    .unwrap();
+    let all = db.run_events("r1", 2, 10).await.unwrap();
+    assert_eq!(all.iter().map(|e| e.id).collect::<Vec<_>>(), [2, 3, 4]);
+}

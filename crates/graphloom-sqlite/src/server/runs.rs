@@ -1,6 +1,6 @@
 //! The run queue: create (with the multitask strategy), claim, lease, finish, cancel.
 
-use super::events::EventRows;
+use super::events::EventBatch;
 use super::rows::QueuedRun;
 use super::threads::{NewThreadRow, OutcomeRow};
 use super::{exec, push_page, scalar, text, SqliteDb};
@@ -250,7 +250,7 @@ pub(super) async fn delete(db: &SqliteDb, owner: &str, thread_id: &str, run_id: 
         if n > 0 {
             exec(
                 c,
-                "DELETE FROM server_run_events WHERE run_id = ?1",
+                "DELETE FROM server_run_event_batches WHERE run_id = ?1",
                 params![run_id],
             )?;
         }
@@ -358,7 +358,7 @@ pub(super) async fn finish_with_outcome(
     events: Vec<RunEventRecord>,
 ) -> DbResult<bool> {
     let row = OutcomeRow::new(outcome)?;
-    let events = EventRows::new(events)?;
+    let events = EventBatch::new(events)?;
     let (run_id, worker, thread_id) = (run_id.to_owned(), worker.to_owned(), thread_id.to_owned());
     db.write(move |c| {
         let now = now_micros();

@@ -220,7 +220,7 @@ pub(super) async fn delete(db: &SqliteDb, owner: Option<&str>, id: &str) -> DbRe
         if n > 0 {
             exec(
                 c,
-                "DELETE FROM server_run_events WHERE run_id IN \
+                "DELETE FROM server_run_event_batches WHERE run_id IN \
                  (SELECT run_id FROM server_runs WHERE thread_id = ?1)",
                 params![id],
             )?;
