@@ -390,6 +390,65 @@ async fn the_threads_stream_follows_the_run_that_rolled_back_the_one_it_read() {
     s.stop().await;
 }
 
+/// A stream that reached a thread's latest run reads only the runs queued after it, a
+/// page of the listing at a time: with more runs queued at once than a page holds, it
+/// still follows each of them once, in order, with rising sequence numbers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_follows_more_runs_queued_at_once_than_a_page_of_the_listing() {
+    let s = server().await;
+    let t = new_thread();
+    let slow = json!({"id": 1, "method": "run.start", "params": {
+        "assistant_id": "slow", "input": {"sleep_ms": 500}}});
+    let (_, ok) = command(&s, &t, slow).await;
+    let mut runs = vec![ok["result"]["run_id"].as_str().unwrap().to_owned()];
+    let stream = thread_events(&s, &t, json!({"channels": ["lifecycle"]})).await;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let reader = tokio::spawn(read_until(stream, move |_, d| {
+        if root_terminal("", d) {
+            let _ = tx.send(d.clone());
+        }
+        false
+    }));
+    // Queued behind the first while the stream reads it: more than a page (16) of them.
+    for id in 2..=21 {
+        let (_, ok) = command(
+            &s,
+            &t,
+            json!({"id": id, "method": "run.start", "params": {
+                "assistant_id": "slow", "input": {"sleep_ms": 0}, "multitask_strategy": "enqueue"}}),
+        )
+        .await;
+        assert_eq!(ok["type"], "success", "{ok}");
+        runs.push(ok["result"]["run_id"].as_str().unwrap().to_owned());
+    }
+    let mut ended = Vec::new();
+    for _ in 0..runs.len() {
+        let d = tokio::time::timeout(Duration::from_secs(30), rx.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(d["params"]["data"]["event"], "completed", "{d}");
+        ended.push(d);
+    }
+    reader.abort();
+    let ids: Vec<String> = ended
+        .iter()
+        .map(|d| {
+            d["event_id"]
+                .as_str()
+                .unwrap()
+                .split(':')
+                .next()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(ids, runs);
+    let seqs: Vec<u64> = ended.iter().map(|d| d["seq"].as_u64().unwrap()).collect();
+    assert!(seqs.windows(2).all(|w| w[0] < w[1]), "{seqs:?}");
+    s.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_threads_join_stream_follows_its_runs_and_resumes_after_an_id() {
     let s = server().await;

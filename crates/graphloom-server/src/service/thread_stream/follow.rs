@@ -4,7 +4,7 @@
 //! events by a [`RunTranslator`]; then the thread's next runs, as they are queued.
 
 use super::commands::TranslatedRun;
-use super::{all_runs, resumable_and_graph, run_status};
+use super::{all_runs, resumable_and_graph, run_status, runs_after};
 use crate::broker::RunEventRecord;
 use crate::models::Run;
 use crate::protocol::signals::Followed;
@@ -155,12 +155,7 @@ pub(crate) fn follow_thread(
     })
 }
 
-/// A run's place in its thread's listing (see [`all_runs`]).
-fn key(run: &Run) -> (&str, &str) {
-    (&run.created_at, &run.run_id)
-}
-
-/// [`key`], owned.
+/// A run's place in its thread's listing (see [`all_runs`]): creation time, then id.
 fn key_of(run: &Run) -> (String, String) {
     (run.created_at.clone(), run.run_id.clone())
 }
@@ -230,7 +225,12 @@ impl ThreadFollower {
 
     /// Start following the thread's next run, if it has one; its id.
     async fn open_next(&mut self) -> Option<String> {
-        let runs = all_runs(&self.state, &self.owner, &self.thread_id).await;
+        // After the last run this stream reached (found by its key: a rollback deletes
+        // the rolled-back run's row), the runs queued since; else the whole listing.
+        let runs = match &self.after {
+            Some((created, id)) => runs_after(&self.state, &self.owner, &self.thread_id, (created, id)).await,
+            None => all_runs(&self.state, &self.owner, &self.thread_id).await,
+        };
         let count = runs.len();
         let mut next = match self.next {
             Some(n) => n,
@@ -240,16 +240,15 @@ impl ThreadFollower {
             },
         };
         self.next = Some(next);
-        // The listing goes on after the last run this stream reached, found by its key: a
-        // rollback deletes the rolled-back run's row, and the runs after it move up.
-        let mut at = match &self.after {
-            Some(after) => runs.partition_point(|r| key(r) <= (after.0.as_str(), after.1.as_str())),
+        let mut at = match self.after {
+            Some(_) => 0,
             None => usize::try_from(next).unwrap_or(usize::MAX),
         };
         while at < count {
             let run = runs.get(at)?.clone();
-            // Ordinals only rise within a stream, past a deleted run too.
-            let ordinal = next.max(at as u64);
+            // A run's ordinal is its position in the listing the stream started from;
+            // after that they only rise, past a deleted run too.
+            let ordinal = next;
             at += 1;
             next = ordinal + 1;
             self.next = Some(next);

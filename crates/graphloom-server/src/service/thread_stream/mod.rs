@@ -42,6 +42,53 @@ pub(crate) async fn all_runs(state: &AppState, owner: &str, thread_id: &str) -> 
     out
 }
 
+/// Runs listed per page when only the newest are wanted.
+const NEWEST_PAGE: i64 = 16;
+
+/// The runs of a thread that come after `after` (a run's creation time and id) in its
+/// listing, oldest first. The listing is read newest first, a page at a time, until it
+/// reaches `after`: a follower that has reached a thread's latest run reads the few runs
+/// queued since, not the whole conversation again.
+pub(crate) async fn runs_after(
+    state: &AppState,
+    owner: &str,
+    thread_id: &str,
+    after: (&str, &str),
+) -> Vec<Run> {
+    let mut out: Vec<Run> = Vec::new();
+    let mut offset = 0;
+    loop {
+        let page = match state
+            .db
+            .list_runs(owner, thread_id, None, NEWEST_PAGE, offset)
+            .await
+        {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::warn!(thread_id, error = %e, "listing a thread's runs failed");
+                break;
+            }
+        };
+        let n = page.len();
+        let mut reached = false;
+        for run in page {
+            if (run.created_at.as_str(), run.run_id.as_str()) > after {
+                out.push(run);
+            } else {
+                reached = true;
+            }
+        }
+        if reached || i64::try_from(n).unwrap_or(0) < NEWEST_PAGE {
+            break;
+        }
+        offset += NEWEST_PAGE;
+    }
+    out.sort_by(|a, b| (&a.created_at, &a.run_id).cmp(&(&b.created_at, &b.run_id)));
+    // A run queued between two pages moves the older ones down: one may come twice.
+    out.dedup_by(|a, b| a.run_id == b.run_id);
+    out
+}
+
 /// The graph a run runs (the `graph_name` of its root lifecycle events).
 pub(crate) fn graph_name(run: &Run) -> String {
     resumable_and_graph(run).1
