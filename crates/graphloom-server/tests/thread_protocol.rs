@@ -343,6 +343,34 @@ async fn one_stream_replays_a_threads_runs_then_follows_the_runs_queued_while_it
     s.stop().await;
 }
 
+/// Start a `slow` run sleeping `sleep_ms` on thread `t`, open the thread's stream
+/// (`lifecycle`) and read it in a task: what `pick` makes of each event goes to the
+/// receiver. The run's id, the reading task and the receiver.
+async fn follow_a_slow_run<T: Send + 'static>(
+    s: &TestServer,
+    t: &str,
+    sleep_ms: u64,
+    pick: impl Fn(&Value) -> Option<T> + Send + Sync + 'static,
+) -> (
+    String,
+    tokio::task::JoinHandle<Vec<(String, Value, Option<String>)>>,
+    tokio::sync::mpsc::UnboundedReceiver<T>,
+) {
+    let slow = json!({"id": 1, "method": "run.start", "params": {
+        "assistant_id": "slow", "input": {"sleep_ms": sleep_ms}}});
+    let (_, ok) = command(s, t, slow).await;
+    let run = ok["result"]["run_id"].as_str().unwrap().to_owned();
+    let stream = thread_events(s, t, json!({"channels": ["lifecycle"]})).await;
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let reader = tokio::spawn(read_until(stream, move |_, d| {
+        if let Some(v) = pick(d) {
+            let _ = tx.send(v);
+        }
+        false
+    }));
+    (run, reader, rx)
+}
+
 /// A run rolled back by the next one ends on the thread's stream as a cancelled run does
 /// (`failed`, "run cancelled"), though its row is gone by then, and the stream goes on
 /// with the run that rolled it back (which took the deleted run's place in the thread's
@@ -351,23 +379,18 @@ async fn one_stream_replays_a_threads_runs_then_follows_the_runs_queued_while_it
 async fn the_threads_stream_follows_the_run_that_rolled_back_the_one_it_read() {
     let s = server().await;
     let t = new_thread();
-    let slow = json!({"id": 1, "method": "run.start", "params": {
-        "assistant_id": "slow", "input": {"sleep_ms": 3000}}});
-    let (_, ok) = command(&s, &t, slow).await;
-    let first = ok["result"]["run_id"].as_str().unwrap().to_owned();
-    let stream = thread_events(&s, &t, json!({"channels": ["lifecycle"]})).await;
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let reader = tokio::spawn(read_until(stream, move |_, d| {
-        if d["method"] == "lifecycle" && d["params"]["namespace"] == json!([]) {
-            let data = &d["params"]["data"];
-            let event = data["event"].as_str().unwrap_or("");
-            let _ = tx.send(match data["error"].as_str() {
-                Some(err) => format!("{event}: {err}"),
-                None => event.to_owned(),
-            });
+    let (first, reader, mut rx) = follow_a_slow_run(&s, &t, 3000, |d| {
+        if d["method"] != "lifecycle" || d["params"]["namespace"] != json!([]) {
+            return None;
         }
-        false
-    }));
+        let data = &d["params"]["data"];
+        let event = data["event"].as_str().unwrap_or("");
+        Some(match data["error"].as_str() {
+            Some(err) => format!("{event}: {err}"),
+            None => event.to_owned(),
+        })
+    })
+    .await;
     async fn next(rx: &mut tokio::sync::mpsc::UnboundedReceiver<String>) -> String {
         tokio::time::timeout(Duration::from_secs(20), rx.recv())
             .await
@@ -390,26 +413,18 @@ async fn the_threads_stream_follows_the_run_that_rolled_back_the_one_it_read() {
     s.stop().await;
 }
 
-/// A stream that reached a thread's latest run reads only the runs queued after it, a
-/// page of the listing at a time: with more runs queued at once than a page holds, it
-/// still follows each of them once, in order, with rising sequence numbers.
+/// A stream that reached a thread's latest run reads only the runs queued after it, from
+/// the newest, a page of the listing at a time (4, 8, 16, ...): with more runs queued at
+/// once than the first pages hold, it still follows each of them once, in order, with
+/// rising sequence numbers.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_stream_follows_more_runs_queued_at_once_than_a_page_of_the_listing() {
+async fn a_stream_follows_more_runs_queued_at_once_than_the_first_pages_of_the_listing() {
     let s = server().await;
     let t = new_thread();
-    let slow = json!({"id": 1, "method": "run.start", "params": {
-        "assistant_id": "slow", "input": {"sleep_ms": 500}}});
-    let (_, ok) = command(&s, &t, slow).await;
-    let mut runs = vec![ok["result"]["run_id"].as_str().unwrap().to_owned()];
-    let stream = thread_events(&s, &t, json!({"channels": ["lifecycle"]})).await;
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let reader = tokio::spawn(read_until(stream, move |_, d| {
-        if root_terminal("", d) {
-            let _ = tx.send(d.clone());
-        }
-        false
-    }));
-    // Queued behind the first while the stream reads it: more than a page (16) of them.
+    let (first, reader, mut rx) =
+        follow_a_slow_run(&s, &t, 500, |d| root_terminal("", d).then(|| d.clone())).await;
+    let mut runs = vec![first];
+    // Queued behind the first while the stream reads it: more than the first two pages hold.
     for id in 2..=21 {
         let (_, ok) = command(
             &s,

@@ -18,70 +18,62 @@ use crate::state::AppState;
 /// Runs listed per page when a thread's runs are read.
 const PAGE: i64 = 1000;
 
+/// Runs listed in the first page when only the newest are wanted; each next page holds
+/// twice as many, up to [`PAGE`].
+const NEWEST_PAGE: i64 = 4;
+
 /// Every run of a thread, oldest first (a run's position is its ordinal in the protocol's
 /// sequence numbers).
 pub(crate) async fn all_runs(state: &AppState, owner: &str, thread_id: &str) -> Vec<Run> {
-    let mut out = Vec::new();
-    let mut offset = 0;
-    loop {
-        let page = match state.db.list_runs(owner, thread_id, None, PAGE, offset).await {
-            Ok(p) => p,
-            Err(e) => {
-                tracing::warn!(thread_id, error = %e, "listing a thread's runs failed");
-                break;
-            }
-        };
-        let n = page.len();
-        out.extend(page);
-        if i64::try_from(n).unwrap_or(0) < PAGE {
-            break;
-        }
-        offset += PAGE;
-    }
-    out.sort_by(|a, b| (&a.created_at, &a.run_id).cmp(&(&b.created_at, &b.run_id)));
-    out
+    newest_runs(state, owner, thread_id, PAGE, None).await
 }
 
-/// Runs listed per page when only the newest are wanted.
-const NEWEST_PAGE: i64 = 16;
-
 /// The runs of a thread that come after `after` (a run's creation time and id) in its
-/// listing, oldest first. The listing is read newest first, a page at a time, until it
-/// reaches `after`: a follower that has reached a thread's latest run reads the few runs
-/// queued since, not the whole conversation again.
+/// listing, oldest first: a follower that has reached a thread's latest run reads the few
+/// runs queued since, not the whole conversation again.
 pub(crate) async fn runs_after(
     state: &AppState,
     owner: &str,
     thread_id: &str,
     after: (&str, &str),
 ) -> Vec<Run> {
+    newest_runs(state, owner, thread_id, NEWEST_PAGE, Some(after)).await
+}
+
+/// A thread's runs read newest first, a first page of `page` then pages twice as large
+/// (up to [`PAGE`]), to the end or to the first run not after `after`; returned oldest
+/// first.
+async fn newest_runs(
+    state: &AppState,
+    owner: &str,
+    thread_id: &str,
+    mut page: i64,
+    after: Option<(&str, &str)>,
+) -> Vec<Run> {
     let mut out: Vec<Run> = Vec::new();
     let mut offset = 0;
     loop {
-        let page = match state
-            .db
-            .list_runs(owner, thread_id, None, NEWEST_PAGE, offset)
-            .await
-        {
+        let runs = match state.db.list_runs(owner, thread_id, None, page, offset).await {
             Ok(p) => p,
             Err(e) => {
                 tracing::warn!(thread_id, error = %e, "listing a thread's runs failed");
                 break;
             }
         };
-        let n = page.len();
+        let n = runs.len();
         let mut reached = false;
-        for run in page {
-            if (run.created_at.as_str(), run.run_id.as_str()) > after {
-                out.push(run);
-            } else {
+        for run in runs {
+            if after.is_some_and(|a| (run.created_at.as_str(), run.run_id.as_str()) <= a) {
                 reached = true;
+            } else {
+                out.push(run);
             }
         }
-        if reached || i64::try_from(n).unwrap_or(0) < NEWEST_PAGE {
+        if reached || i64::try_from(n).unwrap_or(0) < page {
             break;
         }
-        offset += NEWEST_PAGE;
+        offset += page;
+        page = (page * 2).min(PAGE);
     }
     out.sort_by(|a, b| (&a.created_at, &a.run_id).cmp(&(&b.created_at, &b.run_id)));
     // A run queued between two pages moves the older ones down: one may come twice.
