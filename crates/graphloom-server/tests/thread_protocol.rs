@@ -529,6 +529,53 @@ async fn the_threads_join_stream_follows_its_runs_and_resumes_after_an_id() {
     s.stop().await;
 }
 
+/// The join stream goes on with the run that rolled back the one it followed (which took
+/// the deleted run's place in the thread's listing).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_threads_join_stream_follows_the_run_that_rolled_back_the_one_it_read() {
+    let s = server().await;
+    let t = new_thread();
+    let slow = json!({"id": 1, "method": "run.start", "params": {
+        "assistant_id": "slow", "input": {"sleep_ms": 3000}}});
+    let (_, ok) = command(&s, &t, slow).await;
+    let first = ok["result"]["run_id"].as_str().unwrap().to_owned();
+    let join = s
+        .http
+        .get(s.u(&format!("/threads/{t}/stream")))
+        .send()
+        .await
+        .unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let reader = tokio::spawn(read_until(join, move |e, d| {
+        if e == "metadata" {
+            let run = d["run_id"].as_str().unwrap_or("").to_owned();
+            let _ = tx.send(if d["status"] == "run_done" {
+                format!("done {run}")
+            } else {
+                format!("start {run}")
+            });
+        }
+        false
+    }));
+    async fn next(rx: &mut tokio::sync::mpsc::UnboundedReceiver<String>) -> String {
+        tokio::time::timeout(Duration::from_secs(20), rx.recv())
+            .await
+            .unwrap()
+            .unwrap()
+    }
+    assert_eq!(next(&mut rx).await, format!("start {first}"));
+    let rollback = json!({"id": 2, "method": "run.start", "params": {
+        "assistant_id": "weather", "input": human("weather in Paris?"), "multitask_strategy": "rollback"}});
+    let (_, ok) = command(&s, &t, rollback).await;
+    assert_eq!(ok["type"], "success", "{ok}");
+    let second = ok["result"]["run_id"].as_str().unwrap().to_owned();
+    assert_eq!(next(&mut rx).await, format!("done {first}"));
+    assert_eq!(next(&mut rx).await, format!("start {second}"));
+    assert_eq!(next(&mut rx).await, format!("done {second}"));
+    reader.abort();
+    s.stop().await;
+}
+
 async fn socket(
     s: &TestServer,
     thread: &str,

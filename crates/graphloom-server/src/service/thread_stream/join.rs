@@ -4,7 +4,7 @@
 //! client can reconnect with `Last-Event-ID`; `metadata` `{"status": "run_done",
 //! "run_id"}` marks a run's end.
 
-use super::all_runs;
+use super::{all_runs, runs_after};
 use crate::models::Run;
 use crate::protocol::signals::Followed;
 use crate::service::runs::events::{self, Follow, Frame, KEEPALIVE};
@@ -53,7 +53,11 @@ struct Joiner {
     modes: Option<Vec<String>>,
     wake: Arc<Followed>,
     after: After,
-    next: Option<usize>,
+    /// The runs were listed once (where the join starts is known).
+    started: bool,
+    /// The key (creation time, id) of the last run the join reached or passed: the next
+    /// one comes after it in the thread's listing.
+    last: Option<(String, String)>,
     current: Option<(Run, BoxStream<'static, Frame>, bool)>,
     queue: VecDeque<JoinItem>,
     idle_for: Duration,
@@ -76,7 +80,8 @@ pub(crate) fn join_thread(
         modes,
         wake,
         after,
-        next: None,
+        started: false,
+        last: None,
         current: None,
         queue: VecDeque::new(),
         idle_for: Duration::ZERO,
@@ -158,33 +163,45 @@ impl Joiner {
 
     /// Start following the next run; false when the thread has none yet.
     async fn open_next(&mut self) -> bool {
-        let runs = all_runs(&self.state, &self.owner, &self.thread_id).await;
         let mut cursor_for = None;
-        let next = match self.next {
-            Some(n) => n,
-            None => {
-                let found = self
-                    .after
-                    .take()
-                    .and_then(|(id, n)| runs.iter().position(|r| r.run_id == id).map(|i| (i, n)));
-                match found {
-                    Some((i, n)) => {
-                        cursor_for = Some(n + 1);
-                        i
-                    }
-                    // The current run: the first that has not ended (none: the next one).
-                    None => runs
-                        .iter()
-                        .position(|r| !r.status.is_final())
-                        .unwrap_or(runs.len()),
+        let (runs, at) = if self.started {
+            // After the last run reached (by its key: a rollback deletes the rolled-back
+            // run's row), the runs queued since.
+            let runs = match &self.last {
+                Some((created, id)) => {
+                    runs_after(&self.state, &self.owner, &self.thread_id, (created, id)).await
                 }
+                None => all_runs(&self.state, &self.owner, &self.thread_id).await,
+            };
+            (runs, 0)
+        } else {
+            self.started = true;
+            let runs = all_runs(&self.state, &self.owner, &self.thread_id).await;
+            let found = self
+                .after
+                .take()
+                .and_then(|(id, n)| runs.iter().position(|r| r.run_id == id).map(|i| (i, n)));
+            let at = match found {
+                Some((i, n)) => {
+                    cursor_for = Some(n + 1);
+                    i
+                }
+                // The current run: the first that has not ended (none: the next one).
+                None => runs
+                    .iter()
+                    .position(|r| !r.status.is_final())
+                    .unwrap_or(runs.len()),
+            };
+            // The runs before it are passed.
+            if let Some(before) = at.checked_sub(1).and_then(|i| runs.get(i)) {
+                self.last = Some((before.created_at.clone(), before.run_id.clone()));
             }
+            (runs, at)
         };
-        self.next = Some(next);
-        let Some(run) = runs.get(next).cloned() else {
+        let Some(run) = runs.get(at).cloned() else {
             return false;
         };
-        self.next = Some(next + 1);
+        self.last = Some((run.created_at.clone(), run.run_id.clone()));
         let resumable = is_resumable(&run);
         let held = self.wake.holds(&run.run_id);
         let cursor = match cursor_for {
