@@ -86,7 +86,7 @@ async fn postgres_the_last_events_go_with_the_end() {
 
 /// Stored events read from any position, at most `limit`, each once and in order: from
 /// the middle of a batch, across batches, and with a batch stored again (a writer that
-/// retried) or overlapping an earlier one.
+/// retried), overlapping an earlier one, or going further from the same first event.
 async fn stored_events_read_from_any_position(db: &dyn Db) {
     let ids = |v: Vec<RunEventRecord>| v.into_iter().map(|e| e.id).collect::<Vec<_>>();
     let batch = |r: std::ops::Range<u64>| r.map(|i| event(i, "values")).collect::<Vec<_>>();
@@ -104,6 +104,13 @@ async fn stored_events_read_from_any_position(db: &dyn Db) {
     assert_eq!(ids(db.run_events("r", 0, 0).await.unwrap()), Vec::<u64>::new());
     assert_eq!(db.run_events("r", 4, 1).await.unwrap(), [event(4, "values")]);
     assert!(db.run_events("other", 0, 100).await.unwrap().is_empty());
+    // Stored again from the first event and further: nothing lost, nothing twice.
+    db.append_run_events("r", batch(0..12)).await.unwrap();
+    db.append_run_events("r", batch(0..2)).await.unwrap();
+    assert_eq!(
+        ids(db.run_events("r", 0, 100).await.unwrap()),
+        (0..12).collect::<Vec<_>>()
+    );
     db.delete_run_events("r").await.unwrap();
     assert!(db.run_events("r", 0, 100).await.unwrap().is_empty());
 }

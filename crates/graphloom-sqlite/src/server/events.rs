@@ -30,15 +30,18 @@ impl EventBatch {
         Ok(Self(Some((seq(first), seq(last), text))))
     }
 
-    /// Insert them as events of run `run_id` (a batch already stored from the same first
-    /// event stays as it is).
+    /// Insert them as events of run `run_id`. A batch already stored from the same first
+    /// event stays, unless this one goes further: then this one replaces it (no event is
+    /// lost; the events both hold are the same ones).
     pub(super) fn insert(self, c: &Connection, run_id: &str) -> DbResult<()> {
         let Some((first, last, events)) = self.0 else {
             return Ok(());
         };
         c.prepare_cached(
             "INSERT INTO server_run_event_batches (run_id, first_seq, last_seq, events) \
-             VALUES (?1, ?2, ?3, ?4) ON CONFLICT (run_id, first_seq) DO NOTHING",
+             VALUES (?1, ?2, ?3, ?4) ON CONFLICT (run_id, first_seq) DO UPDATE \
+             SET last_seq = excluded.last_seq, events = excluded.events \
+             WHERE excluded.last_seq > server_run_event_batches.last_seq",
         )
         .db()?
         .execute(params![run_id, first, last, events])
