@@ -371,6 +371,14 @@ async fn follow_a_slow_run<T: Send + 'static>(
     (run, reader, rx)
 }
 
+/// What a stream's reader sent next, within 20 s.
+async fn next<T>(rx: &mut tokio::sync::mpsc::UnboundedReceiver<T>) -> T {
+    tokio::time::timeout(Duration::from_secs(20), rx.recv())
+        .await
+        .unwrap()
+        .unwrap()
+}
+
 /// A run rolled back by the next one ends on the thread's stream as a cancelled run does
 /// (`failed`, "run cancelled"), though its row is gone by then, and the stream goes on
 /// with the run that rolled it back (which took the deleted run's place in the thread's
@@ -391,12 +399,6 @@ async fn the_threads_stream_follows_the_run_that_rolled_back_the_one_it_read() {
         })
     })
     .await;
-    async fn next(rx: &mut tokio::sync::mpsc::UnboundedReceiver<String>) -> String {
-        tokio::time::timeout(Duration::from_secs(20), rx.recv())
-            .await
-            .unwrap()
-            .unwrap()
-    }
     assert_eq!(next(&mut rx).await, "running");
     let rollback = json!({"id": 2, "method": "run.start", "params": {
         "assistant_id": "weather", "input": human("weather in Paris?"), "multitask_strategy": "rollback"}});
@@ -557,12 +559,6 @@ async fn the_threads_join_stream_follows_the_run_that_rolled_back_the_one_it_rea
         }
         false
     }));
-    async fn next(rx: &mut tokio::sync::mpsc::UnboundedReceiver<String>) -> String {
-        tokio::time::timeout(Duration::from_secs(20), rx.recv())
-            .await
-            .unwrap()
-            .unwrap()
-    }
     assert_eq!(next(&mut rx).await, format!("start {first}"));
     let rollback = json!({"id": 2, "method": "run.start", "params": {
         "assistant_id": "weather", "input": human("weather in Paris?"), "multitask_strategy": "rollback"}});
