@@ -278,6 +278,21 @@ pub const SERVER_MIGRATIONS: &[Migration] = &[
             "CREATE INDEX server_webhooks_ended_idx ON server_webhooks (updated_at) WHERE status <> 'pending'",
         ],
     },
+    Migration {
+        version: 8,
+        component: SERVER,
+        description: "server: each run's place among its thread's runs, kept when runs are deleted",
+        statements: &[
+            "ALTER TABLE server_runs ADD COLUMN ordinal BIGINT NOT NULL DEFAULT 0",
+            "ALTER TABLE server_threads ADD COLUMN next_ordinal BIGINT NOT NULL DEFAULT 0",
+            // The runs there are, numbered in the order the thread lists them.
+            "UPDATE server_runs r SET ordinal = n.ordinal FROM (SELECT run_id, \
+             ROW_NUMBER() OVER (PARTITION BY thread_id ORDER BY created_at, run_id) - 1 AS ordinal \
+             FROM server_runs) n WHERE r.run_id = n.run_id",
+            "UPDATE server_threads t SET next_ordinal = (SELECT COUNT(*) FROM server_runs r \
+             WHERE r.thread_id = t.thread_id)",
+        ],
+    },
 ];
 
 /// The server's tables' versions before they shared `graphloom_migrations` (its own

@@ -172,6 +172,13 @@ async fn a_database_of_the_earlier_release_opens_with_one_table_of_migrations() 
         .expect("the earlier release's pending run is claimable");
     assert_eq!(claimed.run.run_id, "r-old");
     assert_eq!(claimed.run.kwargs, json!({"input": {"n": 2}}));
+    // Numbered among its thread's runs; the thread's next run comes after it.
+    assert_eq!(claimed.run.ordinal, 0);
+    let next: i64 = sqlx::query_scalar("SELECT next_ordinal FROM server_threads WHERE thread_id = 't-old'")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(next, 1);
     let store = PostgresStore::connect(&url).await.unwrap();
     store
         .put(&namespace(["n"]), "k", json!({"v": 1}), PutOptions::new())

@@ -275,6 +275,13 @@ pub struct Run {
     pub kwargs: Value,
     /// The strategy it was created with.
     pub multitask_strategy: MultitaskStrategy,
+    /// Its place among its thread's runs, in creation order from 0, set by the database
+    /// when it creates the run: no other run of the thread has it, before or after, a
+    /// deleted one's is not given again. The thread-centric protocol's sequence numbers
+    /// carry it, so a client's last one stays valid when a rollback deletes a run. Not
+    /// part of the API's run.
+    #[serde(skip)]
+    pub ordinal: i64,
 }
 
 /// A queued or running run as the queue sees it.

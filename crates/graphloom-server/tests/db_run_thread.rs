@@ -1,5 +1,5 @@
 //! A run that creates its thread (`NewRun::create_thread`), on SQLite and PostgreSQL: the
-//! thread is written in the run's transaction.
+//! thread is written in the run's transaction. A run's ordinal among its thread's runs.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod db_fixtures;
@@ -7,7 +7,7 @@ mod db_fixtures;
 use db_fixtures::*;
 use graphloom_postgres::testing::test_database;
 use graphloom_server::db::{Db, DbError, NewRun, PgDb, SqliteDb};
-use graphloom_server::models::{RunStatus, ThreadStatus};
+use graphloom_server::models::{CancelAction, RunStatus, ThreadStatus};
 use serde_json::{json, Value};
 
 /// `NewRun::create_thread`: the thread is made with the run, one of the same owner is
@@ -72,4 +72,59 @@ async fn postgres_runs_create_their_thread() {
     let (url, _guard) = test_database().await;
     let db = PgDb::connect(&url).await.unwrap();
     runs_that_create_their_thread(&db).await;
+}
+
+/// Each run of a thread gets the next ordinal, in the order the thread lists its runs,
+/// and keeps it; a deleted run's, the latest's too, is not given again (a rollback
+/// deletes the pending runs it replaces in the creating transaction).
+async fn runs_keep_their_ordinals(db: &dyn Db) {
+    db.create_thread(ALICE, &thread("o", json!({}))).await.unwrap();
+    db.create_thread(ALICE, &thread("other", json!({})))
+        .await
+        .unwrap();
+    let first = db.create_run(&enqueue("o")).await.unwrap();
+    let second = db.create_run(&enqueue("o")).await.unwrap();
+    let elsewhere = db.create_run(&enqueue("other")).await.unwrap();
+    assert_eq!((first.ordinal, second.ordinal, elsewhere.ordinal), (0, 1, 0));
+    // Both pending: the rollback deletes them as it creates the third.
+    let rollback = NewRun {
+        cancel_active: Some(CancelAction::Rollback),
+        ..enqueue("o")
+    };
+    let third = db.create_run(&rollback).await.unwrap();
+    assert_eq!(third.ordinal, 2);
+    assert!(db.delete_run(ALICE, "o", &third.run_id).await.unwrap());
+    let fourth = db.create_run(&enqueue("o")).await.unwrap();
+    assert_eq!(fourth.ordinal, 3);
+    let fifth = db.create_run(&enqueue("o")).await.unwrap();
+    let listed: Vec<(String, i64)> = db
+        .list_runs(ALICE, "o", None, 10, 0)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.run_id, r.ordinal))
+        .collect();
+    assert_eq!(listed, [(fifth.run_id.clone(), 4), (fourth.run_id.clone(), 3)]);
+    let got = db
+        .get_run(ALICE, Some("o"), &fifth.run_id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(got.ordinal, 4);
+    // Not part of the API's run.
+    assert!(serde_json::to_value(&got).unwrap().get("ordinal").is_none());
+}
+
+#[tokio::test]
+async fn sqlite_runs_keep_their_ordinals() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = SqliteDb::open(&dir.path().join("server.db")).await.unwrap();
+    runs_keep_their_ordinals(&db).await;
+}
+
+#[tokio::test]
+async fn postgres_runs_keep_their_ordinals() {
+    let (url, _guard) = test_database().await;
+    let db = PgDb::connect(&url).await.unwrap();
+    runs_keep_their_ordinals(&db).await;
 }

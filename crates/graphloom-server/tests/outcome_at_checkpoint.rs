@@ -40,6 +40,7 @@ async fn running(db: &SqliteDb, thread_id: &str) -> String {
             metadata: Map::new(),
             kwargs: json!({}),
             multitask_strategy: MultitaskStrategy::Reject,
+            ordinal: 0,
         },
         owner: OWNER.into(),
         delay: None,

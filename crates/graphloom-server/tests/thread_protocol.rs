@@ -10,7 +10,7 @@ mod weather;
 use common::{human, parse_sse, TestServer};
 use futures::{SinkExt, StreamExt};
 use serde_json::{json, Value};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio_tungstenite::tungstenite::Message;
 
 async fn server() -> TestServer {
@@ -569,6 +569,57 @@ async fn the_threads_join_stream_follows_the_run_that_rolled_back_the_one_it_rea
     assert_eq!(next(&mut rx).await, format!("start {second}"));
     assert_eq!(next(&mut rx).await, format!("done {second}"));
     reader.abort();
+    s.stop().await;
+}
+
+/// A client that read part of a run and reconnects with its last sequence number after a
+/// rollback deleted that run gets every event of the run that rolled it back: the new
+/// run's sequence numbers go on past the deleted run's, though it takes that run's place
+/// in the thread's listing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reconnect_after_a_rollback_gets_the_whole_run_that_rolled_back_the_one_it_read() {
+    let s = server().await;
+    let t = new_thread();
+    let (first, reader, mut rx) = follow_a_slow_run(&s, &t, 3000, |d| {
+        let root = d["method"] == "lifecycle" && d["params"]["namespace"] == json!([]);
+        root.then(|| d["seq"].as_u64().unwrap())
+    })
+    .await;
+    // The first run's start read; the client goes away.
+    let since = next(&mut rx).await;
+    reader.abort();
+    let rollback = json!({"id": 2, "method": "run.start", "params": {
+        "assistant_id": "weather", "input": human("weather in Paris?"), "multitask_strategy": "rollback"}});
+    let (_, ok) = command(&s, &t, rollback).await;
+    assert_eq!(ok["type"], "success", "{ok}");
+    let second = ok["result"]["run_id"].as_str().unwrap().to_owned();
+    // The client comes back once the rolled-back run is gone.
+    let gone = Instant::now();
+    while s.get(&format!("/threads/{t}/runs/{first}")).await.0 != 404 {
+        assert!(
+            gone.elapsed() < Duration::from_secs(20),
+            "run {first} is still there"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let again = thread_events(&s, &t, json!({"channels": ["lifecycle"], "since": since})).await;
+    let events = read_until(again, root_terminal).await;
+    let root: Vec<(&str, u64)> = events
+        .iter()
+        .filter(|(_, d, _)| d["params"]["namespace"] == json!([]))
+        .map(|(_, d, _)| {
+            (
+                d["params"]["data"]["event"].as_str().unwrap(),
+                d["seq"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let names: Vec<&str> = root.iter().map(|(e, _)| *e).collect();
+    assert_eq!(names, ["running", "interrupted"], "{events:#?}");
+    assert!(root.iter().all(|(_, seq)| *seq > since), "{root:?} after {since}");
+    // They are the second run's.
+    let (st, run) = s.get(&format!("/threads/{t}/runs/{second}")).await;
+    assert_eq!((st, run["status"].as_str()), (200, Some("interrupted")));
     s.stop().await;
 }
 

@@ -253,6 +253,21 @@ pub const SERVER_MIGRATIONS: &[Migration] = &[
             "DROP TABLE server_run_events",
         ],
     },
+    Migration {
+        version: 8,
+        component: SERVER,
+        description: "server: each run's place among its thread's runs, kept when runs are deleted",
+        statements: &[
+            "ALTER TABLE server_runs ADD COLUMN ordinal INTEGER NOT NULL DEFAULT 0",
+            "ALTER TABLE server_threads ADD COLUMN next_ordinal INTEGER NOT NULL DEFAULT 0",
+            // The runs there are, numbered in the order the thread lists them.
+            "UPDATE server_runs SET ordinal = n.ordinal FROM (SELECT run_id,
+            ROW_NUMBER() OVER (PARTITION BY thread_id ORDER BY created_at, run_id) - 1 AS ordinal
+            FROM server_runs) AS n WHERE server_runs.run_id = n.run_id",
+            "UPDATE server_threads SET next_ordinal = (SELECT COUNT(*) FROM server_runs r
+            WHERE r.thread_id = server_threads.thread_id)",
+        ],
+    },
 ];
 
 /// The newest version of the checkpoint and store tables this build creates and understands.

@@ -238,6 +238,7 @@ async fn an_earlier_server_without_stored_run_events_gets_them() {
         metadata: Default::default(),
         kwargs: json!({}),
         multitask_strategy: MultitaskStrategy::Enqueue,
+        ordinal: 0,
     };
     let created = db
         .create_run(&NewRun {
@@ -277,36 +278,43 @@ async fn a_saver_file_of_the_earlier_release_opens_without_the_server_tables() {
 /// batches migration moves them, drops the old table, and they read as before; an event
 /// whose text was not JSON (unreadable before too) is left out instead of failing the
 /// migration.
+/// A file with every migration up to `version` applied, as this build would have made
+/// it then.
+fn file_at(path: &Path, version: i64) -> Connection {
+    let conn = Connection::open(path).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE graphloom_migrations (
+            version     INTEGER PRIMARY KEY,
+            component   TEXT NOT NULL DEFAULT 'storage',
+            description TEXT NOT NULL,
+            applied_at  TEXT NOT NULL
+        )",
+    )
+    .unwrap();
+    for m in MIGRATIONS
+        .iter()
+        .chain(SERVER_MIGRATIONS)
+        .filter(|m| m.version <= version)
+    {
+        for statement in m.statements {
+            conn.execute_batch(statement).unwrap();
+        }
+        conn.execute(
+            "INSERT INTO graphloom_migrations (version, component, description, applied_at) \
+             VALUES (?1, ?2, ?3, '2026-01-01T00:00:00.000000+00:00')",
+            params![m.version, m.component, m.description],
+        )
+        .unwrap();
+    }
+    conn
+}
+
 #[tokio::test]
 async fn events_stored_a_row_each_are_read_after_the_batches_migration() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("rows.db");
     {
-        let conn = Connection::open(&path).unwrap();
-        conn.execute_batch(
-            "CREATE TABLE graphloom_migrations (
-                version     INTEGER PRIMARY KEY,
-                component   TEXT NOT NULL DEFAULT 'storage',
-                description TEXT NOT NULL,
-                applied_at  TEXT NOT NULL
-            )",
-        )
-        .unwrap();
-        for m in MIGRATIONS
-            .iter()
-            .chain(SERVER_MIGRATIONS)
-            .filter(|m| m.version <= 6)
-        {
-            for statement in m.statements {
-                conn.execute_batch(statement).unwrap();
-            }
-            conn.execute(
-                "INSERT INTO graphloom_migrations (version, component, description, applied_at) \
-                 VALUES (?1, ?2, ?3, '2026-01-01T00:00:00.000000+00:00')",
-                params![m.version, m.component, m.description],
-            )
-            .unwrap();
-        }
+        let conn = file_at(&path, 6);
         let rows = [
             ("r1", 0, "metadata", r#"{"run_id":"r1"}"#),
             ("r1", 1, "values", r#"{"messages":["hi \"there\""]}"#),
@@ -349,4 +357,74 @@ async fn events_stored_a_row_each_are_read_after_the_batches_migration() {
     .unwrap();
     let all = db.run_events("r1", 2, 10).await.unwrap();
     assert_eq!(all.iter().map(|e| e.id).collect::<Vec<_>>(), [2, 3, 4]);
+}
+
+/// Runs stored before runs had ordinals get them in the order their thread lists them
+/// (creation time, then id), and the thread's next run the one after.
+#[tokio::test]
+async fn runs_made_before_ordinals_get_them_in_their_threads_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("runs.db");
+    {
+        let conn = file_at(&path, 7);
+        for t in ["t1", "t2"] {
+            conn.execute(
+                "INSERT INTO server_threads (thread_id, owner, created_at, updated_at, state_updated_at, \
+                 metadata, config, status, state_values, interrupts) \
+                 VALUES (?1, 'alice', 1, 1, 1, '{}', '{}', 'idle', 'null', '{}')",
+                params![t],
+            )
+            .unwrap();
+        }
+        // Two runs at the same time on t1: the id decides.
+        for (run, thread, at) in [
+            ("r-c", "t1", 30),
+            ("r-b", "t1", 20),
+            ("r-a2", "t1", 20),
+            ("r-x", "t2", 5),
+        ] {
+            conn.execute(
+                "INSERT INTO server_runs (run_id, thread_id, owner, assistant_id, created_at, updated_at, \
+                 status, metadata, kwargs, multitask_strategy, due_at) \
+                 VALUES (?1, ?2, 'alice', 'a', ?3, ?3, 'success', '{}', '{}', 'enqueue', ?3)",
+                params![run, thread, at],
+            )
+            .unwrap();
+        }
+    }
+    let db = SqliteDb::open(&path).await.unwrap();
+    let listed: Vec<(String, i64)> = db
+        .list_runs("alice", "t1", None, 10, 0)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.run_id, r.ordinal))
+        .collect();
+    let expected = [("r-c", 2), ("r-b", 1), ("r-a2", 0)].map(|(r, o)| (r.to_owned(), o));
+    assert_eq!(listed, expected);
+    let other = db.get_run("alice", Some("t2"), "r-x").await.unwrap().unwrap();
+    assert_eq!(other.ordinal, 0);
+    let run = Run {
+        run_id: "r-d".into(),
+        thread_id: "t1".into(),
+        assistant_id: "a".into(),
+        created_at: String::new(),
+        updated_at: String::new(),
+        status: RunStatus::Pending,
+        metadata: Default::default(),
+        kwargs: json!({}),
+        multitask_strategy: MultitaskStrategy::Enqueue,
+        ordinal: 0,
+    };
+    let new = NewRun {
+        run,
+        owner: "alice".into(),
+        delay: None,
+        reject_if_busy: false,
+        cancel_active: None,
+        thread_metadata: None,
+        claim: None,
+        create_thread: None,
+    };
+    assert_eq!(db.create_run(&new).await.unwrap().ordinal, 3);
 }

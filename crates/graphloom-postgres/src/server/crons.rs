@@ -229,7 +229,7 @@ pub(super) async fn fire(pool: &PgPool, tick: &CronTick, run: Option<&NewRun>) -
             return Ok(Fired::ThreadGone);
         }
         match insert(&mut tx, new).await {
-            Ok((now, claimed)) => made = Some(created(&new.run, now, claimed)),
+            Ok((now, run)) => made = Some(created(&new.run, now, run)),
             Err(e) => {
                 tx.rollback().await.db()?;
                 return match e {

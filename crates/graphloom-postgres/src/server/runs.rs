@@ -45,7 +45,7 @@ async fn thread_active(tx: &mut sqlx::Transaction<'_, Postgres>, thread_id: &str
 
 pub(super) async fn create(pool: &PgPool, new: &NewRun) -> DbResult<Run> {
     let mut tx = pool.begin().await.db()?;
-    let (now, claimed) = match insert(&mut tx, new).await {
+    let (now, made) = match insert(&mut tx, new).await {
         Ok(made) => made,
         Err(e) => {
             // Release the thread's row lock now (a refused `reject` on a busy thread, a
@@ -56,16 +56,26 @@ pub(super) async fn create(pool: &PgPool, new: &NewRun) -> DbResult<Run> {
         }
     };
     tx.commit().await.db()?;
-    Ok(created(&new.run, now, claimed))
+    Ok(created(&new.run, now, made))
+}
+
+/// What creating a run gave it.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Made {
+    /// Claimed at once (inserted `running`).
+    pub(super) claimed: bool,
+    /// Its [`ordinal`](Run::ordinal).
+    pub(super) ordinal: i64,
 }
 
 /// The run as created at `now`: `running` when it was claimed at once.
-pub(super) fn created(r: &Run, now: i64, claimed: bool) -> Run {
+pub(super) fn created(r: &Run, now: i64, made: Made) -> Run {
     let at = rfc3339_from_micros(now);
     Run {
         created_at: at.clone(),
         updated_at: at,
-        status: if claimed {
+        ordinal: made.ordinal,
+        status: if made.claimed {
             RunStatus::Running
         } else {
             RunStatus::Pending
@@ -75,41 +85,50 @@ pub(super) fn created(r: &Run, now: i64, claimed: bool) -> Run {
 }
 
 /// Create `new` in `tx` (with its multitask strategy, claimed at once when it asks and can
-/// be): when, and whether it was claimed. A missing thread or a `reject` on a busy thread
+/// be): when, and what it gave the run. A missing thread or a `reject` on a busy thread
 /// fail before anything is written.
-pub(super) async fn insert(tx: &mut sqlx::Transaction<'_, Postgres>, new: &NewRun) -> DbResult<(i64, bool)> {
+pub(super) async fn insert(tx: &mut sqlx::Transaction<'_, Postgres>, new: &NewRun) -> DbResult<(i64, Made)> {
     let r = &new.run;
     let now = now_micros();
     if let Some(t) = &new.create_thread {
         super::threads::insert(&mut **tx, &new.owner, t, now).await?;
     }
     // Serialise with claims and other creations on this thread.
-    let stored: Option<(Json<Value>, String)> =
-        sqlx::query_as("SELECT metadata, owner FROM server_threads WHERE thread_id = $1 FOR UPDATE")
-            .bind(&r.thread_id)
-            .fetch_optional(&mut **tx)
-            .await
-            .db()?;
-    let Some((Json(stored), thread_owner)) = stored else {
+    let stored: Option<(Json<Value>, String, i64)> = sqlx::query_as(
+        "SELECT metadata, owner, next_ordinal FROM server_threads WHERE thread_id = $1 FOR UPDATE",
+    )
+    .bind(&r.thread_id)
+    .fetch_optional(&mut **tx)
+    .await
+    .db()?;
+    let Some((Json(stored), thread_owner, ordinal)) = stored else {
         return Err(DbError::Backend(format!("thread {} not found", r.thread_id)));
     };
+    // The creation time after the lock: the thread's runs list in the order of their
+    // ordinals.
+    let now = now_micros().max(now);
     if new.create_thread.is_some() && thread_owner != new.owner {
         return Err(DbError::Conflict(format!("thread {}", r.thread_id)));
     }
-    if let Some(m) = &new.thread_metadata {
+    let metadata = new.thread_metadata.as_ref().map(|m| {
         let mut merged = match stored {
             Value::Object(o) => o,
             _ => Map::new(),
         };
         merge(&mut merged, m);
-        sqlx::query("UPDATE server_threads SET metadata = $1, updated_at = $2 WHERE thread_id = $3")
-            .bind(Json(&merged))
-            .bind(now)
-            .bind(&r.thread_id)
-            .execute(&mut **tx)
-            .await
-            .db()?;
-    }
+        merged
+    });
+    sqlx::query(
+        "UPDATE server_threads SET next_ordinal = $1, metadata = COALESCE($2, metadata), \
+         updated_at = CASE WHEN $2 IS NULL THEN updated_at ELSE $3 END WHERE thread_id = $4",
+    )
+    .bind(ordinal.saturating_add(1))
+    .bind(metadata.as_ref().map(Json))
+    .bind(now)
+    .bind(&r.thread_id)
+    .execute(&mut **tx)
+    .await
+    .db()?;
     if new.reject_if_busy && thread_active(tx, &r.thread_id).await? {
         return Err(DbError::Busy(r.thread_id.clone()));
     }
@@ -156,8 +175,8 @@ pub(super) async fn insert(tx: &mut sqlx::Transaction<'_, Postgres>, new: &NewRu
     }
     let inserted = sqlx::query(
         "INSERT INTO server_runs (run_id, thread_id, owner, assistant_id, created_at, updated_at, status, \
-         metadata, kwargs, multitask_strategy, due_at, worker, lease_expires_at, attempt) \
-         VALUES ($1, $2, $3, $4, $5, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT (run_id) DO NOTHING",
+         metadata, kwargs, multitask_strategy, due_at, worker, lease_expires_at, attempt, ordinal) \
+         VALUES ($1, $2, $3, $4, $5, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) ON CONFLICT (run_id) DO NOTHING",
     )
     .bind(&r.run_id)
     .bind(&r.thread_id)
@@ -172,6 +191,7 @@ pub(super) async fn insert(tx: &mut sqlx::Transaction<'_, Postgres>, new: &NewRu
     .bind(claim.map(|(w, _)| w))
     .bind(claim.map(|(_, until)| until))
     .bind(i64::from(claim.is_some()))
+    .bind(ordinal)
     .execute(&mut **tx)
     .await
     .db()?
@@ -191,7 +211,7 @@ pub(super) async fn insert(tx: &mut sqlx::Transaction<'_, Postgres>, new: &NewRu
         .await
         .db()?;
     }
-    Ok((now, claimed))
+    Ok((now, Made { claimed, ordinal }))
 }
 
 pub(super) async fn get(

@@ -18,7 +18,7 @@ use crate::auth::Identity;
 use crate::protocol::{
     error_frame, success_frame, BadFrame, Command, ErrorCode, Event, Filter, ProtocolError,
 };
-use crate::service::thread_stream::commands::{latest_run, Ctx};
+use crate::service::thread_stream::commands::{latest_translated, Ctx};
 use crate::service::thread_stream::follow::{follow_thread, follow_thread_from, Item, Start};
 use crate::state::AppRef;
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
@@ -254,7 +254,7 @@ impl Session {
             thread_id: &self.thread_id,
         };
         let mut replayed = 0;
-        if let Some(latest) = latest_run(&ctx).await? {
+        if let Some(latest) = latest_translated(&ctx).await? {
             let after = after.and_then(|a| position(a, &latest.events));
             for e in latest
                 .events

@@ -18,7 +18,8 @@
 //! run-centric API streams) into events, so a run started on either API shows on both.
 //!
 //! Sequence numbers are thread-wide and the same on every connection: the `k`-th run of
-//! a thread (in creation order) numbers its events from `k << 32`, each event of the
+//! a thread (in creation order, its stored `ordinal`: a deleted run renumbers nothing)
+//! numbers its events from `k << 32`, each event of the
 //! run's log `n` giving the events `k << 32 | n << 8 | i` ([`seq`]). Event ids are
 //! `"<run id>:<n>:<i>"`, stable across connections, so a client that reads a thread on
 //! two streams at once drops the copies.

@@ -259,7 +259,7 @@ pub(super) async fn fire(db: &SqliteDb, tick: &CronTick, run: Option<&NewRun>) -
             if !still_due(c, &tick)? {
                 return Ok(None);
             }
-            let claimed = match op {
+            let made = match op {
                 Some(op) => {
                     if let Some(thread_id) = &thread_id {
                         let exists: Option<i64> = c
@@ -273,7 +273,7 @@ pub(super) async fn fire(db: &SqliteDb, tick: &CronTick, run: Option<&NewRun>) -
                         }
                     }
                     match op(c) {
-                        Ok(claimed) => Some(claimed),
+                        Ok(made) => Some(made),
                         // Refused before anything was written.
                         Err(DbError::Busy(_)) => return Ok(Some(Err(Fired::Busy))),
                         Err(e) => return Err(e),
@@ -286,14 +286,14 @@ pub(super) async fn fire(db: &SqliteDb, tick: &CronTick, run: Option<&NewRun>) -
                 "UPDATE server_crons SET next_run_date = ?1, updated_at = ?2 WHERE cron_id = ?3",
                 params![tick.next_us, now, tick.cron_id],
             )?;
-            Ok(Some(Ok(claimed)))
+            Ok(Some(Ok(made)))
         })
         .await?;
     Ok(match fired {
         None => Fired::Taken,
         Some(Err(refused)) => refused,
-        Some(Ok(Some(claimed))) => match run {
-            Some(new) => Fired::Run(created(&new.run, now, claimed)),
+        Some(Ok(Some(made))) => match run {
+            Some(new) => Fired::Run(created(&new.run, now, made)),
             None => Fired::Skipped,
         },
         Some(Ok(None)) => Fired::Skipped,

@@ -48,17 +48,27 @@ fn thread_active(c: &Connection, thread_id: &str) -> DbResult<bool> {
 pub(super) async fn create(db: &SqliteDb, new: &NewRun) -> DbResult<Run> {
     let now = now_micros();
     let op = insert_op(new, now)?;
-    let claimed = db.write(op).await?;
-    Ok(created(&new.run, now, claimed))
+    let made = db.write(op).await?;
+    Ok(created(&new.run, now, made))
+}
+
+/// What creating a run gave it.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Made {
+    /// Claimed at once (inserted `running`).
+    pub(super) claimed: bool,
+    /// Its [`ordinal`](Run::ordinal).
+    pub(super) ordinal: i64,
 }
 
 /// The run as created at `now`: `running` when it was claimed at once.
-pub(super) fn created(r: &Run, now: i64, claimed: bool) -> Run {
+pub(super) fn created(r: &Run, now: i64, made: Made) -> Run {
     let at = rfc3339_from_micros(now);
     Run {
         created_at: at.clone(),
         updated_at: at,
-        status: if claimed {
+        ordinal: made.ordinal,
+        status: if made.claimed {
             RunStatus::Running
         } else {
             RunStatus::Pending
@@ -68,12 +78,12 @@ pub(super) fn created(r: &Run, now: i64, claimed: bool) -> Run {
 }
 
 /// The write that creates `new` at `now` (with its multitask strategy, claimed at once
-/// when it asks and can be), to run in a writer transaction: whether it was claimed. A
+/// when it asks and can be), to run in a writer transaction: what it gave the run. A
 /// missing thread or a `reject` on a busy thread fail before anything is written.
 pub(super) fn insert_op(
     new: &NewRun,
     now: i64,
-) -> DbResult<impl FnOnce(&Connection) -> DbResult<bool> + Send + 'static> {
+) -> DbResult<impl FnOnce(&Connection) -> DbResult<Made> + Send + 'static> {
     let r = &new.run;
     let (metadata, kwargs) = (text(&r.metadata)?, text(&r.kwargs)?);
     let due = new.delay.map_or(now, |d| after(now, d));
@@ -96,13 +106,13 @@ pub(super) fn insert_op(
         if let Some(t) = &new_thread {
             t.insert(c, now)?;
         }
-        let stored: Option<(Value, String)> = c
-            .prepare_cached("SELECT metadata, owner FROM server_threads WHERE thread_id = ?1")
+        let stored: Option<(Value, String, i64)> = c
+            .prepare_cached("SELECT metadata, owner, next_ordinal FROM server_threads WHERE thread_id = ?1")
             .db()?
-            .query_row(params![thread_id], |r| Ok((r.get(0)?, r.get(1)?)))
+            .query_row(params![thread_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
             .optional()
             .db()?;
-        let Some((stored_metadata, thread_owner)) = stored else {
+        let Some((stored_metadata, thread_owner, ordinal)) = stored else {
             return Err(DbError::Backend(format!("thread {thread_id} not found")));
         };
         if new_thread.is_some() && thread_owner != owner {
@@ -142,8 +152,8 @@ pub(super) fn insert_op(
         let inserted = exec(
                 c,
                 "INSERT INTO server_runs (run_id, thread_id, owner, assistant_id, created_at, updated_at, status, \
-                 metadata, kwargs, multitask_strategy, due_at, worker, lease_expires_at, attempt) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) ON CONFLICT (run_id) DO NOTHING",
+                 metadata, kwargs, multitask_strategy, due_at, worker, lease_expires_at, attempt, ordinal) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) ON CONFLICT (run_id) DO NOTHING",
                 params![
                     run_id,
                     thread_id,
@@ -157,13 +167,15 @@ pub(super) fn insert_op(
                     due,
                     worker,
                     lease_expires_at,
-                    attempt
+                    attempt,
+                    ordinal
                 ],
             )?;
         if inserted == 0 {
             return Err(DbError::Conflict(format!("run {run_id}")));
         }
-        // The thread: the run's graph in its metadata, busy if claimed; one update.
+        // The thread: the next run's ordinal, the run's graph in its metadata, busy if
+        // claimed; one update.
         let merged = match &thread_metadata {
             Some(m) => {
                 let mut merged = match stored_metadata {
@@ -176,17 +188,24 @@ pub(super) fn insert_op(
             None => None,
         };
         let claimed = claim.is_some();
+        let next = ordinal.saturating_add(1);
         if merged.is_some() || claimed {
             exec(
                     c,
                     "UPDATE server_threads SET metadata = COALESCE(?1, metadata), updated_at = ?2, \
                      status = CASE WHEN ?3 THEN 'busy' ELSE status END, \
-                     expires_at = CASE WHEN NOT ?3 THEN expires_at WHEN ttl_us IS NULL THEN NULL ELSE ?2 + ttl_us END \
-                     WHERE thread_id = ?4",
-                    params![merged, now, claimed, thread_id],
+                     expires_at = CASE WHEN NOT ?3 THEN expires_at WHEN ttl_us IS NULL THEN NULL ELSE ?2 + ttl_us END, \
+                     next_ordinal = ?5 WHERE thread_id = ?4",
+                    params![merged, now, claimed, thread_id, next],
                 )?;
+        } else {
+            exec(
+                c,
+                "UPDATE server_threads SET next_ordinal = ?1 WHERE thread_id = ?2",
+                params![next, thread_id],
+            )?;
         }
-        Ok(claimed)
+        Ok(Made { claimed, ordinal })
     })
 }
 

@@ -103,6 +103,7 @@ async fn enqueue_at(
         metadata: kwargs.metadata.clone(),
         kwargs: kwargs.to_value(),
         multitask_strategy: strategy,
+        ordinal: 0,
     };
     let new = NewRun {
         run,

@@ -2,7 +2,7 @@
 //! one), answer interrupts, read the agent tree, the state and the checkpoints, fork, and
 //! queue a message. Parameters arrive typed from the edge; errors are the protocol's.
 
-use super::{all_runs, graph_name, run_status};
+use super::{graph_name, latest_run, run_status};
 use crate::broker::Next;
 use crate::models::{MultitaskStrategy, Run, Thread, ThreadStatus};
 use crate::protocol::translate::RunTranslator;
@@ -212,21 +212,23 @@ pub(crate) async fn inject(ctx: &Ctx<'_>, role: &str, content: Value, name: Opti
 /// `agent.getTree`: the namespaces of run `run_id` (default: the thread's latest run),
 /// each with its status.
 pub(crate) async fn tree(ctx: &Ctx<'_>, run_id: Option<&str>) -> Result<Value> {
-    let runs = all_runs(ctx.state, ctx.owner, ctx.thread_id).await;
     let found = match run_id {
-        Some(id) => runs.iter().enumerate().find(|(_, r)| r.run_id == id),
-        None => runs.iter().enumerate().next_back(),
+        Some(id) => ctx
+            .state
+            .db
+            .get_run(ctx.owner, Some(ctx.thread_id), id)
+            .await
+            .map_err(api)?,
+        None => latest_run(ctx.state, ctx.owner, ctx.thread_id).await,
     };
-    let (ordinal, run) = found
+    let run = found
         .ok_or_else(|| ProtocolError::new(ErrorCode::NoSuchRun, "No active run is bound to this thread."))?;
-    let t = translate_run(ctx.state, ctx.owner, ordinal as u64, run).await?;
+    let t = translate_run(ctx.state, ctx.owner, &run).await?;
     Ok(json!({"tree": t.translator.tree()}))
 }
 
 /// A run translated from its start as far as its log goes now.
 pub(crate) struct TranslatedRun {
-    /// The run's position among its thread's runs.
-    pub ordinal: u64,
     /// The run.
     pub run: Run,
     /// The translator, as the log left it (to go on from `cursor`).
@@ -239,15 +241,10 @@ pub(crate) struct TranslatedRun {
     pub ended: bool,
 }
 
-/// Run `run` (the `ordinal`-th of its thread) translated from its start as far as its
-/// log goes now (this process's broker, then what the database stored after it), ended
-/// when the run has.
-pub(crate) async fn translate_run(
-    state: &AppRef,
-    owner: &str,
-    ordinal: u64,
-    run: &Run,
-) -> Result<TranslatedRun> {
+/// Run `run` translated from its start as far as its log goes now (this process's
+/// broker, then what the database stored after it), ended when the run has.
+pub(crate) async fn translate_run(state: &AppRef, owner: &str, run: &Run) -> Result<TranslatedRun> {
+    let ordinal = u64::try_from(run.ordinal).unwrap_or(0);
     let mut t = RunTranslator::new(run.run_id.clone(), ordinal, graph_name(run));
     let mut out = Vec::new();
     let mut cursor = 0;
@@ -277,7 +274,6 @@ pub(crate) async fn translate_run(
         out.extend(t.finish(cursor, status));
     }
     Ok(TranslatedRun {
-        ordinal,
         run: run.clone(),
         translator: t,
         events: out,
@@ -287,14 +283,11 @@ pub(crate) async fn translate_run(
 }
 
 /// The thread's latest run translated so far (what a WebSocket subscription replays).
-pub(crate) async fn latest_run(ctx: &Ctx<'_>) -> Result<Option<TranslatedRun>> {
-    let runs = all_runs(ctx.state, ctx.owner, ctx.thread_id).await;
-    let Some((ordinal, run)) = runs.iter().enumerate().next_back() else {
-        return Ok(None);
-    };
-    Ok(Some(
-        translate_run(ctx.state, ctx.owner, ordinal as u64, run).await?,
-    ))
+pub(crate) async fn latest_translated(ctx: &Ctx<'_>) -> Result<Option<TranslatedRun>> {
+    match latest_run(ctx.state, ctx.owner, ctx.thread_id).await {
+        Some(run) => Ok(Some(translate_run(ctx.state, ctx.owner, &run).await?)),
+        None => Ok(None),
+    }
 }
 
 /// `state.get`: the thread's values (only `keys`, when given) and checkpoint.

@@ -4,7 +4,7 @@
 //! events by a [`RunTranslator`]; then the thread's next runs, as they are queued.
 
 use super::commands::TranslatedRun;
-use super::{all_runs, resumable_and_graph, run_status, runs_after};
+use super::{all_runs, latest_run, resumable_and_graph, run_status, runs_after, runs_from};
 use crate::broker::RunEventRecord;
 use crate::models::Run;
 use crate::protocol::signals::Followed;
@@ -60,8 +60,6 @@ struct ThreadFollower {
     wake: Arc<Followed>,
     start: Start,
     since: Option<u64>,
-    /// The ordinal of the next run to follow (`None` until the first listing).
-    next: Option<u64>,
     /// The key (creation time, id) of the last run the stream reached: the next ones
     /// come after it in the thread's listing.
     after: Option<(String, String)>,
@@ -108,7 +106,6 @@ pub(crate) fn follow_thread_from(
         wake,
         start: Start::LatestRun,
         since: None,
-        next: Some(from.ordinal + 1),
         after: Some(after),
         current,
         seen: 0,
@@ -142,7 +139,6 @@ pub(crate) fn follow_thread(
         wake,
         start,
         since,
-        next: None,
         after: None,
         current: None,
         seen: 0,
@@ -155,7 +151,7 @@ pub(crate) fn follow_thread(
     })
 }
 
-/// A run's place in its thread's listing (see [`all_runs`]): creation time, then id.
+/// A run's place in its thread's listing: creation time, then id.
 fn key_of(run: &Run) -> (String, String) {
     (run.created_at.clone(), run.run_id.clone())
 }
@@ -226,32 +222,21 @@ impl ThreadFollower {
     /// Start following the thread's next run, if it has one; its id.
     async fn open_next(&mut self) -> Option<String> {
         // After the last run this stream reached (found by its key: a rollback deletes
-        // the rolled-back run's row), the runs queued since; else the whole listing.
-        let runs = match &self.after {
-            Some((created, id)) => runs_after(&self.state, &self.owner, &self.thread_id, (created, id)).await,
-            None => all_runs(&self.state, &self.owner, &self.thread_id).await,
+        // the rolled-back run's row), the runs queued since; else where the stream starts.
+        let (state, owner, thread) = (&self.state, self.owner.as_str(), self.thread_id.as_str());
+        let runs = match (&self.after, self.start) {
+            (Some((created, id)), _) => runs_after(state, owner, thread, (created, id)).await,
+            (None, Start::LatestRun) => latest_run(state, owner, thread).await.into_iter().collect(),
+            // From the run the last sequence number reached: a sequence number carries
+            // its run's ordinal, which no other run of the thread has.
+            (None, Start::History { since: Some(s) }) => {
+                let ordinal = i64::try_from(s.saturating_add(1) >> 32).unwrap_or(i64::MAX);
+                runs_from(state, owner, thread, ordinal).await
+            }
+            (None, Start::History { since: None }) => all_runs(state, owner, thread).await,
         };
-        let count = runs.len();
-        let mut next = match self.next {
-            Some(n) => n,
-            None => match self.start {
-                Start::History { since } => since.map_or(0, |s| s.saturating_add(1) >> 32),
-                Start::LatestRun => (count as u64).saturating_sub(1),
-            },
-        };
-        self.next = Some(next);
-        let mut at = match self.after {
-            Some(_) => 0,
-            None => usize::try_from(next).unwrap_or(usize::MAX),
-        };
-        while at < count {
-            let run = runs.get(at)?.clone();
-            // A run's ordinal is its position in the listing the stream started from;
-            // after that they only rise, past a deleted run too.
-            let ordinal = next;
-            at += 1;
-            next = ordinal + 1;
-            self.next = Some(next);
+        let mut runs = runs.into_iter();
+        while let Some(run) = runs.next() {
             self.after = Some(key_of(&run));
             let (resumable, graph) = resumable_and_graph(&run);
             // This process's log of a run queued while the thread was followed is held
@@ -278,6 +263,7 @@ impl ThreadFollower {
                 cancel_on_disconnect: false,
             };
             let frames = events::follow(self.state.clone(), self.owner.clone(), run.clone(), from).boxed();
+            let ordinal = u64::try_from(run.ordinal).unwrap_or(0);
             let translator = RunTranslator::new(run.run_id.clone(), ordinal, graph);
             let run_id = run.run_id.clone();
             self.current = Some(Current {
@@ -289,7 +275,7 @@ impl ThreadFollower {
             self.idle_for = Duration::ZERO;
             // When this run ends the runs are listed again for the runs after it, else
             // only if one was queued here meanwhile.
-            self.list = at < count;
+            self.list = runs.len() > 0;
             return Some(run_id);
         }
         None

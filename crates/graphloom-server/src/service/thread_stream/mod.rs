@@ -22,10 +22,9 @@ const PAGE: i64 = 1000;
 /// twice as many, up to [`PAGE`].
 const NEWEST_PAGE: i64 = 4;
 
-/// Every run of a thread, oldest first (a run's position is its ordinal in the protocol's
-/// sequence numbers).
+/// Every run of a thread, oldest first.
 pub(crate) async fn all_runs(state: &AppState, owner: &str, thread_id: &str) -> Vec<Run> {
-    newest_runs(state, owner, thread_id, PAGE, None).await
+    newest_runs(state, owner, thread_id, PAGE, |_| false).await
 }
 
 /// The runs of a thread that come after `after` (a run's creation time and id) in its
@@ -37,18 +36,39 @@ pub(crate) async fn runs_after(
     thread_id: &str,
     after: (&str, &str),
 ) -> Vec<Run> {
-    newest_runs(state, owner, thread_id, NEWEST_PAGE, Some(after)).await
+    newest_runs(state, owner, thread_id, NEWEST_PAGE, |run| {
+        (run.created_at.as_str(), run.run_id.as_str()) <= after
+    })
+    .await
+}
+
+/// The runs of a thread from its `ordinal`-th on (see [`Run::ordinal`]), oldest first: a
+/// reconnect reads the runs its last sequence number reached, not the thread's whole
+/// history.
+pub(crate) async fn runs_from(state: &AppState, owner: &str, thread_id: &str, ordinal: i64) -> Vec<Run> {
+    newest_runs(state, owner, thread_id, NEWEST_PAGE, |run| run.ordinal < ordinal).await
+}
+
+/// A thread's latest run.
+pub(crate) async fn latest_run(state: &AppState, owner: &str, thread_id: &str) -> Option<Run> {
+    match state.db.list_runs(owner, thread_id, None, 1, 0).await {
+        Ok(runs) => runs.into_iter().next(),
+        Err(e) => {
+            tracing::warn!(thread_id, error = %e, "listing a thread's runs failed");
+            None
+        }
+    }
 }
 
 /// A thread's runs read newest first, a first page of `page` then pages twice as large
-/// (up to [`PAGE`]), to the end or to the first run not after `after`; returned oldest
-/// first.
+/// (up to [`PAGE`]), to the end or to the first run `before` says is before the ones
+/// wanted; returned oldest first. A thread's runs list in the order of their ordinals.
 async fn newest_runs(
     state: &AppState,
     owner: &str,
     thread_id: &str,
     mut page: i64,
-    after: Option<(&str, &str)>,
+    before: impl Fn(&Run) -> bool,
 ) -> Vec<Run> {
     let mut out: Vec<Run> = Vec::new();
     let mut offset = 0;
@@ -63,7 +83,7 @@ async fn newest_runs(
         let n = runs.len();
         let mut reached = false;
         for run in runs {
-            if after.is_some_and(|a| (run.created_at.as_str(), run.run_id.as_str()) <= a) {
+            if before(&run) {
                 reached = true;
             } else {
                 out.push(run);
