@@ -205,18 +205,48 @@ impl ThreadFollower {
             }
             // Ended here: the log has the status the run's end recorded.
             Some(Frame::Ended(status)) => {
-                out.extend(cur.translator.finish(cur.cursor, status));
+                if !self.rolled_back().await {
+                    let cur = self.current.as_mut()?;
+                    out.extend(cur.translator.finish(cur.cursor, status));
+                }
                 self.current = None;
             }
             None => {
-                let status = run_status(&self.state, &self.owner, &cur.run).await;
-                out.extend(cur.translator.finish(cur.cursor, status));
+                if !self.rolled_back().await {
+                    let cur = self.current.as_mut()?;
+                    let status = run_status(&self.state, &self.owner, &cur.run).await;
+                    out.extend(cur.translator.finish(cur.cursor, status));
+                }
                 self.current = None;
             }
         }
         let since = self.since;
         out.retain(|e| since.is_none_or(|s| e.seq > s));
         (!out.is_empty()).then_some(Item::Events(out))
+    }
+
+    /// Whether the run followed, now ended, was rolled back: cancelled, and deleted. It
+    /// ends without a last event then, as on the reference server: the run that rolled
+    /// it back follows, and a replay does not show it at all.
+    fn rolled_back(&self) -> impl std::future::Future<Output = bool> + Send + 'static {
+        let cancelled = self
+            .current
+            .as_ref()
+            .filter(|c| c.translator.cancelled())
+            .map(|c| {
+                (
+                    self.state.clone(),
+                    self.owner.clone(),
+                    c.run.thread_id.clone(),
+                    c.run.run_id.clone(),
+                )
+            });
+        async move {
+            let Some((state, owner, thread, run)) = cancelled else {
+                return false;
+            };
+            matches!(state.db.get_run(&owner, Some(&thread), &run).await, Ok(None))
+        }
     }
 
     /// Start following the thread's next run, if it has one; its id.
