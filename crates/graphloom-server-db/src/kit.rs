@@ -5,7 +5,7 @@
 //! [`Db`](crate::Db) trait is graphloom-server's integration test `tests/db.rs`.
 
 use crate::models::{
-    rfc3339_from_micros, Assistant, CancelAction, MultitaskStrategy, RunStatus, ThreadStatus,
+    rfc3339_from_micros, Assistant, CancelAction, MultitaskStrategy, Run, RunStatus, ThreadStatus,
 };
 use crate::{AssistantPatch, DbError, DbResult, RunEventRecord, SortOrder, TtlStrategy};
 use serde_json::{Map, Value};
@@ -18,6 +18,32 @@ pub fn now_micros() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
     i64::try_from(d.as_micros()).unwrap_or(i64::MAX)
+}
+
+/// What creating a run gave it.
+#[derive(Clone, Copy, Debug)]
+pub struct Made {
+    /// Claimed at once (inserted `running`).
+    pub claimed: bool,
+    /// Its [`ordinal`](Run::ordinal).
+    pub ordinal: i64,
+}
+
+/// Run `r` as created at `now` (microseconds): `running` when it was claimed at once.
+#[must_use]
+pub fn created(r: &Run, now: i64, made: Made) -> Run {
+    let at = rfc3339_from_micros(now);
+    Run {
+        created_at: at.clone(),
+        updated_at: at,
+        ordinal: made.ordinal,
+        status: if made.claimed {
+            RunStatus::Running
+        } else {
+            RunStatus::Pending
+        },
+        ..r.clone()
+    }
 }
 
 /// `now` plus `d`, in microseconds, saturating.

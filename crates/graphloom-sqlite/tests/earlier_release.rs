@@ -204,6 +204,31 @@ async fn a_server_file_of_the_earlier_release_opens_with_one_table_of_migrations
     );
 }
 
+/// A new run `id` of alice's on thread `thread`, queued.
+fn new_run(id: &str, thread: &str) -> NewRun {
+    NewRun {
+        run: Run {
+            run_id: id.into(),
+            thread_id: thread.into(),
+            assistant_id: "a".into(),
+            created_at: String::new(),
+            updated_at: String::new(),
+            status: RunStatus::Pending,
+            metadata: Default::default(),
+            kwargs: json!({}),
+            multitask_strategy: MultitaskStrategy::Enqueue,
+            ordinal: 0,
+        },
+        owner: "alice".into(),
+        delay: None,
+        reject_if_busy: false,
+        cancel_active: None,
+        thread_metadata: None,
+        claim: None,
+        create_thread: None,
+    }
+}
+
 #[tokio::test]
 async fn an_earlier_server_without_stored_run_events_gets_them() {
     let dir = tempfile::tempdir().unwrap();
@@ -228,31 +253,7 @@ async fn an_earlier_server_without_stored_run_events_gets_them() {
     db.append_run_events("r-old", vec![record.clone()]).await.unwrap();
     assert_eq!(db.run_events("r-old", 0, 10).await.unwrap(), [record]);
     // A new run on the old thread goes through the queue as usual.
-    let run = Run {
-        run_id: "r-new".into(),
-        thread_id: "t-old".into(),
-        assistant_id: "a".into(),
-        created_at: String::new(),
-        updated_at: String::new(),
-        status: RunStatus::Pending,
-        metadata: Default::default(),
-        kwargs: json!({}),
-        multitask_strategy: MultitaskStrategy::Enqueue,
-        ordinal: 0,
-    };
-    let created = db
-        .create_run(&NewRun {
-            run,
-            owner: "alice".into(),
-            delay: None,
-            reject_if_busy: false,
-            cancel_active: None,
-            thread_metadata: None,
-            claim: None,
-            create_thread: None,
-        })
-        .await
-        .unwrap();
+    let created = db.create_run(&new_run("r-new", "t-old")).await.unwrap();
     assert_eq!(created.status, RunStatus::Pending);
 }
 
@@ -404,27 +405,5 @@ async fn runs_made_before_ordinals_get_them_in_their_threads_order() {
     assert_eq!(listed, expected);
     let other = db.get_run("alice", Some("t2"), "r-x").await.unwrap().unwrap();
     assert_eq!(other.ordinal, 0);
-    let run = Run {
-        run_id: "r-d".into(),
-        thread_id: "t1".into(),
-        assistant_id: "a".into(),
-        created_at: String::new(),
-        updated_at: String::new(),
-        status: RunStatus::Pending,
-        metadata: Default::default(),
-        kwargs: json!({}),
-        multitask_strategy: MultitaskStrategy::Enqueue,
-        ordinal: 0,
-    };
-    let new = NewRun {
-        run,
-        owner: "alice".into(),
-        delay: None,
-        reject_if_busy: false,
-        cancel_active: None,
-        thread_metadata: None,
-        claim: None,
-        create_thread: None,
-    };
-    assert_eq!(db.create_run(&new).await.unwrap().ordinal, 3);
+    assert_eq!(db.create_run(&new_run("r-d", "t1")).await.unwrap().ordinal, 3);
 }

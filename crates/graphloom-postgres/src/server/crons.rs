@@ -4,9 +4,9 @@
 
 use super::push_page;
 use super::rows::{all, one, FromRow, Object, Time};
-use super::runs::{created, insert};
+use super::runs::insert;
 use crate::error::ServerResultExt;
-use graphloom_server_db::kit::{cron_sort_column, now_micros, order_keyword};
+use graphloom_server_db::kit::{created, cron_sort_column, now_micros, order_keyword};
 use graphloom_server_db::models::{rfc3339_from_micros, Cron};
 use graphloom_server_db::{
     CronPatch, CronQuery, CronTick, DbError, DbResult, DueCron, Fired, NewCron, NewRun,

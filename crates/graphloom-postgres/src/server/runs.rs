@@ -4,7 +4,7 @@ use super::push_page;
 use super::rows::{all, one, FromRow, QueuedRun};
 use super::threads::outcome_query;
 use crate::error::ServerResultExt;
-use graphloom_server_db::kit::{after, cancel_action, merge, now_micros, run_status};
+use graphloom_server_db::kit::{after, cancel_action, created, merge, now_micros, run_status, Made};
 use graphloom_server_db::models::{rfc3339_from_micros, CancelAction, ClaimedRun, Run, RunStatus};
 use graphloom_server_db::{DbError, DbResult, Lease, NewRun, RunEventRecord, ThreadOutcome};
 use serde_json::{Map, Value};
@@ -57,31 +57,6 @@ pub(super) async fn create(pool: &PgPool, new: &NewRun) -> DbResult<Run> {
     };
     tx.commit().await.db()?;
     Ok(created(&new.run, now, made))
-}
-
-/// What creating a run gave it.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Made {
-    /// Claimed at once (inserted `running`).
-    pub(super) claimed: bool,
-    /// Its [`ordinal`](Run::ordinal).
-    pub(super) ordinal: i64,
-}
-
-/// The run as created at `now`: `running` when it was claimed at once.
-pub(super) fn created(r: &Run, now: i64, made: Made) -> Run {
-    let at = rfc3339_from_micros(now);
-    Run {
-        created_at: at.clone(),
-        updated_at: at,
-        ordinal: made.ordinal,
-        status: if made.claimed {
-            RunStatus::Running
-        } else {
-            RunStatus::Pending
-        },
-        ..r.clone()
-    }
 }
 
 /// Create `new` in `tx` (with its multitask strategy, claimed at once when it asks and can

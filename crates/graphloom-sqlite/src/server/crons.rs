@@ -2,10 +2,11 @@
 //! created and the cron moved on in one writer transaction).
 
 use super::rows::{Object, Time};
-use super::runs::{created, insert_op};
+use super::runs::insert_op;
 use super::{exec, push_page, text, SqliteDb};
 use crate::error::ServerResultExt;
 use crate::row::{query_all_once, query_one, FromRow};
+use graphloom_server_db::kit::created;
 use graphloom_server_db::kit::{
     cron_sort_column, map_contains, merge, now_micros, order_keyword, slice_page,
 };

@@ -7,7 +7,7 @@ use super::{exec, push_page, scalar, text, SqliteDb};
 use crate::error::ServerResultExt;
 use crate::row::{query_all, query_one, FromRow};
 use crate::SqliteDatabase;
-use graphloom_server_db::kit::{after, cancel_action, merge, now_micros, run_status};
+use graphloom_server_db::kit::{after, cancel_action, created, merge, now_micros, run_status, Made};
 use graphloom_server_db::models::{rfc3339_from_micros, CancelAction, ClaimedRun, Run, RunStatus};
 use graphloom_server_db::{DbError, DbResult, Lease, NewRun, RunEventRecord, ThreadOutcome};
 use rusqlite::types::Value as SqlValue;
@@ -50,31 +50,6 @@ pub(super) async fn create(db: &SqliteDb, new: &NewRun) -> DbResult<Run> {
     let op = insert_op(new, now)?;
     let made = db.write(op).await?;
     Ok(created(&new.run, now, made))
-}
-
-/// What creating a run gave it.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Made {
-    /// Claimed at once (inserted `running`).
-    pub(super) claimed: bool,
-    /// Its [`ordinal`](Run::ordinal).
-    pub(super) ordinal: i64,
-}
-
-/// The run as created at `now`: `running` when it was claimed at once.
-pub(super) fn created(r: &Run, now: i64, made: Made) -> Run {
-    let at = rfc3339_from_micros(now);
-    Run {
-        created_at: at.clone(),
-        updated_at: at,
-        ordinal: made.ordinal,
-        status: if made.claimed {
-            RunStatus::Running
-        } else {
-            RunStatus::Pending
-        },
-        ..r.clone()
-    }
 }
 
 /// The write that creates `new` at `now` (with its multitask strategy, claimed at once
