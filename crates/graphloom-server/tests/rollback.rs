@@ -1,10 +1,11 @@
 //! Rolling back a run (multitask strategy `rollback`, cancel with `action=rollback`) over a
-//! real socket: the run and every checkpoint it wrote are gone.
+//! real socket: the run and every checkpoint it wrote are gone. A cancelled run's stream
+//! ends without an error, as the reference server's does.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
-use common::TestServer;
+use common::{parse_sse, TestServer};
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -115,5 +116,56 @@ async fn rollback_deletes_the_run_and_its_checkpoints() {
     assert_eq!(thread["values"]["sleep_ms"], 2);
     assert_eq!(steps_and_sleep(&s, &t).await, (Some(2), Some(2)));
     assert_eq!(checkpoints_of_run(&s, &t, &long_id).await, json!([]));
+    s.stop().await;
+}
+
+/// A run's stream, joined while it runs, ends without an `error` event when the run is
+/// cancelled, with either action (the reference server, langgraph-api 0.16.7, sends
+/// `metadata` and `values`, then ends the stream).
+#[tokio::test]
+async fn a_cancelled_runs_stream_ends_without_an_error() {
+    let s = TestServer::sqlite(|_| {}).await;
+    for action in ["interrupt", "rollback"] {
+        let t = s.thread().await;
+        let (_, run) = s
+            .post(
+                &format!("/threads/{t}/runs"),
+                json!({"assistant_id": "slow", "input": {"sleep_ms": 30000}, "stream_resumable": true}),
+            )
+            .await;
+        let id = run["run_id"].as_str().unwrap().to_owned();
+        for _ in 0..500 {
+            if s.get(&format!("/threads/{t}/runs/{id}")).await.1["status"] == "running" {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let joined = s
+            .http
+            .get(s.u(&format!("/threads/{t}/runs/{id}/stream")))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(joined.status(), 200);
+        let (st, _) = s
+            .post(
+                &format!("/threads/{t}/runs/{id}/cancel?action={action}"),
+                json!({}),
+            )
+            .await;
+        assert_eq!(st, 202, "{action}");
+        let body = tokio::time::timeout(Duration::from_secs(20), joined.text())
+            .await
+            .expect("the stream ends")
+            .unwrap();
+        let events: Vec<String> = parse_sse(&body).into_iter().map(|(e, _, _)| e).collect();
+        // Replayed from its start (the run keeps its events), then nothing more.
+        assert_eq!(
+            events.first().map(String::as_str),
+            Some("metadata"),
+            "{action}: {body}"
+        );
+        assert!(!events.iter().any(|e| e == "error"), "{action}: {events:?}");
+    }
     s.stop().await;
 }

@@ -66,10 +66,6 @@ pub struct RunTranslator {
     calls: HashMap<String, (String, Value)>,
     interrupts: HashSet<String>,
     error: Option<String>,
-    /// The run was cancelled (its log ends with a `CancelledError`): it ends
-    /// `interrupted`, as a run stopped by a newer run's `interrupt` does on the reference
-    /// server, not failed.
-    cancelled: bool,
     index: u64,
     sub: u64,
 }
@@ -90,7 +86,6 @@ impl RunTranslator {
             calls: HashMap::new(),
             interrupts: HashSet::new(),
             error: None,
-            cancelled: false,
             index: 0,
             sub: 0,
         }
@@ -100,12 +95,6 @@ impl RunTranslator {
     #[must_use]
     pub fn run_id(&self) -> &str {
         &self.run_id
-    }
-
-    /// Whether the run's log said it was cancelled.
-    #[must_use]
-    pub fn cancelled(&self) -> bool {
-        self.cancelled
     }
 
     /// The protocol events of one event of the run's log.
@@ -122,9 +111,11 @@ impl RunTranslator {
             self.emit(&mut out, Method::Lifecycle, &[], None, running);
         }
         if base == "metadata" || base == "error" {
-            if base == "error" && rec.data.get("error").and_then(Value::as_str) == Some("CancelledError") {
-                self.cancelled = true;
-            } else if base == "error" {
+            // A cancel is not a failure: the run ends `interrupted`, as a run stopped by a
+            // newer run's `interrupt` does on the reference server. (Logs stored before
+            // cancelled runs stopped logging an error still hold one.)
+            let cancel = rec.data.get("error").and_then(Value::as_str) == Some("CancelledError");
+            if base == "error" && !cancel {
                 let msg = rec
                     .data
                     .get("message")

@@ -161,11 +161,13 @@ impl WireEncoder {
         }
     }
 
-    /// The wire events for the run's end: an `error` event when it failed.
+    /// The wire events for the run's end: an `error` event when it failed. A cancelled
+    /// run's stream ends without one, as the reference server's does (its status says
+    /// how it ended: `interrupted`, or gone when rolled back).
     #[must_use]
     pub fn end(r: &Result<JsonRunOutput, Error>) -> Vec<(String, Value)> {
         match r {
-            Ok(_) => Vec::new(),
+            Ok(_) | Err(Error::Cancelled) => Vec::new(),
             Err(e) => vec![("error".to_owned(), error_json(e))],
         }
     }

@@ -375,6 +375,11 @@ async fn a_failed_run_ends_with_an_error_event() {
         error_json(&Error::RecursionLimit { limit: 3 })["error"],
         json!("GraphRecursionError")
     );
+    // A cancelled run's stream just ends; any other failure ends with its error.
+    assert!(WireEncoder::end(&Err(Error::Cancelled)).is_empty());
+    let timed_out = WireEncoder::end(&Err(Error::RunTimeout { after_ms: 5 }));
+    assert_eq!(timed_out.len(), 1);
+    assert_eq!(timed_out[0].1["error"], json!("TimeoutError"));
 }
 
 #[test]

@@ -4,9 +4,9 @@
 //! events by a [`RunTranslator`]; then the thread's next runs, as they are queued.
 
 use super::commands::TranslatedRun;
-use super::{all_runs, latest_run, resumable_and_graph, run_status, runs_after, runs_from};
+use super::{all_runs, latest_run, resumable_and_graph, runs_after, runs_from, stored_status};
 use crate::broker::RunEventRecord;
-use crate::models::Run;
+use crate::models::{Run, RunStatus};
 use crate::protocol::signals::Followed;
 use crate::protocol::translate::RunTranslator;
 use crate::protocol::Event;
@@ -203,18 +203,21 @@ impl ThreadFollower {
                 out.extend(cur.translator.push(&r));
                 cur.cursor += 1;
             }
-            // Ended here: the log has the status the run's end recorded.
+            // Ended here: the log has the status the run's end recorded. A rolled-back run
+            // ends `interrupted`, its row gone: it ends without a last event, as on the
+            // reference server (the run that rolled it back follows, and a replay does not
+            // show it at all).
             Some(Frame::Ended(status)) => {
-                if !self.rolled_back().await {
+                let gone = status == RunStatus::Interrupted && self.status_now().await.is_none();
+                if !gone {
                     let cur = self.current.as_mut()?;
                     out.extend(cur.translator.finish(cur.cursor, status));
                 }
                 self.current = None;
             }
             None => {
-                if !self.rolled_back().await {
+                if let Some(status) = self.status_now().await {
                     let cur = self.current.as_mut()?;
-                    let status = run_status(&self.state, &self.owner, &cur.run).await;
                     out.extend(cur.translator.finish(cur.cursor, status));
                 }
                 self.current = None;
@@ -225,27 +228,14 @@ impl ThreadFollower {
         (!out.is_empty()).then_some(Item::Events(out))
     }
 
-    /// Whether the run followed, now ended, was rolled back: cancelled, and deleted. It
-    /// ends without a last event then, as on the reference server: the run that rolled
-    /// it back follows, and a replay does not show it at all.
-    fn rolled_back(&self) -> impl std::future::Future<Output = bool> + Send + 'static {
-        let cancelled = self
-            .current
-            .as_ref()
-            .filter(|c| c.translator.cancelled())
-            .map(|c| {
-                (
-                    self.state.clone(),
-                    self.owner.clone(),
-                    c.run.thread_id.clone(),
-                    c.run.run_id.clone(),
-                )
-            });
+    /// The followed run's status as the database has it now; `None` when it is gone.
+    fn status_now(&self) -> impl std::future::Future<Output = Option<RunStatus>> + Send + 'static {
+        let state = self.state.clone();
+        let owner = self.owner.clone();
+        let run = self.current.as_ref().map(|c| c.run.clone());
         async move {
-            let Some((state, owner, thread, run)) = cancelled else {
-                return false;
-            };
-            matches!(state.db.get_run(&owner, Some(&thread), &run).await, Ok(None))
+            let run = run?;
+            stored_status(&state, &owner, &run).await
         }
     }
 

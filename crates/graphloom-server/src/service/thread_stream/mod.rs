@@ -117,8 +117,14 @@ pub(crate) fn resumable_and_graph(run: &Run) -> (bool, String) {
 
 /// A run's status as the database has it now (its last known one when it cannot say).
 pub(crate) async fn run_status(state: &AppState, owner: &str, run: &Run) -> RunStatus {
+    stored_status(state, owner, run).await.unwrap_or(run.status)
+}
+
+/// A run's status as the database has it now (its last known one when the database
+/// cannot say); `None` when the run is gone (rolled back, or deleted).
+pub(crate) async fn stored_status(state: &AppState, owner: &str, run: &Run) -> Option<RunStatus> {
     match state.db.get_run(owner, Some(&run.thread_id), &run.run_id).await {
-        Ok(Some(r)) => r.status,
-        _ => run.status,
+        Ok(found) => found.map(|r| r.status),
+        Err(_) => Some(run.status),
     }
 }
