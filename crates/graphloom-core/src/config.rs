@@ -59,6 +59,10 @@ pub struct RunConfig {
     /// subgraphs and the tools they call: a server hands each run a store scoped to the
     /// run's owner this way, so one compiled graph serves several tenants.
     pub store: Option<Arc<dyn DynStore>>,
+    /// What the run's `checkpoints` stream events carry (its subgraphs' too): the whole
+    /// event (the default) or only the checkpoint's envelope. `debug` events carry the
+    /// whole checkpoint either way.
+    pub checkpoint_events: crate::stream::CheckpointEvents,
 }
 
 /// A run that completed (see [`RunConfig::on_complete`]).
@@ -231,6 +235,7 @@ impl Default for RunConfig {
             on_task_end: None,
             on_complete: None,
             store: None,
+            checkpoint_events: crate::stream::CheckpointEvents::Full,
         }
     }
 }

@@ -52,6 +52,8 @@ pub(crate) struct RunShared {
     /// Ids of the messages `messages` mode has emitted (chunks or whole), so none is
     /// emitted whole twice. Untouched unless the run streams `messages`.
     pub seen_messages: Mutex<HashSet<String>>,
+    /// What `checkpoints` events carry, at every depth.
+    pub checkpoint_events: crate::stream::CheckpointEvents,
 }
 
 impl RunShared {

@@ -36,6 +36,20 @@ pub enum StreamMode {
     Events,
 }
 
+/// What a run's `checkpoints` stream events carry ([`crate::RunConfig::checkpoint_events`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CheckpointEvents {
+    /// LangGraph's whole event: `config`, `parent_config`, `metadata`, `values`, `next`
+    /// and `tasks`.
+    #[default]
+    Full,
+    /// The checkpoint's envelope only: `config`, `parent_config` and `metadata`. A caller
+    /// that only follows which checkpoints were made (a thread protocol's `checkpoints`
+    /// channel) asks for this: the run does not plan the next tasks nor copy the state
+    /// into each event, and a kept event is a few hundred bytes, not the whole state.
+    Envelope,
+}
+
 impl StreamMode {
     /// The mode's wire name.
     #[must_use]

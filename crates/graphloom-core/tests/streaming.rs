@@ -145,6 +145,70 @@ async fn several_modes_at_once_in_order() {
     assert_ne!(cp["parent_config"], cp["config"]);
 }
 
+/// A run asking for checkpoint envelopes gets, in `checkpoints` events, each checkpoint's
+/// config, its parent's and its metadata, and nothing of its state or next tasks; `debug`
+/// events of the same run still carry the whole checkpoint.
+#[tokio::test]
+async fn checkpoint_envelopes_leave_out_the_state() {
+    let stream = |envelope: bool| {
+        let cfg = RunConfig {
+            checkpoint_events: if envelope {
+                CheckpointEvents::Envelope
+            } else {
+                CheckpointEvents::Full
+            },
+            ..RunConfig::thread(if envelope { "envelope" } else { "full" })
+        };
+        graph()
+            .stream(
+                RunInput::Update(TalkUpdate::new().messages(vec![Message::human("hi")])),
+                cfg,
+                StreamOptions::modes([StreamMode::Checkpoints, StreamMode::Debug]),
+            )
+            .filter_map(|e| async move {
+                match e {
+                    RunEvent::Part(p) => Some((p.mode, p.data_json().unwrap())),
+                    RunEvent::End(_) => None,
+                }
+            })
+            .collect::<Vec<_>>()
+    };
+    let (full, envelopes) = (stream(false).await, stream(true).await);
+    let of = |parts: &[(StreamMode, Value)], mode| -> Vec<Value> {
+        parts
+            .iter()
+            .filter(|p| p.0 == mode)
+            .map(|p| p.1.clone())
+            .collect()
+    };
+    let cps = of(&envelopes, StreamMode::Checkpoints);
+    assert_eq!(cps.len(), 2);
+    for (cp, whole) in cps.iter().zip(of(&full, StreamMode::Checkpoints)) {
+        let keys: Vec<&String> = cp.as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["config", "metadata", "parent_config"], "{cp}");
+        assert_eq!(cp["metadata"], whole["metadata"]);
+        assert!(whole["values"]["messages"].is_array(), "{whole}");
+        let id = &cp["config"]["configurable"];
+        assert!(
+            id["checkpoint_id"].is_string() && id["thread_id"] == "envelope",
+            "{cp}"
+        );
+        assert_eq!(id["checkpoint_ns"], "");
+    }
+    // The second names the first as its parent.
+    assert_eq!(cps[1]["parent_config"], cps[0]["config"]);
+    assert_eq!(
+        (&cps[0]["metadata"]["step"], &cps[1]["metadata"]["step"]),
+        (&json!(0), &json!(1))
+    );
+    // Debug events are whole either way.
+    let debug = of(&envelopes, StreamMode::Debug);
+    let last = debug.iter().rev().find(|d| d["type"] == "checkpoint").unwrap();
+    assert_eq!(last["payload"]["values"]["messages"][1]["content"], "Hello");
+    assert!(last["payload"]["next"].as_array().unwrap().is_empty());
+    assert_eq!(last["payload"]["config"], cps[1]["config"]);
+}
+
 #[tokio::test]
 async fn debug_mode_wraps_tasks_and_checkpoints() {
     let (parts, _) = run(&[StreamMode::Debug], vec![Message::human("hi")]).await;

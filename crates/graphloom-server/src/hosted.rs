@@ -142,6 +142,9 @@ pub struct JsonRunRequest {
     /// The run's store instead of the graph's (pass it on as `RunConfig::store`); the
     /// worker hands a run with auth on its owner's scoped store.
     pub store: Option<Arc<dyn DynStore>>,
+    /// What `checkpoints` events carry (pass it on as `RunConfig::checkpoint_events`): a
+    /// thread-protocol run keeps only their envelopes.
+    pub checkpoint_events: graphloom_core::CheckpointEvents,
 }
 
 impl std::fmt::Debug for JsonRunRequest {
@@ -393,6 +396,7 @@ fn run_config(req: &JsonRunRequest) -> RunConfig {
         on_task_end: req.on_task_end.clone(),
         on_complete: req.on_complete.clone(),
         store: req.store.clone(),
+        checkpoint_events: req.checkpoint_events,
     }
 }
 

@@ -269,6 +269,76 @@ async fn a_run_started_on_either_protocol_streams_on_the_other() {
     s.stop().await;
 }
 
+/// A run the protocol started keeps its `checkpoints` events as envelopes (config, parent
+/// config, metadata: what the channel gives), not copies of the state; the channel still
+/// numbers each checkpoint and names its parent. A run-centric run keeps them whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_protocol_run_keeps_its_checkpoint_events_as_envelopes() {
+    let s = server().await;
+    let t = new_thread();
+    let stream = thread_events(&s, &t, json!({"channels": ["lifecycle", "checkpoints"]})).await;
+    let reader = tokio::spawn(read_until(stream, root_terminal));
+    let (_, ok) = command(&s, &t, start(1)).await;
+    let run_id = ok["result"]["run_id"].as_str().unwrap().to_owned();
+    let frames = reader.await.unwrap();
+    // The root graph's (its tool node's subgraph numbers its own).
+    let channel: Vec<&Value> = frames
+        .iter()
+        .filter(|(e, d, _)| e == "checkpoints" && d["params"]["namespace"] == json!([]))
+        .map(|(_, d, _)| &d["params"]["data"])
+        .collect();
+    assert!(channel.len() >= 3, "{frames:#?}");
+    for (i, cp) in channel.iter().enumerate() {
+        assert!(cp["id"].is_string() && cp["source"].is_string(), "{cp}");
+        assert!(cp["step"].is_i64(), "{cp}");
+        if i > 0 {
+            assert_eq!(cp["parent_id"], channel[i - 1]["id"], "{channel:#?}");
+        }
+    }
+    let kept = |thread: String, run: String| {
+        let http = s.http.clone();
+        let url = s.u(&format!("/threads/{thread}/runs/{run}/stream"));
+        async move {
+            let body = http.get(url).send().await.unwrap().text().await.unwrap();
+            parse_sse(&body)
+                .into_iter()
+                .filter(|(e, _, _)| e == "checkpoints")
+                .map(|(_, d, _)| d)
+                .collect::<Vec<Value>>()
+        }
+    };
+    let envelopes = kept(t.clone(), run_id.clone()).await;
+    assert_eq!(envelopes.len(), channel.len(), "{envelopes:#?}");
+    for (cp, frame) in envelopes.iter().zip(&channel) {
+        let keys: Vec<&String> = cp.as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["config", "metadata", "parent_config"], "{cp}");
+        assert_eq!(cp["config"]["configurable"]["checkpoint_id"], frame["id"]);
+    }
+    let (_, run) = s.get(&format!("/threads/{t}/runs/{run_id}")).await;
+    assert_eq!(run["kwargs"]["checkpoint_envelopes"], true, "{run}");
+    // A run-centric run asking for checkpoints gets them whole, and is not marked.
+    let (_, th) = s.post("/threads", json!({})).await;
+    let t2 = th["thread_id"].as_str().unwrap().to_owned();
+    let (st, run) = s
+        .post(
+            &format!("/threads/{t2}/runs"),
+            json!({"assistant_id": "weather", "input": human("weather in Paris?"),
+                   "stream_mode": ["checkpoints"], "stream_resumable": true}),
+        )
+        .await;
+    assert_eq!(st, 200, "{run}");
+    assert!(run["kwargs"].get("checkpoint_envelopes").is_none(), "{run}");
+    let whole = kept(t2, run["run_id"].as_str().unwrap().to_owned()).await;
+    assert!(
+        !whole.is_empty()
+            && whole
+                .iter()
+                .all(|cp| cp["values"].is_object() && cp["next"].is_array()),
+        "{whole:#?}"
+    );
+    s.stop().await;
+}
+
 /// The run id of each root `completed` event, in order.
 fn completed_runs(evs: &[(String, Value, Option<String>)]) -> Vec<String> {
     evs.iter()

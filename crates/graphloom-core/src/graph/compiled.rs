@@ -162,6 +162,7 @@ impl<S: State> CompiledGraph<S> {
             durability: config.durability,
             on_task_end: config.on_task_end.clone(),
             seen_messages: Mutex::new(std::collections::HashSet::new()),
+            checkpoint_events: config.checkpoint_events,
         })
     }
 

@@ -5,7 +5,7 @@ use super::task::{plan, Outcome, Task, TaskKind};
 use super::Loop;
 use crate::checkpoint;
 use crate::state::State;
-use crate::stream::{StreamData, StreamMode};
+use crate::stream::{CheckpointEvents, StreamData, StreamMode};
 use serde_json::{json, Value};
 
 impl<S: State> Loop<S> {
@@ -15,28 +15,47 @@ impl<S: State> Loop<S> {
         if !wants_cp && !wants_dbg {
             return;
         }
+        let config = |id: &str| json!({"configurable": {"thread_id": self.cfg.thread_id, "checkpoint_ns": self.ns_str, "checkpoint_id": id}});
+        let mut payload = json!({
+            "config": config(&self.ls.checkpoint_id),
+            "parent_config": self.event_parent.as_deref().map(config),
+            "metadata": {"source": "loop", "step": self.ls.step},
+        });
+        // The envelope alone (a few hundred bytes) when the run asks for no more.
+        let envelope = self.run.checkpoint_events == CheckpointEvents::Envelope;
+        if envelope && wants_cp {
+            let data = if wants_dbg {
+                payload.clone()
+            } else {
+                std::mem::take(&mut payload)
+            };
+            self.run
+                .emit(&self.ns, StreamMode::Checkpoints, StreamData::Json(data));
+            if !wants_dbg {
+                return;
+            }
+        }
         let planned = plan(&self.g, &self.ls, &self.ns_str);
         let next: Vec<&str> = planned.iter().map(|t| t.node.as_str()).collect();
         let tasks: Vec<Value> = planned
             .iter()
             .map(|t| json!({"id": t.id, "name": t.node, "interrupts": []}))
             .collect();
-        let mut payload = json!({
-            "config": {"configurable": {"thread_id": self.cfg.thread_id, "checkpoint_ns": self.ns_str, "checkpoint_id": self.ls.checkpoint_id}},
-            "parent_config": self.event_parent.as_ref().map(|id| json!({"configurable": {"thread_id": self.cfg.thread_id, "checkpoint_ns": self.ns_str, "checkpoint_id": id}})),
-            "metadata": {"source": "loop", "step": self.ls.step},
-            "next": next,
-        });
         // The state and the tasks move in (`json!` would serialize a copy of each).
         if let Value::Object(m) = &mut payload {
+            m.insert("next".into(), json!(next));
             m.insert("values".into(), self.ls.state.to_json().unwrap_or(Value::Null));
             m.insert("tasks".into(), Value::Array(tasks));
         }
         if wants_dbg {
-            let p = payload.clone();
+            let p = if wants_cp && !envelope {
+                payload.clone()
+            } else {
+                std::mem::take(&mut payload)
+            };
             self.run.emit(&self.ns, StreamMode::Debug, StreamData::Json(json!({"step": self.ls.step, "timestamp": checkpoint::now_rfc3339(), "type": "checkpoint", "payload": p})));
         }
-        if wants_cp {
+        if wants_cp && !envelope {
             self.run
                 .emit(&self.ns, StreamMode::Checkpoints, StreamData::Json(payload));
         }

@@ -94,6 +94,11 @@ pub struct RunRequest {
     /// Accepted and stored.
     #[serde(default)]
     pub feedback_keys: Option<Value>,
+    /// The run keeps its `checkpoints` events as envelopes only (see
+    /// [`RunKwargs::checkpoint_envelopes`](crate::run::RunKwargs::checkpoint_envelopes)):
+    /// set by the thread protocol's `run.start`, never read from a request.
+    #[serde(skip)]
+    pub checkpoint_envelopes: bool,
 }
 
 impl RunRequest {
