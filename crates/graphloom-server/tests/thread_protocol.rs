@@ -269,11 +269,12 @@ async fn a_run_started_on_either_protocol_streams_on_the_other() {
     s.stop().await;
 }
 
-/// A run the protocol started keeps its `checkpoints` events as envelopes (config, parent
-/// config, metadata: what the channel gives), not copies of the state; the channel still
-/// numbers each checkpoint and names its parent. A run-centric run keeps them whole.
+/// A run the protocol started keeps what its channels read: its `checkpoints` events as
+/// envelopes (config, parent config, metadata), not copies of the state, and of its
+/// `messages` events the model's chunks, not the messages nodes return; the channels still
+/// number each checkpoint and name its parent. A run-centric run keeps them whole.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_protocol_run_keeps_its_checkpoint_events_as_envelopes() {
+async fn a_protocol_run_keeps_what_its_channels_read() {
     let s = server().await;
     let t = new_thread();
     let stream = thread_events(&s, &t, json!({"channels": ["lifecycle", "checkpoints"]})).await;
@@ -302,39 +303,63 @@ async fn a_protocol_run_keeps_its_checkpoint_events_as_envelopes() {
             let body = http.get(url).send().await.unwrap().text().await.unwrap();
             parse_sse(&body)
                 .into_iter()
-                .filter(|(e, _, _)| e == "checkpoints")
-                .map(|(_, d, _)| d)
-                .collect::<Vec<Value>>()
+                .map(|(e, d, _)| (e, d))
+                .collect::<Vec<(String, Value)>>()
         }
     };
-    let envelopes = kept(t.clone(), run_id.clone()).await;
+    let of = |events: &[(String, Value)], name: &str| -> Vec<Value> {
+        events
+            .iter()
+            .filter(|(e, _)| e == name)
+            .map(|(_, d)| d.clone())
+            .collect()
+    };
+    let message_types = |events: &[(String, Value)]| -> Vec<String> {
+        let types = events.iter().filter(|(e, _)| e.starts_with("messages"));
+        types
+            .map(|(_, d)| d[0]["type"].as_str().unwrap_or("").to_owned())
+            .collect()
+    };
+    let events = kept(t.clone(), run_id.clone()).await;
+    let envelopes = of(&events, "checkpoints");
     assert_eq!(envelopes.len(), channel.len(), "{envelopes:#?}");
     for (cp, frame) in envelopes.iter().zip(&channel) {
         let keys: Vec<&String> = cp.as_object().unwrap().keys().collect();
         assert_eq!(keys, ["config", "metadata", "parent_config"], "{cp}");
         assert_eq!(cp["config"]["configurable"]["checkpoint_id"], frame["id"]);
     }
+    let types = message_types(&events);
+    assert!(
+        !types.is_empty() && types.iter().all(|t| t == "AIMessageChunk"),
+        "{types:?}"
+    );
     let (_, run) = s.get(&format!("/threads/{t}/runs/{run_id}")).await;
-    assert_eq!(run["kwargs"]["checkpoint_envelopes"], true, "{run}");
-    // A run-centric run asking for checkpoints gets them whole, and is not marked.
+    assert_eq!(run["kwargs"]["thread_protocol"], true, "{run}");
+    // A run-centric run gets them whole, and is not marked.
     let (_, th) = s.post("/threads", json!({})).await;
     let t2 = th["thread_id"].as_str().unwrap().to_owned();
     let (st, run) = s
         .post(
             &format!("/threads/{t2}/runs"),
             json!({"assistant_id": "weather", "input": human("weather in Paris?"),
-                   "stream_mode": ["checkpoints"], "stream_resumable": true}),
+                   "stream_mode": ["checkpoints", "messages-tuple"], "stream_resumable": true}),
         )
         .await;
     assert_eq!(st, 200, "{run}");
-    assert!(run["kwargs"].get("checkpoint_envelopes").is_none(), "{run}");
-    let whole = kept(t2, run["run_id"].as_str().unwrap().to_owned()).await;
+    assert!(run["kwargs"].get("thread_protocol").is_none(), "{run}");
+    let events = kept(t2, run["run_id"].as_str().unwrap().to_owned()).await;
+    let whole = of(&events, "checkpoints");
     assert!(
         !whole.is_empty()
             && whole
                 .iter()
                 .all(|cp| cp["values"].is_object() && cp["next"].is_array()),
         "{whole:#?}"
+    );
+    let types = message_types(&events);
+    assert!(
+        types.iter().any(|t| t == "AIMessageChunk") && types.iter().any(|t| t == "tool"),
+        "{types:?}"
     );
     s.stop().await;
 }

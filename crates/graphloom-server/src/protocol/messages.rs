@@ -11,6 +11,20 @@
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 
+/// Whether a `messages` event (`[message, metadata]`) is a model's chunk (a LangChain
+/// `...Chunk`), the only kind this channel reads: a message a node returns whole is not
+/// streamed on it (as the reference server does not), it shows in `updates` and `values`.
+#[must_use]
+pub(crate) fn is_model_chunk(event: &Value) -> bool {
+    match event {
+        Value::Array(pair) if pair.len() == 2 => pair[0]
+            .get("type")
+            .and_then(Value::as_str)
+            .is_some_and(|t| t.ends_with("Chunk")),
+        _ => false,
+    }
+}
+
 /// One block being streamed.
 #[derive(Debug)]
 enum Block {

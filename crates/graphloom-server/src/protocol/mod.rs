@@ -30,6 +30,7 @@ pub mod signals;
 pub mod translate;
 
 pub use filter::{Channel, Filter};
+pub(crate) use messages::is_model_chunk;
 pub use signals::ThreadSignals;
 
 use serde::Serialize;

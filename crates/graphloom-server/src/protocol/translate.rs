@@ -17,7 +17,7 @@
 //! - `custom` gives `{"payload"}`, or the value itself when it is `{"name", "payload"}`
 //!   (a named extension, `custom:<name>`); `checkpoints` give their envelope.
 
-use super::messages::{FinishedCall, MessageStreams};
+use super::messages::{is_model_chunk, FinishedCall, MessageStreams};
 use super::{now_ms, seq, Event, Method};
 use crate::broker::RunEventRecord;
 use crate::models::RunStatus;
@@ -368,17 +368,10 @@ impl RunTranslator {
     }
 
     fn message(&mut self, ns: &[String], data: &Value, out: &mut Vec<Event>) {
-        let (chunk, meta) = match data {
-            Value::Array(pair) if pair.len() == 2 => (&pair[0], &pair[1]),
-            _ => return,
-        };
-        let is_chunk = chunk
-            .get("type")
-            .and_then(Value::as_str)
-            .is_some_and(|t| t.ends_with("Chunk"));
-        if !is_chunk {
+        let (Value::Array(pair), true) = (data, is_model_chunk(data)) else {
             return;
-        }
+        };
+        let (chunk, meta) = (&pair[0], &pair[1]);
         let node = meta
             .get("langgraph_node")
             .and_then(Value::as_str)

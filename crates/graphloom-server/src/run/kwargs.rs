@@ -85,12 +85,14 @@ pub struct RunKwargs {
     /// The principal the run acts for (`""` with auth off); not shown to clients.
     #[serde(default)]
     pub owner: String,
-    /// The run's `checkpoints` events carry each checkpoint's envelope only (`config`,
-    /// `parent_config`, `metadata`), not its state, next nodes and tasks: a run the thread
-    /// protocol started, whose `checkpoints` channel gives no more. Absent (false) for
-    /// every other run, and in rows written before it existed.
+    /// A run the thread protocol started: its events are what the protocol's channels
+    /// read. Its `checkpoints` events carry each checkpoint's envelope (`config`,
+    /// `parent_config`, `metadata`), not its state, next nodes and tasks; its `messages`
+    /// events are the models' chunks, not the messages nodes return (those show in its
+    /// `updates` and `values`). Absent (false) for every other run, and in rows written
+    /// before it existed.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub checkpoint_envelopes: bool,
+    pub thread_protocol: bool,
 }
 
 /// Why a run row's kwargs do not read: the field's path and the cause.
@@ -189,7 +191,7 @@ impl RunKwargs {
             metadata,
             run_id: Some(run_id.to_owned()),
             subgraphs: self.stream_subgraphs,
-            checkpoint_events: if self.checkpoint_envelopes {
+            checkpoint_events: if self.thread_protocol {
                 graphloom_core::CheckpointEvents::Envelope
             } else {
                 graphloom_core::CheckpointEvents::Full

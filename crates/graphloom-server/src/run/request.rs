@@ -94,11 +94,11 @@ pub struct RunRequest {
     /// Accepted and stored.
     #[serde(default)]
     pub feedback_keys: Option<Value>,
-    /// The run keeps its `checkpoints` events as envelopes only (see
-    /// [`RunKwargs::checkpoint_envelopes`](crate::run::RunKwargs::checkpoint_envelopes)):
-    /// set by the thread protocol's `run.start`, never read from a request.
+    /// A run of the thread protocol (see
+    /// [`RunKwargs::thread_protocol`](crate::run::RunKwargs::thread_protocol)): set by its
+    /// commands, never read from a request.
     #[serde(skip)]
-    pub checkpoint_envelopes: bool,
+    pub thread_protocol: bool,
 }
 
 impl RunRequest {

@@ -233,6 +233,13 @@ async fn stream(
                 if !requested.contains(&mode) {
                     continue;
                 }
+                // A protocol run keeps the models' chunks, all its `messages` channel reads.
+                if mode == StreamMode::Messages
+                    && exec.kwargs.thread_protocol
+                    && !crate::protocol::is_model_chunk(&data)
+                {
+                    continue;
+                }
                 encoder.part(mode, &ns, data)
             }
             JsonRunEvent::End(_) if watch.lost() => break,

@@ -242,7 +242,7 @@ fn kwargs(s: &Submit, assistant: &Assistant) -> ApiResult<RunKwargs> {
         assistant_id: assistant.assistant_id.clone(),
         temporary: s.thread_id.is_none() && r.on_completion != Some(OnCompletion::Keep),
         owner: s.owner.clone(),
-        checkpoint_envelopes: r.checkpoint_envelopes,
+        thread_protocol: r.thread_protocol,
     })
 }
 

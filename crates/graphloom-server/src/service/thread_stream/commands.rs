@@ -45,8 +45,8 @@ fn protocol_run(mut r: RunRequest) -> RunRequest {
     r.stream_mode = Some(OneOrMany::Many(MODES.to_vec()));
     r.stream_subgraphs = Some(true);
     r.stream_resumable = Some(true);
-    // Its `checkpoints` channel gives each checkpoint's envelope: nothing more is kept.
-    r.checkpoint_envelopes = true;
+    // It keeps what the channels read (checkpoint envelopes, models' chunks), no more.
+    r.thread_protocol = true;
     r.if_not_exists = Some(IfNotExists::Create);
     r
 }
