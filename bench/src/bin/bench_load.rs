@@ -9,10 +9,11 @@
 //!   holds the 4 messages of the run.
 //! - `stream`: the same with `POST /threads/{id}/runs/stream` (`stream_mode: ["values"]`),
 //!   reading the SSE stream to its end and checking it carried `values` events and no error.
-//! - `stream-all`: the same with the run the thread-centric protocol starts (below):
-//!   `stream_mode` values, updates, messages-tuple, custom and checkpoints, subgraphs, and
-//!   `stream_resumable` (its events stored for replay). Beside `thread` it shows what the
-//!   protocol costs over the same run streamed the run-centric way.
+//! - `stream-all`: the same with the stream modes of the run the thread-centric protocol
+//!   starts (below): `stream_mode` values, updates, messages-tuple, custom and checkpoints,
+//!   subgraphs, and `stream_resumable` (its events stored for replay). The protocol's run
+//!   keeps less of them (checkpoint envelopes, the models' chunks: what its channels read);
+//!   this one keeps them whole, as any run-centric run does.
 //! - `thread`: the same run through the thread-centric protocol that `@langchain/react`'s
 //!   `useStream` speaks: `POST /threads/{id}/commands` `run.start` on a new thread id (the
 //!   server creates the thread), then `POST /threads/{id}/stream/events` (`values` and
