@@ -368,10 +368,9 @@ impl RunTranslator {
     }
 
     fn message(&mut self, ns: &[String], data: &Value, out: &mut Vec<Event>) {
-        let (Value::Array(pair), true) = (data, is_model_chunk(data)) else {
+        let (true, Some([chunk, meta])) = (is_model_chunk(data), data.as_array().map(Vec::as_slice)) else {
             return;
         };
-        let (chunk, meta) = (&pair[0], &pair[1]);
         let node = meta
             .get("langgraph_node")
             .and_then(Value::as_str)
