@@ -254,17 +254,11 @@ async fn stream_run(http: &reqwest::Client, url: &str, thread: &str, kind: Kind)
     }
 }
 
-/// A fresh thread id (the thread-centric client makes its own).
+/// A fresh thread id, made as the thread-centric client makes its own: a UUID v7
+/// (`@langchain/langgraph-sdk`'s `threads.stream` and `useStream` call `v7()`), so new
+/// threads sort by time as the server's own ids do.
 fn new_thread_id() -> String {
-    let (a, b): (u64, u64) = (rand::random(), rand::random());
-    format!(
-        "{:08x}-{:04x}-4{:03x}-8{:03x}-{:012x}",
-        a >> 32,
-        (a >> 16) & 0xffff,
-        a & 0xfff,
-        b >> 52,
-        b & 0xffff_ffff_ffff
-    )
+    uuid::Uuid::now_v7().to_string()
 }
 
 /// One run through the thread-centric protocol (see the module docs): its latency, from
