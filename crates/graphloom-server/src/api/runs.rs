@@ -9,7 +9,7 @@ use crate::models::{CancelAction, Run, RunStatus};
 use crate::run::{OnDisconnect, RunRequest};
 use crate::service;
 use crate::service::runs::events::{self, Follow, Joined};
-use crate::service::runs::{self, CancelTargets, Enqueued, Hold, Submit};
+use crate::service::runs::{self, CancelTargets, Enqueued, Hold, Submit, ThreadRead};
 use crate::state::AppRef;
 use crate::wire;
 use axum::body::Body;
@@ -34,7 +34,7 @@ async fn enqueue(
         request: b.request,
         delay: b.delay,
         hold,
-        read: None,
+        read: ThreadRead::Unread,
     };
     runs::enqueue(state, submit).await
 }

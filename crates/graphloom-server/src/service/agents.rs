@@ -6,7 +6,7 @@ use crate::db::{AssistantQuery, SortOrder};
 use crate::error::{ApiError, ApiResult};
 use crate::models::{Assistant, Run};
 use crate::run::RunRequest;
-use crate::service::runs::{self, Enqueued, Hold, Submit};
+use crate::service::runs::{self, Enqueued, Hold, Submit, ThreadRead};
 use crate::service::MAX_PAGE;
 use crate::state::AppRef;
 use serde_json::{json, Map, Value};
@@ -155,7 +155,7 @@ pub(crate) async fn start(
         request,
         delay: None,
         hold: Hold::Outcome,
-        read: None,
+        read: ThreadRead::Unread,
     };
     // The run carries the whole identity (permissions, claims) into its config.
     let Enqueued { run, reader, .. } =

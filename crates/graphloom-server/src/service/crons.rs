@@ -3,7 +3,7 @@
 //! (schedule, time zone, assistant, thread, input, webhook) so that nothing bad is stored;
 //! [`fire_due`] fires the ticks that are due (see [`crate::scheduler`]).
 
-use super::runs::{self, Hold, Submit};
+use super::runs::{self, Hold, Submit, ThreadRead};
 use super::{assistants, threads};
 use crate::db::{CronPatch, CronQuery, CronTick, DueCron, Fired, NewCron};
 use crate::error::{ApiError, ApiResult};
@@ -268,7 +268,7 @@ async fn fire(state: &AppRef, d: DueCron) {
         request,
         delay: None,
         hold: Hold::Nothing,
-        read: None,
+        read: ThreadRead::Unread,
     };
     match runs::enqueue_tick(state, submit, &tick).await {
         Ok(Ok(e)) => {

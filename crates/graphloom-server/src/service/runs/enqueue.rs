@@ -29,8 +29,20 @@ pub(crate) struct Submit {
     /// What to hold of the run before it can start (a run nobody holds keeps no events,
     /// and its log goes as it ends).
     pub hold: Hold,
-    /// The thread as the caller has just read it (it is not read again); `None`: read it.
-    pub read: Option<Thread>,
+    /// The thread as the caller has just read it (it is not read again).
+    pub read: ThreadRead,
+}
+
+/// What the caller of [`enqueue()`] has just read of the run's thread.
+#[derive(Debug, Default)]
+pub(crate) enum ThreadRead {
+    /// Nothing: the thread is read.
+    #[default]
+    Unread,
+    /// The thread as it was.
+    Found(Thread),
+    /// No such thread (of this owner): the run creates it if its request says so.
+    Missing,
 }
 
 /// What a caller of [`enqueue()`] holds of the run from its creation on.
@@ -181,10 +193,12 @@ async fn thread_of(state: &AppRef, s: &Submit, assistant: &Assistant) -> ApiResu
         let t = threads::new_thread(uuid::Uuid::now_v7().to_string(), meta(), None);
         return Ok((t, true));
     };
-    if let Some(t) = &s.read {
-        return Ok((t.clone(), false));
-    }
-    if let Some(t) = state.db.get_thread(&s.owner, id).await? {
+    let found = match &s.read {
+        ThreadRead::Found(t) => Some(t.clone()),
+        ThreadRead::Missing => None,
+        ThreadRead::Unread => state.db.get_thread(&s.owner, id).await?,
+    };
+    if let Some(t) = found {
         return Ok((t, false));
     }
     if s.request.if_not_exists != Some(IfNotExists::Create) {

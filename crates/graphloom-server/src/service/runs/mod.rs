@@ -4,7 +4,7 @@
 mod enqueue;
 pub(crate) mod events;
 
-pub(crate) use enqueue::{check_input, enqueue, enqueue_tick, Enqueued, Hold, Submit};
+pub(crate) use enqueue::{check_input, enqueue, enqueue_tick, Enqueued, Hold, Submit, ThreadRead};
 
 use crate::broker::Reader;
 use crate::error::{ApiError, ApiResult};

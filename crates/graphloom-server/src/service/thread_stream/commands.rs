@@ -4,11 +4,11 @@
 
 use super::{graph_name, latest_run, run_status};
 use crate::broker::Next;
-use crate::models::{MultitaskStrategy, Run, Thread, ThreadStatus};
+use crate::models::{MultitaskStrategy, Run, ThreadStatus};
 use crate::protocol::translate::RunTranslator;
 use crate::protocol::{ErrorCode, Event, ProtocolError};
 use crate::run::{Command, IfNotExists, OneOrMany, RunRequest};
-use crate::service::runs::{enqueue, Hold, Submit};
+use crate::service::runs::{enqueue, Hold, Submit, ThreadRead};
 use crate::service::threads;
 use crate::state::AppRef;
 use crate::wire::WireMode;
@@ -53,15 +53,15 @@ fn protocol_run(mut r: RunRequest) -> RunRequest {
 
 /// Queue `request` on the thread and wake the thread's followers here.
 async fn submit(ctx: &Ctx<'_>, request: RunRequest, delay: Option<Duration>) -> Result<Run> {
-    submit_read(ctx, request, delay, None).await
+    submit_read(ctx, request, delay, ThreadRead::Unread).await
 }
 
-/// [`submit`], with the thread as the caller has just read it (`None`: it is read).
+/// [`submit`], with the thread as the caller has just read it.
 async fn submit_read(
     ctx: &Ctx<'_>,
     request: RunRequest,
     delay: Option<Duration>,
-    read: Option<Thread>,
+    read: ThreadRead,
 ) -> Result<Run> {
     let submit = Submit {
         owner: ctx.owner.to_owned(),
@@ -113,7 +113,9 @@ pub(crate) async fn start(ctx: &Ctx<'_>, mut request: RunRequest, delay: Option<
             ..Command::default()
         });
     }
-    submit_read(ctx, request, delay, thread).await
+    // The thread as read here: a new thread is not looked for a second time.
+    let read = thread.map_or(ThreadRead::Missing, ThreadRead::Found);
+    submit_read(ctx, request, delay, read).await
 }
 
 /// The assistant of the thread's latest run, for commands that name none.
