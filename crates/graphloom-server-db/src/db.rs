@@ -214,6 +214,13 @@ pub trait Db: CronDb + WebhookDb + RetentionDb + Send + Sync + 'static {
     /// expired lease (a dead worker's; its attempt goes up). Never a run whose thread has
     /// another running run with a live lease. The claim holds a lease of `lease` length.
     async fn claim_run(&self, worker: &str, lease: Duration) -> DbResult<Option<ClaimedRun>>;
+    /// [`claim_run`](Self::claim_run) for a worker that expects a run to be queued (it has
+    /// just claimed one: under load the queue has more). A backend that first looks at its
+    /// queue outside its writer, so idle workers polling an empty queue never wait for it,
+    /// skips that look here.
+    async fn claim_expected_run(&self, worker: &str, lease: Duration) -> DbResult<Option<ClaimedRun>> {
+        self.claim_run(worker, lease).await
+    }
     /// Extend the lease; tells whether it is still held and whether a cancel was asked for.
     async fn heartbeat(&self, run_id: &str, worker: &str, lease: Duration) -> DbResult<Lease>;
     /// End a run held by `worker` with a final status. False when the lease was lost

@@ -565,6 +565,8 @@ async fn runs(db: &dyn Db) {
     );
     assert_eq!(status_of(db, &r1.run_id).await, Some(RunStatus::Running));
     assert!(claim(db, "w2", LONG).await.is_none());
+    // Without the look first, the same rules: r2 waits for r1.
+    assert!(db.claim_expected_run("w2", LONG).await.unwrap().is_none());
     assert!(matches!(db.create_run(&reject).await, Err(DbError::Busy(_))));
     assert_eq!(db.heartbeat(&r1.run_id, "w1", LONG).await.unwrap(), Lease::Held);
     assert_eq!(db.heartbeat(&r1.run_id, "w2", LONG).await.unwrap(), Lease::Lost);

@@ -79,6 +79,8 @@ pub(crate) fn spawn_claimed(
 
 async fn worker_loop(state: Arc<AppState>, slots: Arc<Semaphore>) {
     let mut shutdown = state.shutdown.subscribe();
+    // Whether this worker's last claim found a run: a busy queue likely has another.
+    let mut busy = false;
     loop {
         if *shutdown.borrow() {
             return;
@@ -91,7 +93,14 @@ async fn worker_loop(state: Arc<AppState>, slots: Arc<Semaphore>) {
             },
             _ = shutdown.changed() => continue,
         };
-        match state.db.claim_run(&state.worker_id, state.config.lease).await {
+        let (worker, lease) = (&state.worker_id, state.config.lease);
+        let claim = if busy {
+            state.db.claim_expected_run(worker, lease).await
+        } else {
+            state.db.claim_run(worker, lease).await
+        };
+        busy = matches!(claim, Ok(Some(_)));
+        match claim {
             Ok(Some(claimed)) => {
                 let kwargs = RunKwargs::of(&claimed.run.kwargs);
                 steps::run_claimed(&state, claimed, kwargs).await;

@@ -259,7 +259,11 @@ impl Db for SqliteDb {
     }
 
     async fn claim_run(&self, worker: &str, lease: Duration) -> DbResult<Option<ClaimedRun>> {
-        runs::claim(self, worker, lease).await
+        runs::claim(self, worker, lease, true).await
+    }
+
+    async fn claim_expected_run(&self, worker: &str, lease: Duration) -> DbResult<Option<ClaimedRun>> {
+        runs::claim(self, worker, lease, false).await
     }
 
     async fn heartbeat(&self, run_id: &str, worker: &str, lease: Duration) -> DbResult<Lease> {

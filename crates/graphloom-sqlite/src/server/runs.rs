@@ -253,10 +253,15 @@ pub(super) async fn delete(db: &SqliteDb, owner: &str, thread_id: &str, run_id: 
     .await
 }
 
-pub(super) async fn claim(db: &SqliteDb, worker: &str, lease: Duration) -> DbResult<Option<ClaimedRun>> {
-    // A look on a read connection first: idle workers polling an empty queue then never
-    // queue behind the writer.
-    if db.read(|c| claimable(c, now_micros()))?.is_none() {
+/// Claim the oldest claimable run; with `look`, only after a look on a read connection
+/// finds one: idle workers polling an empty queue then never queue behind the writer.
+pub(super) async fn claim(
+    db: &SqliteDb,
+    worker: &str,
+    lease: Duration,
+    look: bool,
+) -> DbResult<Option<ClaimedRun>> {
+    if look && db.read(|c| claimable(c, now_micros()))?.is_none() {
         return Ok(None);
     }
     let worker = worker.to_owned();
