@@ -40,7 +40,7 @@ pub(crate) enum ThreadRead {
     #[default]
     Unread,
     /// The thread as it was.
-    Found(Thread),
+    Found(Box<Thread>),
     /// No such thread (of this owner): the run creates it if its request says so.
     Missing,
 }
@@ -194,7 +194,7 @@ async fn thread_of(state: &AppRef, s: &Submit, assistant: &Assistant) -> ApiResu
         return Ok((t, true));
     };
     let found = match &s.read {
-        ThreadRead::Found(t) => Some(t.clone()),
+        ThreadRead::Found(t) => Some(Thread::clone(t)),
         ThreadRead::Missing => None,
         ThreadRead::Unread => state.db.get_thread(&s.owner, id).await?,
     };

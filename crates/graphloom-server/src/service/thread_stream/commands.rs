@@ -114,7 +114,7 @@ pub(crate) async fn start(ctx: &Ctx<'_>, mut request: RunRequest, delay: Option<
         });
     }
     // The thread as read here: a new thread is not looked for a second time.
-    let read = thread.map_or(ThreadRead::Missing, ThreadRead::Found);
+    let read = thread.map_or(ThreadRead::Missing, |t| ThreadRead::Found(Box::new(t)));
     submit_read(ctx, request, delay, read).await
 }
 
