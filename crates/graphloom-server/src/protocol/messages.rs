@@ -16,13 +16,13 @@ use std::collections::BTreeMap;
 /// streamed on it (as the reference server does not), it shows in `updates` and `values`.
 #[must_use]
 pub(crate) fn is_model_chunk(event: &Value) -> bool {
-    match event {
-        Value::Array(pair) if pair.len() == 2 => pair[0]
-            .get("type")
-            .and_then(Value::as_str)
-            .is_some_and(|t| t.ends_with("Chunk")),
-        _ => false,
-    }
+    let Some([message, _]) = event.as_array().map(Vec::as_slice) else {
+        return false;
+    };
+    message
+        .get("type")
+        .and_then(Value::as_str)
+        .is_some_and(|t| t.ends_with("Chunk"))
 }
 
 /// One block being streamed.
