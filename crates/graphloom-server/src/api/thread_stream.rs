@@ -8,6 +8,7 @@
 use super::auth::Owner;
 use super::thread_commands::dispatch;
 use crate::error::{ApiError, ApiResult, ErrorBody};
+use crate::protocol::translate::Methods;
 use crate::protocol::{error_frame, success_frame, Command, Filter};
 use crate::service::thread_stream::follow::{follow_thread, Item, Start};
 use crate::service::thread_stream::join::{join_thread, parse_last_event_id, JoinItem};
@@ -111,7 +112,9 @@ pub(crate) async fn events(
     super::extract::Body(body): super::extract::Body<Value>,
 ) -> ApiResult<Response> {
     let (filter, since) = stream_request(&body)?;
-    let items = follow_thread(state, owner, thread_id, Start::History { since });
+    // The stream's channels are fixed: the events of no channel it reads are not made.
+    let builds = Methods::of(&filter);
+    let items = follow_thread(state, owner, thread_id, Start::History { since }, builds);
     let bytes = items.filter_map(move |item| {
         let out = match item {
             Item::Events(evs) => {

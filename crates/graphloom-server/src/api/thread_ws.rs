@@ -15,6 +15,7 @@ use super::auth::Owner;
 use super::thread_commands::dispatch;
 use crate::auth::gate::authorize_command;
 use crate::auth::Identity;
+use crate::protocol::translate::Methods;
 use crate::protocol::{
     error_frame, success_frame, BadFrame, Command, ErrorCode, Event, Filter, ProtocolError,
 };
@@ -107,7 +108,14 @@ async fn session(
         }
         let _ = sink.close().await;
     });
-    let follower = follow_thread(state.clone(), owner.clone(), thread_id.clone(), Start::LatestRun).boxed();
+    let follower = follow_thread(
+        state.clone(),
+        owner.clone(),
+        thread_id.clone(),
+        Start::LatestRun,
+        Methods::ALL,
+    )
+    .boxed();
     let mut s = Session {
         state,
         identity,

@@ -18,7 +18,7 @@
 //!   (a named extension, `custom:<name>`); `checkpoints` give their envelope.
 
 use super::messages::{is_model_chunk, FinishedCall, MessageStreams};
-use super::{now_ms, seq, Event, Method};
+use super::{now_ms, seq, Channel, Event, Filter, Method};
 use crate::broker::RunEventRecord;
 use crate::models::RunStatus;
 use serde_json::{json, Map, Value};
@@ -68,6 +68,52 @@ pub struct RunTranslator {
     error: Option<String>,
     index: u64,
     sub: u64,
+    /// The methods whose events are built (the others are only counted).
+    builds: Methods,
+}
+
+/// The methods a [`RunTranslator`] builds events of. The events of the others are only
+/// counted, so the events it does build have the sequence numbers and ids they have on a
+/// translator that builds them all: a stream whose channels are fixed (SSE) skips the
+/// work of the events it would drop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Methods(u16);
+
+impl Methods {
+    /// Every method.
+    pub const ALL: Self = Self(u16::MAX);
+
+    /// The methods whose events `filter` may deliver (by channel: `custom:<name>` needs
+    /// the custom events, whatever their name).
+    #[must_use]
+    pub fn of(filter: &Filter) -> Self {
+        let mut bits = 0u16;
+        for c in &filter.channels {
+            let m = match c {
+                Channel::Values => Method::Values,
+                Channel::Updates => Method::Updates,
+                Channel::Messages => Method::Messages,
+                Channel::Tools => Method::Tools,
+                Channel::Lifecycle => Method::Lifecycle,
+                Channel::Input => Method::InputRequested,
+                Channel::Checkpoints => Method::Checkpoints,
+                Channel::Tasks => Method::Tasks,
+                Channel::Custom | Channel::CustomNamed(_) => Method::Custom,
+            };
+            bits |= Self::bit(m);
+        }
+        Self(bits)
+    }
+
+    fn bit(m: Method) -> u16 {
+        1 << (m as u16)
+    }
+
+    /// Whether `m`'s events are built.
+    #[must_use]
+    pub fn has(self, m: Method) -> bool {
+        self.0 & Self::bit(m) != 0
+    }
 }
 
 impl RunTranslator {
@@ -88,7 +134,15 @@ impl RunTranslator {
             error: None,
             index: 0,
             sub: 0,
+            builds: Methods::ALL,
         }
+    }
+
+    /// This translator, building only the events of `methods` (see [`Methods`]).
+    #[must_use]
+    pub fn building(mut self, methods: Methods) -> Self {
+        self.builds = methods;
+        self
     }
 
     /// The run's id.
@@ -130,6 +184,7 @@ impl RunTranslator {
             "values" => self.values(&ns, &rec.data, &mut out),
             "updates" => self.updates(&ns, &rec.data, &mut out),
             "messages" => self.message(&ns, &rec.data, &mut out),
+            "custom" if !self.builds.has(Method::Custom) => self.skip(),
             "custom" => {
                 let named = rec.data.as_object().is_some_and(|m| {
                     m.len() == 2 && m.get("name").is_some_and(Value::is_string) && m.contains_key("payload")
@@ -143,6 +198,7 @@ impl RunTranslator {
                 };
                 self.emit(&mut out, Method::Custom, &ns, None, data);
             }
+            "checkpoints" if !self.builds.has(Method::Checkpoints) => self.skip(),
             "checkpoints" => {
                 let cfg_id = |c: Option<&Value>| {
                     c.and_then(|c| c.get("configurable")?.get("checkpoint_id"))
@@ -252,15 +308,22 @@ impl RunTranslator {
         node: Option<&str>,
         data: impl Into<Arc<Value>>,
     ) {
-        out.push(Event {
-            seq: seq(self.ordinal, self.index, self.sub),
-            event_id: format!("{}:{}:{}", self.run_id, self.index, self.sub),
-            method,
-            namespace: ns.to_vec(),
-            node: node.map(str::to_owned),
-            timestamp: now_ms(),
-            data: data.into(),
-        });
+        if self.builds.has(method) {
+            out.push(Event {
+                seq: seq(self.ordinal, self.index, self.sub),
+                event_id: format!("{}:{}:{}", self.run_id, self.index, self.sub),
+                method,
+                namespace: ns.to_vec(),
+                node: node.map(str::to_owned),
+                timestamp: now_ms(),
+                data: data.into(),
+            });
+        }
+        self.sub += 1;
+    }
+
+    /// Count an event that is not built (its data would be dear to make).
+    fn skip(&mut self) {
         self.sub += 1;
     }
 
@@ -323,11 +386,15 @@ impl RunTranslator {
                 self.emit(out, Method::Messages, ns, Some(node), e);
             }
             self.tool_events(ns, node, upd, out);
-            let mut update = Map::new();
-            update.insert("node".into(), Value::String(node.clone()));
-            update.insert("values".into(), upd.clone());
-            let update = Value::Object(update);
-            self.emit(out, Method::Updates, ns, Some(node), update);
+            if self.builds.has(Method::Updates) {
+                let mut update = Map::new();
+                update.insert("node".into(), Value::String(node.clone()));
+                update.insert("values".into(), upd.clone());
+                let update = Value::Object(update);
+                self.emit(out, Method::Updates, ns, Some(node), update);
+            } else {
+                self.skip();
+            }
             self.close_children(ns, node, out);
         }
     }
@@ -418,6 +485,12 @@ impl RunTranslator {
             let Some(call_id) = m.get("tool_call_id").and_then(Value::as_str) else {
                 continue;
             };
+            if !self.builds.has(Method::Tools) {
+                // Its two events, counted.
+                self.skip();
+                self.skip();
+                continue;
+            }
             let known = self.calls.get(call_id).cloned();
             let name = m
                 .get("name")
@@ -555,6 +628,80 @@ mod tests {
         let tree = t.tree();
         assert_eq!(tree["status"], "interrupted");
         assert_eq!(tree["children"][0]["namespace"], json!(["review:t1"]));
+    }
+
+    #[test]
+    fn a_translator_building_some_methods_makes_those_events_exactly() {
+        let log = [
+            rec(0, "metadata", json!({"run_id": "r", "attempt": 1})),
+            rec(1, "values", json!({"messages": []})),
+            rec(
+                2,
+                "updates",
+                json!({"agent": {"messages": [{"type": "ai", "id": "m1", "content": "",
+                "tool_calls": [{"id": "c1", "name": "lookup", "args": {"q": 1}}]}]}}),
+            ),
+            rec(
+                3,
+                "checkpoints",
+                json!({"config": {"configurable": {"checkpoint_id": "k1"}}, "metadata": {"step": 1}}),
+            ),
+            rec(4, "custom", json!({"name": "progress", "payload": 3})),
+            rec(5, "custom", json!(7)),
+            rec(
+                6,
+                "updates",
+                json!({"tools": {"messages": [{"type": "tool", "tool_call_id": "c1", "content": "ok"}]}}),
+            ),
+            rec(7, "values|sub:t", json!({"x": 1})),
+            rec(
+                8,
+                "updates|sub:t",
+                json!({"__interrupt__": [{"value": "?", "id": "i1"}]}),
+            ),
+        ];
+        let translate = |builds: Methods| {
+            let mut t = RunTranslator::new("r", 1, "g").building(builds);
+            let mut all: Vec<Event> = log.iter().flat_map(|r| t.push(r)).collect();
+            all.extend(t.finish(9, RunStatus::Interrupted));
+            all
+        };
+        let every = translate(Methods::ALL);
+        for channels in [
+            json!(["values", "lifecycle"]),
+            json!(["tools"]),
+            json!(["updates", "input"]),
+            json!(["custom:progress", "checkpoints"]),
+            json!(["custom"]),
+        ] {
+            let filter = Filter::parse(&json!({ "channels": channels })).unwrap();
+            let wanted: Vec<Event> = every.iter().filter(|e| filter.matches(e)).cloned().collect();
+            // Same events, same sequence numbers and ids (timestamps aside).
+            let made: Vec<Event> = translate(Methods::of(&filter))
+                .into_iter()
+                .filter(|e| filter.matches(e))
+                .collect();
+            let key = |e: &Event| {
+                (
+                    e.seq,
+                    e.event_id.clone(),
+                    e.method,
+                    e.namespace.clone(),
+                    e.data.clone(),
+                )
+            };
+            assert!(!wanted.is_empty(), "{channels}");
+            assert_eq!(
+                made.iter().map(key).collect::<Vec<_>>(),
+                wanted.iter().map(key).collect::<Vec<_>>(),
+                "{channels}"
+            );
+        }
+        // What is not read is not made.
+        let lean = translate(Methods::of(
+            &Filter::parse(&json!({"channels": ["values"]})).unwrap(),
+        ));
+        assert!(lean.iter().all(|e| e.method == Method::Values), "{lean:?}");
     }
 
     #[test]

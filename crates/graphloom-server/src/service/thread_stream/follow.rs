@@ -8,7 +8,7 @@ use super::{all_runs, latest_run, resumable_and_graph, runs_after, runs_from, st
 use crate::broker::RunEventRecord;
 use crate::models::{Run, RunStatus};
 use crate::protocol::signals::Followed;
-use crate::protocol::translate::RunTranslator;
+use crate::protocol::translate::{Methods, RunTranslator};
 use crate::protocol::Event;
 use crate::service::runs::events::{self, Follow, Frame, KEEPALIVE};
 use crate::service::runs::is_resumable;
@@ -70,6 +70,8 @@ struct ThreadFollower {
     /// last listing, here or elsewhere).
     list: bool,
     idle_for: Duration,
+    /// The methods whose events the stream reads (the translators build only those).
+    builds: Methods,
 }
 
 /// The protocol events of thread `thread_id` of `owner` after `from` (a run translated so
@@ -111,6 +113,7 @@ pub(crate) fn follow_thread_from(
         seen: 0,
         list: true,
         idle_for: Duration::ZERO,
+        builds: Methods::ALL,
     };
     futures::stream::unfold(init, |mut f| async move {
         let item = f.next_item().await;
@@ -119,13 +122,14 @@ pub(crate) fn follow_thread_from(
 }
 
 /// The protocol events of thread `thread_id` of `owner` from `start` on, for as long as
-/// the stream is read. A thread that does not exist (yet) yields keep-alives until a run
-/// is queued on it.
+/// the stream is read; of `builds`' methods only (the others are not made). A thread
+/// that does not exist (yet) yields keep-alives until a run is queued on it.
 pub(crate) fn follow_thread(
     state: AppRef,
     owner: String,
     thread_id: String,
     start: Start,
+    builds: Methods,
 ) -> impl Stream<Item = Item> + Send {
     let wake = state.thread_signals.watch(&thread_id);
     let since = match start {
@@ -144,6 +148,7 @@ pub(crate) fn follow_thread(
         seen: 0,
         list: true,
         idle_for: Duration::ZERO,
+        builds,
     };
     futures::stream::unfold(init, |mut f| async move {
         let item = f.next_item().await;
@@ -284,7 +289,7 @@ impl ThreadFollower {
             };
             let frames = events::follow(self.state.clone(), self.owner.clone(), run.clone(), from).boxed();
             let ordinal = u64::try_from(run.ordinal).unwrap_or(0);
-            let translator = RunTranslator::new(run.run_id.clone(), ordinal, graph);
+            let translator = RunTranslator::new(run.run_id.clone(), ordinal, graph).building(self.builds);
             let run_id = run.run_id.clone();
             self.current = Some(Current {
                 run,
