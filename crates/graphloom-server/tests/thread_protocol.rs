@@ -747,3 +747,27 @@ async fn a_reconnect_after_a_rollback_gets_the_whole_run_that_rolled_back_the_on
     assert_eq!((st, run["status"].as_str()), (200, Some("interrupted")));
     s.stop().await;
 }
+
+/// A `since` beyond every run of the thread (a client whose history comes from a copy
+/// the thread no longer matches) replays the thread's history, then follows its next run,
+/// instead of waiting for a run with that number.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_since_beyond_the_threads_runs_replays_its_history_and_follows_the_next_run() {
+    let s = server().await;
+    let t = new_thread();
+    let (_, ok) = command(&s, &t, start(1)).await;
+    let first = ok["result"]["run_id"].as_str().unwrap().to_owned();
+    assert_eq!(s.get(&format!("/threads/{t}/runs/{first}/join")).await.0, 200);
+    // An event of the thread's 50th run: it has one.
+    let since = (50u64 << 32) | (3 << 8);
+    let stream = thread_events(&s, &t, json!({"channels": ["lifecycle"], "since": since})).await;
+    let ends = std::sync::atomic::AtomicUsize::new(0);
+    let reader = tokio::spawn(read_until(stream, move |e, d| {
+        root_terminal(e, d) && ends.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 1
+    }));
+    let (_, ok) = command(&s, &t, start(2)).await;
+    let second = ok["result"]["run_id"].as_str().unwrap().to_owned();
+    let events = reader.await.unwrap();
+    assert_eq!(completed_runs(&events), [first, second], "{events:#?}");
+    s.stop().await;
+}

@@ -156,6 +156,12 @@ pub(crate) fn follow_thread(
     })
 }
 
+/// The ordinal of the run a `since` sequence number reached: a sequence number carries
+/// its run's ordinal, which no other run of the thread has.
+fn since_ordinal(since: u64) -> i64 {
+    i64::try_from(since.saturating_add(1) >> 32).unwrap_or(i64::MAX)
+}
+
 /// A run's place in its thread's listing: creation time, then id.
 fn key_of(run: &Run) -> (String, String) {
     (run.created_at.clone(), run.run_id.clone())
@@ -252,11 +258,20 @@ impl ThreadFollower {
         let runs = match (&self.after, self.start) {
             (Some((created, id)), _) => runs_after(state, owner, thread, (created, id)).await,
             (None, Start::LatestRun) => latest_run(state, owner, thread).await.into_iter().collect(),
-            // From the run the last sequence number reached: a sequence number carries
-            // its run's ordinal, which no other run of the thread has.
+            // From the run the last sequence number reached.
             (None, Start::History { since: Some(s) }) => {
-                let ordinal = i64::try_from(s.saturating_add(1) >> 32).unwrap_or(i64::MAX);
-                runs_from(state, owner, thread, ordinal).await
+                let runs = runs_from(state, owner, thread, since_ordinal(s)).await;
+                if runs.is_empty() {
+                    // No run from there on: the client's `since` is beyond the thread's
+                    // runs (its history comes from a copy the thread no longer matches, a
+                    // restored backup, say). The stream replays the thread's whole history
+                    // instead of waiting for a run with that number: a client drops the
+                    // events it already has by their ids.
+                    self.since = None;
+                    all_runs(state, owner, thread).await
+                } else {
+                    runs
+                }
             }
             (None, Start::History { since: None }) => all_runs(state, owner, thread).await,
         };
