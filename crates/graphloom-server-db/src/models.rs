@@ -6,39 +6,13 @@ use serde_json::{Map, Value};
 /// Time as RFC 3339 text with microseconds and a `+00:00` offset, like the reference server.
 #[must_use]
 pub fn now_rfc3339() -> String {
-    let now = std::time::SystemTime::now();
-    let d = now.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    rfc3339_from_micros(d.as_micros() as i64)
+    graphloom_core::checkpoint::now_rfc3339()
 }
 
 /// RFC 3339 text of a time given in microseconds since the Unix epoch.
 #[must_use]
 pub fn rfc3339_from_micros(us: i64) -> String {
-    let secs = us.div_euclid(1_000_000);
-    let micros = us.rem_euclid(1_000_000);
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{micros:06}+00:00",
-        rem / 3600,
-        (rem % 3600) / 60,
-        rem % 60
-    )
-}
-
-// Howard Hinnant's days-to-civil algorithm.
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
+    graphloom_core::checkpoint::rfc3339_from_micros(us)
 }
 
 /// An assistant: a graph plus configuration.
