@@ -8,6 +8,7 @@
 //! `DONE` when the thread has finished all rounds.
 
 pub mod func;
+pub mod gated;
 
 use graphloom_core::checkpoint::{self, CheckpointConfig, DynCheckpointer};
 use graphloom_core::*;
