@@ -266,8 +266,10 @@ impl ThreadFollower {
                     // runs (its history comes from a copy the thread no longer matches, a
                     // restored backup, say). The stream replays the thread's whole history
                     // instead of waiting for a run with that number: a client drops the
-                    // events it already has by their ids.
+                    // events it already has by their ids (and lists the thread as such a
+                    // stream does from now on).
                     self.since = None;
+                    self.start = Start::History { since: None };
                     all_runs(state, owner, thread).await
                 } else {
                     runs
