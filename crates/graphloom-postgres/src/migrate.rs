@@ -293,6 +293,27 @@ pub const SERVER_MIGRATIONS: &[Migration] = &[
              WHERE r.thread_id = t.thread_id)",
         ],
     },
+    Migration {
+        version: 9,
+        component: SERVER,
+        description: "server: a thread's runs indexed in the order they list",
+        statements: &[
+            // A thread's newest runs (what its followers and `GET .../runs` read) walk this
+            // index instead of sorting all the thread's runs.
+            "CREATE INDEX server_runs_thread_order_idx ON server_runs (thread_id, created_at, run_id)",
+            // The listing, planned without sorts: the planner takes a thread its statistics
+            // do not know (one that grew since they were taken, or before any) for a run or
+            // two, and would read all its runs to sort them for the newest few. PL/pgSQL
+            // keeps the plan for the session's next calls. A NULL status: any; a NULL
+            // limit: all.
+            "CREATE FUNCTION server_thread_runs(p_thread TEXT, p_owner TEXT, p_status TEXT, \
+             p_limit BIGINT, p_offset BIGINT) RETURNS SETOF server_runs LANGUAGE plpgsql STABLE \
+             SET enable_sort = off AS $$ BEGIN RETURN QUERY SELECT * FROM server_runs \
+             WHERE thread_id = p_thread AND owner = p_owner \
+             AND (p_status IS NULL OR status = p_status) \
+             ORDER BY created_at DESC, run_id DESC LIMIT p_limit OFFSET p_offset; END $$",
+        ],
+    },
 ];
 
 /// The server's tables' versions before they shared `graphloom_migrations` (its own

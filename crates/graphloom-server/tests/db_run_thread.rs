@@ -1,5 +1,6 @@
 //! A run that creates its thread (`NewRun::create_thread`), on SQLite and PostgreSQL: the
-//! thread is written in the run's transaction. A run's ordinal among its thread's runs.
+//! thread is written in the run's transaction. A run's ordinal among its thread's runs, and
+//! a long thread's runs listed page by page.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod db_fixtures;
@@ -127,4 +128,65 @@ async fn postgres_runs_keep_their_ordinals() {
     let (url, _guard) = test_database().await;
     let db = PgDb::connect(&url).await.unwrap();
     runs_keep_their_ordinals(&db).await;
+}
+
+/// A thread of many runs lists them newest first, page by page: the newest few (read
+/// along the thread's index on SQLite's calling thread) and the pages further down (read
+/// on the blocking pool) make one listing, each run once; another owner lists none.
+async fn a_long_threads_pages_make_its_listing(db: &dyn Db) {
+    db.create_thread(ALICE, &thread("long", json!({}))).await.unwrap();
+    db.create_thread(ALICE, &thread("short", json!({})))
+        .await
+        .unwrap();
+    let mut made = Vec::new();
+    for i in 0..150 {
+        made.push(db.create_run(&enqueue("long")).await.unwrap().run_id);
+        if i % 50 == 0 {
+            db.create_run(&enqueue("short")).await.unwrap();
+        }
+    }
+    made.reverse();
+    let ids = |runs: Vec<graphloom_server::models::Run>| -> Vec<String> {
+        runs.into_iter().map(|r| r.run_id).collect()
+    };
+    let all = ids(db.list_runs(ALICE, "long", None, 1000, 0).await.unwrap());
+    assert_eq!(all, made);
+    assert_eq!(
+        ids(db.list_runs(ALICE, "long", None, 1, 0).await.unwrap()),
+        made[..1]
+    );
+    assert_eq!(
+        ids(db.list_runs(ALICE, "long", None, 4, 60).await.unwrap()),
+        made[60..64]
+    );
+    let mut paged = Vec::new();
+    for offset in (0..150).step_by(8) {
+        paged.extend(ids(db.list_runs(ALICE, "long", None, 8, offset).await.unwrap()));
+    }
+    assert_eq!(paged, made);
+    assert_eq!(
+        ids(db.list_runs(ALICE, "long", None, 0, 140).await.unwrap()),
+        made[140..]
+    );
+    let pending = db
+        .list_runs(ALICE, "long", Some(RunStatus::Pending), 4, 0)
+        .await
+        .unwrap();
+    assert_eq!(ids(pending), made[..4]);
+    assert_eq!(db.list_runs(BOB, "long", None, 4, 0).await.unwrap(), vec![]);
+    assert_eq!(db.list_runs(ALICE, "short", None, 10, 0).await.unwrap().len(), 3);
+}
+
+#[tokio::test]
+async fn sqlite_a_long_threads_pages_make_its_listing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = SqliteDb::open(&dir.path().join("server.db")).await.unwrap();
+    a_long_threads_pages_make_its_listing(&db).await;
+}
+
+#[tokio::test]
+async fn postgres_a_long_threads_pages_make_its_listing() {
+    let (url, _guard) = test_database().await;
+    let db = PgDb::connect(&url).await.unwrap();
+    a_long_threads_pages_make_its_listing(&db).await;
 }

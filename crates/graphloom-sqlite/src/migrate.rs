@@ -268,6 +268,16 @@ pub const SERVER_MIGRATIONS: &[Migration] = &[
             WHERE r.thread_id = server_threads.thread_id)",
         ],
     },
+    Migration {
+        version: 9,
+        component: SERVER,
+        description: "server: a thread's runs indexed in the order they list",
+        statements: &[
+            // A thread's newest runs (what its followers and `GET .../runs` read) walk this
+            // index instead of sorting all the thread's runs.
+            "CREATE INDEX server_runs_thread_order_idx ON server_runs (thread_id, created_at, run_id)",
+        ],
+    },
 ];
 
 /// The newest version of the checkpoint and store tables this build creates and understands.

@@ -1,16 +1,15 @@
 //! The run queue: create (with the multitask strategy), claim, lease, finish, cancel.
 
-use super::push_page;
 use super::rows::{all, one, FromRow, QueuedRun};
 use super::threads::outcome_query;
 use crate::error::ServerResultExt;
-use graphloom_server_db::kit::{after, cancel_action, created, merge, now_micros, run_status, Made};
+use graphloom_server_db::kit::{after, cancel_action, created, merge, now_micros, page, run_status, Made};
 use graphloom_server_db::models::{rfc3339_from_micros, CancelAction, ClaimedRun, Run, RunStatus};
 use graphloom_server_db::{DbError, DbResult, Lease, NewRun, RunEventRecord, ThreadOutcome};
 use serde_json::{Map, Value};
 use sqlx::postgres::{PgArguments, PgPool, PgRow};
 use sqlx::types::Json;
-use sqlx::{Postgres, QueryBuilder, Row};
+use sqlx::{Postgres, Row};
 use std::time::Duration;
 
 /// How many candidates one `claim_run` tries before reporting an empty queue (a candidate
@@ -217,19 +216,20 @@ pub(super) async fn list(
     limit: i64,
     offset: i64,
 ) -> DbResult<Vec<Run>> {
-    let mut qb = QueryBuilder::new(format!(
-        "SELECT {} FROM server_runs WHERE thread_id = ",
+    let (limit, offset) = page(limit, offset);
+    // Newest first, along the thread's index (see migration 9's `server_thread_runs`).
+    let rows = sqlx::query(&format!(
+        "SELECT {} FROM server_thread_runs($1, $2, $3, $4, $5)",
         QueuedRun::COLUMNS
-    ));
-    qb.push_bind(thread_id.to_owned())
-        .push(" AND owner = ")
-        .push_bind(owner.to_owned());
-    if let Some(s) = status {
-        qb.push(" AND status = ").push_bind(s.as_str());
-    }
-    qb.push(" ORDER BY created_at DESC, run_id DESC");
-    push_page(&mut qb, limit, offset);
-    let rows = qb.build().fetch_all(pool).await.db()?;
+    ))
+    .bind(thread_id)
+    .bind(owner)
+    .bind(status.map(RunStatus::as_str))
+    .bind(limit)
+    .bind(offset)
+    .fetch_all(pool)
+    .await
+    .db()?;
     Ok(all::<QueuedRun>(&rows)?.into_iter().map(|q| q.run).collect())
 }
 

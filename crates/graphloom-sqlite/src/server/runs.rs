@@ -210,6 +210,28 @@ pub(super) async fn list(
     limit: i64,
     offset: i64,
 ) -> DbResult<Vec<Run>> {
+    let (sql, params) = list_query(owner, thread_id, status, limit, offset);
+    // Two texts (with and without a status): cached, as a thread's followers list its
+    // runs whenever one is queued.
+    let op = move |c: &Connection| {
+        let rows = query_all::<QueuedRun>(c, &sql, rusqlite::params_from_iter(params))?;
+        Ok(rows.into_iter().map(|q| q.run).collect())
+    };
+    if newest_few(status, limit, offset) {
+        db.read(op)
+    } else {
+        db.scan(op).await
+    }
+}
+
+/// The statement and parameters listing a thread's runs, newest first.
+fn list_query(
+    owner: &str,
+    thread_id: &str,
+    status: Option<RunStatus>,
+    limit: i64,
+    offset: i64,
+) -> (String, Vec<SqlValue>) {
     let mut sql = format!(
         "SELECT {} FROM server_runs WHERE thread_id = ? AND owner = ?",
         QueuedRun::COLUMNS
@@ -224,13 +246,19 @@ pub(super) async fn list(
     }
     sql.push_str(" ORDER BY created_at DESC, run_id DESC");
     push_page(&mut sql, &mut params, limit, offset);
-    // Two texts (with and without a status): cached, as a thread's followers list its
-    // runs whenever one is queued.
-    db.scan(move |c| {
-        let rows = query_all::<QueuedRun>(c, &sql, rusqlite::params_from_iter(params))?;
-        Ok(rows.into_iter().map(|q| q.run).collect())
-    })
-    .await
+    (sql, params)
+}
+
+/// Most runs a listing reads on the calling thread (see [`newest_few`]).
+const NEWEST_FEW: i64 = 64;
+
+/// Whether a listing of a thread's runs is of its newest few, at most [`NEWEST_FEW`] from
+/// the newest one: a walk of that many entries of the thread's index in listing order
+/// (`server_runs_thread_order_idx`), cheaper than a hand-off to the blocking pool, however
+/// many runs the thread has. A listing by status, or further down, may read many rows
+/// before its page: it runs on the blocking pool.
+fn newest_few(status: Option<RunStatus>, limit: i64, offset: i64) -> bool {
+    status.is_none() && limit > 0 && offset >= 0 && limit.saturating_add(offset) <= NEWEST_FEW
 }
 
 pub(super) async fn delete(db: &SqliteDb, owner: &str, thread_id: &str, run_id: &str) -> DbResult<bool> {
@@ -462,4 +490,50 @@ pub(super) async fn by_status(db: &SqliteDb) -> DbResult<Vec<(RunStatus, i64)>> 
         })
         .await?;
     rows.into_iter().map(|(s, n)| Ok((run_status(&s)?, n))).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// The query plan of a listing: SQLite's `EXPLAIN QUERY PLAN` details.
+    async fn plan(status: Option<RunStatus>) -> Vec<String> {
+        let dir = tempfile::tempdir().unwrap();
+        let db = SqliteDb::open(dir.path().join("s.db")).await.unwrap();
+        let (sql, params) = list_query("", "t", status, 4, 0);
+        db.read(|c| {
+            let mut st = c.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).db()?;
+            let rows = st
+                .query_map(rusqlite::params_from_iter(params), |r| r.get::<_, String>(3))
+                .db()?;
+            rows.collect::<rusqlite::Result<Vec<_>>>().db()
+        })
+        .unwrap()
+    }
+
+    /// A thread's newest runs are a walk of its index in listing order, not a sort of all
+    /// its runs.
+    #[tokio::test]
+    async fn a_threads_newest_runs_walk_its_index_in_listing_order() {
+        let plan = plan(None).await;
+        assert!(
+            plan.iter().any(|d| d.contains("server_runs_thread_order_idx")),
+            "{plan:?}"
+        );
+        assert!(!plan.iter().any(|d| d.contains("TEMP B-TREE")), "{plan:?}");
+    }
+
+    /// Only the newest few of the listing, unfiltered, are read on the calling thread.
+    #[test]
+    fn the_newest_few_are_the_first_pages_of_an_unfiltered_listing() {
+        assert!(newest_few(None, 1, 0));
+        assert!(newest_few(None, 4, 60));
+        assert!(!newest_few(None, 4, 61));
+        assert!(!newest_few(None, 100, 0));
+        assert!(!newest_few(None, 0, 0), "no limit: every run");
+        assert!(!newest_few(None, 4, -1));
+        assert!(!newest_few(Some(RunStatus::Pending), 4, 0));
+        assert!(!newest_few(None, i64::MAX, 1));
+    }
 }
