@@ -22,9 +22,24 @@ const PAGE: i64 = 1000;
 /// twice as many, up to [`PAGE`].
 const NEWEST_PAGE: i64 = 4;
 
-/// Every run of a thread, oldest first.
+/// Runs a thread's whole history is first listed with: most threads have fewer, and a
+/// listing this short is the storage's cheapest (SQLite reads it on the calling thread).
+const SHORT_THREAD: i64 = 64;
+
+/// Every run of a thread, oldest first: a thread of fewer than [`SHORT_THREAD`] runs in one
+/// short listing, a longer one again in pages of [`PAGE`].
 pub(crate) async fn all_runs(state: &AppState, owner: &str, thread_id: &str) -> Vec<Run> {
-    newest_runs(state, owner, thread_id, PAGE, |_| false).await
+    match state.db.list_runs(owner, thread_id, None, SHORT_THREAD, 0).await {
+        Ok(mut runs) if i64::try_from(runs.len()).unwrap_or(i64::MAX) < SHORT_THREAD => {
+            runs.reverse();
+            runs
+        }
+        Ok(_) => newest_runs(state, owner, thread_id, PAGE, |_| false).await,
+        Err(e) => {
+            tracing::warn!(thread_id, error = %e, "listing a thread's runs failed");
+            Vec::new()
+        }
+    }
 }
 
 /// The runs of a thread that come after `after` (a run's creation time and id) in its
