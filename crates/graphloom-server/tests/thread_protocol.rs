@@ -8,8 +8,7 @@
 mod common;
 mod weather;
 
-use common::{human, parse_sse, TestServer};
-use futures::StreamExt;
+use common::{human, parse_sse, read_until, thread_events, TestServer};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
@@ -34,44 +33,6 @@ async fn command(s: &TestServer, thread: &str, body: Value) -> (u16, Value) {
 
 fn start(id: u64) -> Value {
     json!({"id": id, "method": "run.start", "params": {"assistant_id": "weather", "input": human("weather in Paris?")}})
-}
-
-/// Read an SSE response until `until` holds for an event's data (at most 20 s).
-async fn read_until(
-    r: reqwest::Response,
-    until: impl Fn(&str, &Value) -> bool,
-) -> Vec<(String, Value, Option<String>)> {
-    assert_eq!(r.status(), 200);
-    let mut bytes = r.bytes_stream();
-    let mut buf = String::new();
-    let mut out = Vec::new();
-    tokio::time::timeout(Duration::from_secs(20), async {
-        while let Some(chunk) = bytes.next().await {
-            buf.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
-            while let Some(end) = buf.find("\r\n\r\n") {
-                let frame: String = buf.drain(..end + 4).collect();
-                for (event, data, id) in parse_sse(&frame) {
-                    let stop = until(&event, &data);
-                    out.push((event, data, id));
-                    if stop {
-                        return;
-                    }
-                }
-            }
-        }
-    })
-    .await
-    .unwrap_or_else(|_| panic!("no end in {out:#?}"));
-    out
-}
-
-async fn thread_events(s: &TestServer, thread: &str, body: Value) -> reqwest::Response {
-    s.http
-        .post(s.u(&format!("/threads/{thread}/stream/events")))
-        .json(&body)
-        .send()
-        .await
-        .unwrap()
 }
 
 fn root_terminal(_: &str, v: &Value) -> bool {

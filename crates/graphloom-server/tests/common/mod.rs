@@ -256,3 +256,43 @@ pub fn parse_sse(body: &str) -> Vec<(String, Value, Option<String>)> {
 pub fn human(text: &str) -> Value {
     json!({"messages": [{"type": "human", "content": text}]})
 }
+
+/// Read an SSE response until `until` holds for an event's data (at most 20 s).
+pub async fn read_until(
+    r: reqwest::Response,
+    until: impl Fn(&str, &Value) -> bool,
+) -> Vec<(String, Value, Option<String>)> {
+    use futures::StreamExt;
+    assert_eq!(r.status(), 200);
+    let mut bytes = r.bytes_stream();
+    let mut buf = String::new();
+    let mut out = Vec::new();
+    tokio::time::timeout(Duration::from_secs(20), async {
+        while let Some(chunk) = bytes.next().await {
+            buf.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
+            while let Some(end) = buf.find("\r\n\r\n") {
+                let frame: String = buf.drain(..end + 4).collect();
+                for (event, data, id) in parse_sse(&frame) {
+                    let stop = until(&event, &data);
+                    out.push((event, data, id));
+                    if stop {
+                        return;
+                    }
+                }
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("no end in {out:#?}"));
+    out
+}
+
+/// `POST /threads/{thread}/stream/events` with `body`.
+pub async fn thread_events(s: &TestServer, thread: &str, body: Value) -> reqwest::Response {
+    s.http
+        .post(s.u(&format!("/threads/{thread}/stream/events")))
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+}
