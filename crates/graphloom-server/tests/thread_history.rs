@@ -6,18 +6,12 @@
 mod common;
 mod weather;
 
-use common::{human, read_until, thread_events, TestServer};
+use common::{human, read_until, root_terminal, thread_events, TestServer};
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// The root graph's end (the weather graph's runs stop at its review's interrupt).
-fn root_end(v: &Value) -> bool {
-    v["params"]["namespace"] == json!([])
-        && ["completed", "interrupted", "failed"]
-            .contains(&v["params"]["data"]["event"].as_str().unwrap_or(""))
-}
-
-/// A thread of `runs` runs; a stream without `since` replays each run's end, in order.
+/// A thread of `runs` runs (the weather graph's runs stop at its review's interrupt); a
+/// stream without `since` replays each run's end, in order.
 async fn replayed(runs: usize) {
     let s = TestServer::sqlite_with(
         |_| {},
@@ -40,12 +34,12 @@ async fn replayed(runs: usize) {
     let ends = AtomicUsize::new(0);
     let frames = read_until(
         thread_events(&s, &t, json!({"channels": ["lifecycle"]})).await,
-        |_, v: &Value| root_end(v) && ends.fetch_add(1, Ordering::SeqCst) + 1 == runs,
+        |e, v: &Value| root_terminal(e, v) && ends.fetch_add(1, Ordering::SeqCst) + 1 == runs,
     )
     .await;
     let ended: Vec<&str> = frames
         .iter()
-        .filter(|(_, v, _)| root_end(v))
+        .filter(|(e, v, _)| root_terminal(e, v))
         // An event's id is its run's, then its place in the run.
         .filter_map(|(_, v, _)| v["event_id"].as_str()?.split(':').next())
         .collect();

@@ -8,7 +8,7 @@
 mod common;
 mod weather;
 
-use common::{human, parse_sse, read_until, thread_events, TestServer};
+use common::{human, parse_sse, read_until, root_terminal, thread_events, TestServer};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
@@ -33,13 +33,6 @@ async fn command(s: &TestServer, thread: &str, body: Value) -> (u16, Value) {
 
 fn start(id: u64) -> Value {
     json!({"id": id, "method": "run.start", "params": {"assistant_id": "weather", "input": human("weather in Paris?")}})
-}
-
-fn root_terminal(_: &str, v: &Value) -> bool {
-    v["method"] == "lifecycle"
-        && v["params"]["namespace"] == json!([])
-        && ["completed", "interrupted", "failed"]
-            .contains(&v["params"]["data"]["event"].as_str().unwrap_or(""))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

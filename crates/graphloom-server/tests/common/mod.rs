@@ -296,3 +296,11 @@ pub async fn thread_events(s: &TestServer, thread: &str, body: Value) -> reqwest
         .await
         .unwrap()
 }
+
+/// Whether a protocol event is the root graph's end (completed, interrupted or failed).
+pub fn root_terminal(_: &str, v: &Value) -> bool {
+    v["method"] == "lifecycle"
+        && v["params"]["namespace"] == json!([])
+        && ["completed", "interrupted", "failed"]
+            .contains(&v["params"]["data"]["event"].as_str().unwrap_or(""))
+}
