@@ -100,7 +100,7 @@ impl SqliteDatabase {
         E: From<graphloom_core::Error> + Send + 'static,
         F: FnOnce(&rusqlite::Connection) -> std::result::Result<T, E> + Send + 'static,
     {
-        self.db.write_as(op).await
+        self.db.write_once(op).await
     }
 
     /// Whether checkpoint `checkpoint_id` of `thread_id` in namespace `checkpoint_ns` is

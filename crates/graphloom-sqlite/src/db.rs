@@ -6,7 +6,7 @@ use crate::error::{connection, is_busy, other, rusqlite_error};
 use crate::migrate::{self, Migration};
 use crate::options::SqliteOptions;
 use crate::pool::{open_setup, open_writer, ReadPool};
-use crate::writer::{writer_thread, CommitStats, Counters, Job, Pending, QUEUE};
+use crate::writer::{writer_thread, CommitStats, Counters, Job, Pending, WriteOp, QUEUE};
 use graphloom_core::checkpoint::BlobCodec;
 use graphloom_core::{Error, Result};
 use std::path::Path;
@@ -84,11 +84,13 @@ impl Db {
         self.reads.run(op)
     }
 
-    /// Queue `op` for the writer and wait until the transaction holding it committed.
+    /// Queue `op` for the writer and wait until the transaction holding it committed. `op`
+    /// may run more than once (when an operation of its batch fails, the batch runs again
+    /// with a savepoint for each); only its last run's changes and answer count.
     pub(crate) async fn write<T, F>(&self, op: F) -> Result<T>
     where
         T: Send + 'static,
-        F: FnOnce(&rusqlite::Connection) -> Result<T> + Send + 'static,
+        F: Fn(&rusqlite::Connection) -> Result<T> + Send + 'static,
     {
         self.write_as(op).await
     }
@@ -98,10 +100,29 @@ impl Db {
     where
         T: Send + 'static,
         E: From<Error> + Send + 'static,
+        F: Fn(&rusqlite::Connection) -> std::result::Result<T, E> + Send + 'static,
+    {
+        self.queue(WriteOp::Again(Box::new(op))).await
+    }
+
+    /// Queue `op`, which can run only once, for the writer (its batch runs each operation
+    /// in a savepoint) and wait until the transaction holding it committed.
+    pub(crate) async fn write_once<T, E, F>(&self, op: F) -> std::result::Result<T, E>
+    where
+        T: Send + 'static,
+        E: From<Error> + Send + 'static,
         F: FnOnce(&rusqlite::Connection) -> std::result::Result<T, E> + Send + 'static,
     {
+        self.queue(WriteOp::Once(Some(Box::new(op)))).await
+    }
+
+    async fn queue<T, E>(&self, op: WriteOp<T, E>) -> std::result::Result<T, E>
+    where
+        T: Send + 'static,
+        E: From<Error> + Send + 'static,
+    {
         let (reply, answer) = oneshot::channel();
-        let job: Box<dyn Job> = Box::new(Pending::new(Box::new(op), reply));
+        let job: Box<dyn Job> = Box::new(Pending::new(op, reply));
         self.writer
             .send(job)
             .await

@@ -74,7 +74,7 @@ pub(super) async fn patch(
             .db()?
             .query_row(params![id], |r| r.get(0))
             .db()?;
-        patched(&mut a, patch, latest, now);
+        patched(&mut a, patch.clone(), latest, now);
         let (config, context, metadata) = (text(&a.config)?, text(&a.context)?, text(&a.metadata)?);
         exec(
             c,

@@ -86,7 +86,7 @@ pub(super) async fn create(db: &SqliteDb, new: &NewCron) -> DbResult<Cron> {
     let stored = db
         .write(move |conn| {
             let (cron_id, owner_col, assistant, thread, schedule, tz, payload, metadata, orc, enabled, end, next) =
-                row;
+                &row;
             let inserted = exec(
                 conn,
                 "INSERT INTO server_crons (cron_id, owner, assistant_id, thread_id, schedule, timezone, payload, \
@@ -260,7 +260,7 @@ pub(super) async fn fire(db: &SqliteDb, tick: &CronTick, run: Option<&NewRun>) -
             if !still_due(c, &tick)? {
                 return Ok(None);
             }
-            let made = match op {
+            let made = match &op {
                 Some(op) => {
                     if let Some(thread_id) = &thread_id {
                         let exists: Option<i64> = c

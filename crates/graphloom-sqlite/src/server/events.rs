@@ -33,8 +33,8 @@ impl EventBatch {
     /// Insert them as events of run `run_id`. A batch already stored from the same first
     /// event stays, unless this one goes further: then this one replaces it (no event is
     /// lost; the events both hold are the same ones).
-    pub(super) fn insert(self, c: &Connection, run_id: &str) -> DbResult<()> {
-        let Some((first, last, events)) = self.0 else {
+    pub(super) fn insert(&self, c: &Connection, run_id: &str) -> DbResult<()> {
+        let Some((first, last, events)) = &self.0 else {
             return Ok(());
         };
         c.prepare_cached(

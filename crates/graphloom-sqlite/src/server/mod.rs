@@ -117,7 +117,7 @@ impl SqliteDb {
     async fn write<T, F>(&self, op: F) -> DbResult<T>
     where
         T: Send + 'static,
-        F: FnOnce(&Connection) -> DbResult<T> + Send + 'static,
+        F: Fn(&Connection) -> DbResult<T> + Send + 'static,
     {
         self.db.write(op).await
     }

@@ -58,7 +58,7 @@ pub(super) async fn create(db: &SqliteDb, new: &NewRun) -> DbResult<Run> {
 pub(super) fn insert_op(
     new: &NewRun,
     now: i64,
-) -> DbResult<impl FnOnce(&Connection) -> DbResult<Made> + Send + 'static> {
+) -> DbResult<impl Fn(&Connection) -> DbResult<Made> + Send + 'static> {
     let r = &new.run;
     let (metadata, kwargs) = (text(&r.metadata)?, text(&r.kwargs)?);
     let due = new.delay.map_or(now, |d| after(now, d));
@@ -77,7 +77,7 @@ pub(super) fn insert_op(
         .map(|t| NewThreadRow::of(&new.owner, t))
         .transpose()?;
     Ok(move |c: &Connection| {
-        let (run_id, thread_id, owner, assistant_id, strategy) = row;
+        let (run_id, thread_id, owner, assistant_id, strategy) = &row;
         if let Some(t) = &new_thread {
             t.insert(c, now)?;
         }
@@ -90,11 +90,11 @@ pub(super) fn insert_op(
         let Some((stored_metadata, thread_owner, ordinal)) = stored else {
             return Err(DbError::Backend(format!("thread {thread_id} not found")));
         };
-        if new_thread.is_some() && thread_owner != owner {
+        if new_thread.is_some() && thread_owner != *owner {
             return Err(DbError::Conflict(format!("thread {thread_id}")));
         }
-        if reject_if_busy && thread_active(c, &thread_id)? {
-            return Err(DbError::Busy(thread_id));
+        if reject_if_busy && thread_active(c, thread_id)? {
+            return Err(DbError::Busy(thread_id.clone()));
         }
         if let Some(action) = cancel_active {
             let pending = match action {
@@ -116,8 +116,8 @@ pub(super) fn insert_op(
         }
         // Claimed at once: inserted running (no pending row to update, no index
         // entries written twice).
-        let claim = match claim {
-            Some(held) if due <= now && !thread_active(c, &thread_id)? => Some(held),
+        let claim = match &claim {
+            Some(held) if due <= now && !thread_active(c, thread_id)? => Some(held),
             _ => None,
         };
         let (status, worker, lease_expires_at, attempt) = match &claim {

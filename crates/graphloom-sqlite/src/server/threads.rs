@@ -118,8 +118,8 @@ pub(super) async fn patch(
         if let Some(m) = &metadata {
             merge(&mut t.metadata, m);
         }
-        if let Some(ttl) = ttl {
-            t.ttl = ttl_value(Some(&ttl)).cloned();
+        if let Some(ttl) = &ttl {
+            t.ttl = ttl_value(Some(ttl)).cloned();
         }
         let ttl_us = ttl_micros(t.ttl.as_ref());
         exec(

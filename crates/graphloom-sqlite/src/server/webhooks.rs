@@ -35,7 +35,7 @@ pub(super) async fn enqueue(db: &SqliteDb, new: &NewWebhook) -> DbResult<bool> {
         text(&new.body)?,
     );
     db.write(move |c| {
-        let (run_id, thread_id, url, body) = row;
+        let (run_id, thread_id, url, body) = &row;
         Ok(exec(
             c,
             "INSERT INTO server_webhooks (run_id, thread_id, url, body, status, attempts, due_at, \
