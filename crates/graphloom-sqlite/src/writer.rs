@@ -157,11 +157,14 @@ fn run_batch(conn: &rusqlite::Connection, batch: &mut [Box<dyn Job>]) -> Result<
     if matches!(outcome, Ok(Outcome::Again)) {
         // An operation failed in a batch without savepoints: the batch again, with them
         // (SQLite may have rolled the transaction back already, on some errors).
-        if !conn.is_autocommit() {
-            exec(conn, "ROLLBACK")?;
-        }
-        exec(conn, "BEGIN IMMEDIATE")?;
-        outcome = run_saved(conn, batch).map(|()| Outcome::Commit);
+        let rolled_back = if conn.is_autocommit() {
+            Ok(())
+        } else {
+            exec(conn, "ROLLBACK")
+        };
+        outcome = rolled_back
+            .and_then(|()| exec(conn, "BEGIN IMMEDIATE"))
+            .and_then(|()| run_saved(conn, batch).map(|()| Outcome::Commit));
     }
     match outcome {
         Ok(Outcome::Commit) => match exec(conn, "COMMIT") {
