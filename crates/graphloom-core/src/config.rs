@@ -63,6 +63,9 @@ pub struct RunConfig {
     /// event (the default) or only the checkpoint's envelope. `debug` events carry the
     /// whole checkpoint either way.
     pub checkpoint_events: crate::stream::CheckpointEvents,
+    /// What the run's `messages` stream events carry (its subgraphs' too): the models'
+    /// chunks and the messages nodes return (the default), or the chunks only.
+    pub message_events: crate::stream::MessageEvents,
 }
 
 /// A run that completed (see [`RunConfig::on_complete`]).
@@ -236,6 +239,7 @@ impl Default for RunConfig {
             on_complete: None,
             store: None,
             checkpoint_events: crate::stream::CheckpointEvents::Full,
+            message_events: crate::stream::MessageEvents::All,
         }
     }
 }

@@ -80,7 +80,7 @@ pub use runtime::Runtime;
 pub use seq::{Seq, SeqLike};
 pub use state::{Changed, FieldChange, State, StateError, TaskUpdate};
 pub use store::{InMemoryStore, Store};
-pub use stream::{CheckpointEvents, StreamData, StreamMode, StreamPart};
+pub use stream::{CheckpointEvents, MessageEvents, StreamData, StreamMode, StreamPart};
 pub use types::{
     CachePolicy, Command, Durability, Interrupt, NodeError, NodeErrorKind, NodeOutput, NodeSet, Packet,
     Resume, RetryPolicy, Route, Routes, Send, END, START,

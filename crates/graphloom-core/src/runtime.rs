@@ -54,6 +54,8 @@ pub(crate) struct RunShared {
     pub seen_messages: Mutex<HashSet<String>>,
     /// What `checkpoints` events carry, at every depth.
     pub checkpoint_events: crate::stream::CheckpointEvents,
+    /// What `messages` events carry, at every depth.
+    pub message_events: crate::stream::MessageEvents,
 }
 
 impl RunShared {

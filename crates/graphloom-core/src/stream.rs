@@ -50,6 +50,18 @@ pub enum CheckpointEvents {
     Envelope,
 }
 
+/// What a run's `messages` stream events carry ([`crate::RunConfig::message_events`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum MessageEvents {
+    /// LangGraph's events: the chunks of the models called in nodes, and the messages a
+    /// node returns that were neither streamed nor in its input, whole.
+    #[default]
+    All,
+    /// The models' chunks only. A caller that reads nothing else (a thread protocol's
+    /// `messages` channel) asks for this: the run does not look at what nodes return.
+    ModelChunks,
+}
+
 impl StreamMode {
     /// The mode's wire name.
     #[must_use]

@@ -25,9 +25,13 @@ struct Run {
 }
 
 async fn run(g: &CompiledGraph<Chat>, input: ChatUpdate, opts: StreamOptions) -> Run {
+    run_with(g, input, opts, RunConfig::thread("t")).await
+}
+
+async fn run_with(g: &CompiledGraph<Chat>, input: ChatUpdate, opts: StreamOptions, cfg: RunConfig) -> Run {
     let mut events = Vec::new();
     let mut state = None;
-    let mut s = g.stream(RunInput::Update(input), RunConfig::thread("t"), opts);
+    let mut s = g.stream(RunInput::Update(input), cfg, opts);
     while let Some(ev) = s.next().await {
         match ev {
             RunEvent::Part(p) if p.mode == StreamMode::Messages => {
@@ -131,6 +135,55 @@ async fn streamed_and_input_messages_are_not_emitted_again() {
         .collect();
     assert_eq!(types, ["AIMessageChunk", "AIMessageChunk"], "{:?}", r.events);
     assert_eq!(r.state.messages.get(0).unwrap().text(), "hi there");
+}
+
+/// A run asking for the models' chunks alone gets them, and nothing of the messages its
+/// nodes return (which the same graph emits whole by default); the state is the same.
+#[tokio::test]
+async fn a_run_asking_for_model_chunks_alone_gets_no_returned_messages() {
+    let g = StateGraph::<Chat>::new()
+        .add_node("talk", |_s: Arc<Chat>, rt: Runtime| async move {
+            for tok in ["Hel", "lo"] {
+                rt.emit_message(json!({"type": "AIMessageChunk", "id": "m1", "content": tok}));
+            }
+            Ok(ChatUpdate::new().messages(vec![Message::ai("Hello").with_id("m1")]))
+        })
+        .add_node("reply", |_s: Arc<Chat>, _rt| async move {
+            Ok(ChatUpdate::new().messages(vec![Message::ai("returned").with_id("m2")]))
+        })
+        .add_edge(START, "talk")
+        .add_edge("talk", "reply")
+        .add_edge("reply", END)
+        .checkpointer(InMemorySaver::new())
+        .compile()
+        .unwrap();
+    let kinds = |r: &Run| -> Vec<String> {
+        r.events
+            .iter()
+            .map(|(_, m, _)| format!("{}:{}", m["type"].as_str().unwrap(), m["id"].as_str().unwrap()))
+            .collect()
+    };
+    let all = run_with(&g, hi(), messages_mode(), RunConfig::thread("all")).await;
+    assert_eq!(
+        kinds(&all),
+        ["AIMessageChunk:m1", "AIMessageChunk:m1", "ai:m2"],
+        "{:?}",
+        all.events
+    );
+    let cfg = RunConfig {
+        message_events: MessageEvents::ModelChunks,
+        ..RunConfig::thread("chunks")
+    };
+    let chunks = run_with(&g, hi(), messages_mode(), cfg).await;
+    assert_eq!(
+        kinds(&chunks),
+        ["AIMessageChunk:m1", "AIMessageChunk:m1"],
+        "{:?}",
+        chunks.events
+    );
+    let texts = |r: &Run| -> Vec<String> { r.state.messages.iter().map(Message::text).collect() };
+    assert_eq!(texts(&chunks), ["hi", "Hello", "returned"]);
+    assert_eq!(texts(&chunks), texts(&all));
 }
 
 #[tokio::test]

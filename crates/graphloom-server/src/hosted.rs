@@ -145,6 +145,9 @@ pub struct JsonRunRequest {
     /// What `checkpoints` events carry (pass it on as `RunConfig::checkpoint_events`): a
     /// thread-protocol run keeps only their envelopes.
     pub checkpoint_events: graphloom_core::CheckpointEvents,
+    /// What `messages` events carry (pass it on as `RunConfig::message_events`): a
+    /// thread-protocol run keeps only the models' chunks.
+    pub message_events: graphloom_core::MessageEvents,
 }
 
 impl std::fmt::Debug for JsonRunRequest {
@@ -397,6 +400,7 @@ fn run_config(req: &JsonRunRequest) -> RunConfig {
         on_complete: req.on_complete.clone(),
         store: req.store.clone(),
         checkpoint_events: req.checkpoint_events,
+        message_events: req.message_events,
     }
 }
 

@@ -163,6 +163,7 @@ impl<S: State> CompiledGraph<S> {
             on_task_end: config.on_task_end.clone(),
             seen_messages: Mutex::new(std::collections::HashSet::new()),
             checkpoint_events: config.checkpoint_events,
+            message_events: config.message_events,
         })
     }
 

@@ -416,7 +416,10 @@ impl<S: State> TaskRun<S> {
                         let expires = cp.ttl.and_then(|t| tokio::time::Instant::now().checked_add(t));
                         self.graph.cache_put(&self.task.node, key, out.clone(), expires);
                     }
-                    if messages_mode && self.run.wants(StreamMode::Messages, self.ns.len()) {
+                    if messages_mode
+                        && self.run.message_events == crate::stream::MessageEvents::All
+                        && self.run.wants(StreamMode::Messages, self.ns.len())
+                    {
                         crate::message_stream::emit_returned(&self.graph.shape, &self.input, &rt, &mut out);
                     }
                     if let Some(ev) = node_events.take() {

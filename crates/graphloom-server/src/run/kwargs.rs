@@ -196,6 +196,12 @@ impl RunKwargs {
             } else {
                 graphloom_core::CheckpointEvents::Full
             },
+            // Its `messages` channel reads the models' chunks alone.
+            message_events: if self.thread_protocol {
+                graphloom_core::MessageEvents::ModelChunks
+            } else {
+                graphloom_core::MessageEvents::All
+            },
             ..JsonRunRequest::default()
         }
     }
