@@ -191,17 +191,24 @@ pub(crate) async fn wait_outcome_from(
     held: Option<Reader>,
 ) -> Value {
     let mut waiter = held.or_else(|| state.broker.waiter(&run.run_id));
+    // Without a log here the run may have ended already (its log goes at its end when
+    // nobody holds it): the database is asked at once, not after a first pause.
+    let mut ask_now = waiter.is_none();
     loop {
         let pause = if waiter.is_some() { CROSS_CHECK } else { POLL };
-        let local = async {
-            match &waiter {
-                Some(w) => w.outcome().await,
-                None => std::future::pending().await,
+        let got = if std::mem::take(&mut ask_now) {
+            None
+        } else {
+            let local = async {
+                match &waiter {
+                    Some(w) => w.outcome().await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                v = local => Some(v),
+                () = tokio::time::sleep(pause) => None,
             }
-        };
-        let got = tokio::select! {
-            v = local => Some(v),
-            () = tokio::time::sleep(pause) => None,
         };
         match got {
             Some(Some(v)) => return v,
@@ -256,3 +263,6 @@ pub(crate) async fn settled_now(state: &AppState, owner: &str, run: &Run) -> Opt
     }
     None
 }
+
+#[cfg(test)]
+mod wait_tests;
