@@ -66,6 +66,16 @@ pub struct RunConfig {
     /// What the run's `messages` stream events carry (its subgraphs' too): the models'
     /// chunks and the messages nodes return (the default), or the chunks only.
     pub message_events: crate::stream::MessageEvents,
+    /// Whether a `checkpoints` event may come before its checkpoint's save is done. By
+    /// default (false), in `sync` mode, each comes once its checkpoint is saved, so a run
+    /// streaming them saves every checkpoint before going on. With true each comes when its
+    /// checkpoint is made, as in the `async` and `exit` modes: the run's first node starts
+    /// while its input is saved (on a backend that saves in order) and a completing run's
+    /// last checkpoint is put alongside its [`on_complete`](Self::on_complete) hook, one
+    /// commit fewer each. Every save is still done before the run's end is reported. For a
+    /// caller that keeps the events, not one that reads a checkpoint as soon as its event
+    /// comes. `debug` events wait for their save either way.
+    pub early_checkpoint_events: bool,
 }
 
 /// A run that completed (see [`RunConfig::on_complete`]).
@@ -240,6 +250,7 @@ impl Default for RunConfig {
             store: None,
             checkpoint_events: crate::stream::CheckpointEvents::Full,
             message_events: crate::stream::MessageEvents::All,
+            early_checkpoint_events: false,
         }
     }
 }

@@ -56,6 +56,8 @@ pub(crate) struct RunShared {
     pub checkpoint_events: crate::stream::CheckpointEvents,
     /// What `messages` events carry, at every depth.
     pub message_events: crate::stream::MessageEvents,
+    /// `checkpoints` events need not wait for their save ([`crate::RunConfig::early_checkpoint_events`]).
+    pub early_checkpoint_events: bool,
 }
 
 impl RunShared {

@@ -331,6 +331,93 @@ async fn with_checkpoint_events_the_last_checkpoint_is_not_held() {
     }
 }
 
+/// With `early_checkpoint_events`, a caller watching checkpoint events gets each when its
+/// checkpoint is made: the first node starts while the input is saved, the last
+/// checkpoint is put alongside the hook, and every checkpoint of a step has its event, in
+/// order.
+#[tokio::test]
+async fn early_checkpoint_events_let_the_saves_overlap() {
+    use futures::StreamExt;
+    for (hold_step, early) in [(0, false), (0, true), (2, false), (2, true)] {
+        let mut saver = Gated::new(hold_step, false);
+        saver.sleep = true;
+        saver.in_order = true;
+        let told: Arc<Mutex<Vec<Completion>>> = Arc::default();
+        let g = graph(saver.clone());
+        let thread = format!("t{hold_step}{early}");
+        let cfg = RunConfig {
+            early_checkpoint_events: early,
+            ..config(&thread, Durability::Sync, hook(&saver, Arc::clone(&told)))
+        };
+        let events: Vec<RunEvent<Steps>> = g
+            .stream(
+                RunInput::Update(StepsUpdate::new()),
+                cfg,
+                StreamOptions::modes(vec![StreamMode::Checkpoints]),
+            )
+            .collect()
+            .await;
+        assert!(matches!(events.last(), Some(RunEvent::End(Ok(_)))), "{early}");
+        let steps: Vec<i64> = events
+            .iter()
+            .filter_map(|e| match e {
+                RunEvent::Part(StreamPart {
+                    mode: StreamMode::Checkpoints,
+                    data: StreamData::Json(c),
+                    ..
+                }) => c["metadata"]["step"].as_i64(),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(steps, [0, 1, 2], "early: {early}");
+        let log = saver.log.lock().unwrap().clone();
+        let expected: &[&str] = match (hold_step, early) {
+            // The input's saves are done before `a` starts.
+            (0, false) => &[
+                "put -1",
+                "put 0",
+                "put 0 done",
+                "node a",
+                "put 1",
+                "put 2",
+                "hook",
+            ],
+            // `a` starts while they are in flight.
+            (0, _) => &[
+                "put -1",
+                "put 0",
+                "node a",
+                "put 1",
+                "put 0 done",
+                "put 2",
+                "hook",
+            ],
+            // The last checkpoint is saved, then the hook runs.
+            (_, false) => &[
+                "put -1",
+                "put 0",
+                "node a",
+                "put 1",
+                "put 2",
+                "put 2 done",
+                "hook",
+            ],
+            // The hook runs while it is put.
+            _ => &[
+                "put -1",
+                "put 0",
+                "node a",
+                "put 1",
+                "put 2",
+                "hook",
+                "put 2 done",
+            ],
+        };
+        assert_eq!(log, expected, "hold {hold_step}, early: {early}");
+        assert_eq!(told.lock().unwrap().len(), 1);
+    }
+}
+
 /// On a backend that saves in order the run's input and `__start__` checkpoints are issued
 /// and the first node starts while they are saved; its step's save waits for them. On any
 /// other backend they are saved before the first node starts.

@@ -148,6 +148,10 @@ pub struct JsonRunRequest {
     /// What `messages` events carry (pass it on as `RunConfig::message_events`): a
     /// thread-protocol run keeps only the models' chunks.
     pub message_events: graphloom_core::MessageEvents,
+    /// Whether `checkpoints` events may come before their save is done (pass it on as
+    /// `RunConfig::early_checkpoint_events`): a thread-protocol run, which keeps them for
+    /// its `checkpoints` channel.
+    pub early_checkpoint_events: bool,
 }
 
 impl std::fmt::Debug for JsonRunRequest {
@@ -401,6 +405,7 @@ fn run_config(req: &JsonRunRequest) -> RunConfig {
         store: req.store.clone(),
         checkpoint_events: req.checkpoint_events,
         message_events: req.message_events,
+        early_checkpoint_events: req.early_checkpoint_events,
     }
 }
 

@@ -164,6 +164,7 @@ impl<S: State> CompiledGraph<S> {
             seen_messages: Mutex::new(std::collections::HashSet::new()),
             checkpoint_events: config.checkpoint_events,
             message_events: config.message_events,
+            early_checkpoint_events: config.early_checkpoint_events,
         })
     }
 

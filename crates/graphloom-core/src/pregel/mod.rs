@@ -573,9 +573,10 @@ impl<S: State> Loop<S> {
             self.saver.step_done();
             if self.saver.per_step() {
                 // Held (sync mode): a completing run's last checkpoint goes with its
-                // completion hook. Not when the caller watches checkpoint events: each
-                // says its checkpoint is saved.
-                let watched = self.run.wants(StreamMode::Checkpoints, self.ns.len())
+                // completion hook. Not when the caller watches checkpoint events that
+                // say their checkpoint is saved.
+                let watched = (self.run.wants(StreamMode::Checkpoints, self.ns.len())
+                    && !self.run.early_checkpoint_events)
                     || self.run.wants(StreamMode::Debug, self.ns.len());
                 let how = if watched {
                     Save::Now

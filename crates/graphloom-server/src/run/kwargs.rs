@@ -202,6 +202,9 @@ impl RunKwargs {
             } else {
                 graphloom_core::MessageEvents::All
             },
+            // Its checkpoint envelopes are kept for the `checkpoints` channel: its first
+            // node need not wait for its input's save.
+            early_checkpoint_events: self.thread_protocol,
             ..JsonRunRequest::default()
         }
     }
