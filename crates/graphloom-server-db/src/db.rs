@@ -244,9 +244,10 @@ pub trait Db: CronDb + WebhookDb + RetentionDb + Send + Sync + 'static {
     /// checked in the same transaction. Called while that checkpoint's put may still be in
     /// flight, its write queued first: where the database shares one writer with the
     /// checkpointer (SQLite), both land in one commit and the run's end costs no commit of
-    /// its own. False when nothing was written (the checkpoint is not saved, the lease was
-    /// lost, or the database cannot tell, as by default): the caller then records the
-    /// outcome as usual.
+    /// its own. `events` (a resumable run's not stored yet) go in the same transaction.
+    /// False when nothing was written, `events` included (the checkpoint is not saved, the
+    /// lease was lost, or the database cannot tell, as by default): the caller then stores
+    /// them and records the outcome as usual.
     async fn finish_run_at_checkpoint(
         &self,
         _run_id: &str,
@@ -254,6 +255,7 @@ pub trait Db: CronDb + WebhookDb + RetentionDb + Send + Sync + 'static {
         _thread_id: &str,
         _outcome: &ThreadOutcome,
         _checkpoint_id: &str,
+        _events: Vec<RunEventRecord>,
     ) -> DbResult<bool> {
         Ok(false)
     }

@@ -1,12 +1,13 @@
 //! `Db::finish_run_at_checkpoint` on SQLite: a completed run's outcome written in the same
 //! transaction as a check that its last checkpoint is saved, so the worker can queue it
-//! with that checkpoint's put and both share one commit; nothing written when the
-//! checkpoint is missing or the lease was lost.
+//! with that checkpoint's put and both share one commit, the run's last events with them;
+//! nothing written when the checkpoint is missing or the lease was lost.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use graphloom_core::checkpoint::{
     Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointSource, Checkpointer,
 };
+use graphloom_server::broker::RunEventRecord;
 use graphloom_server::db::{Db, NewRun, SqliteDb, ThreadOutcome};
 use graphloom_server::models::{MultitaskStrategy, Run, RunStatus, Thread, ThreadStatus};
 use graphloom_sqlite::{SqliteDatabase, SqliteOptions};
@@ -53,6 +54,17 @@ async fn running(db: &SqliteDb, thread_id: &str) -> String {
     let run = db.create_run(&new).await.unwrap();
     assert_eq!(run.status, RunStatus::Running);
     run_id
+}
+
+/// `n` events of a run's log, from the first.
+fn events(n: u64) -> Vec<RunEventRecord> {
+    (0..n)
+        .map(|id| RunEventRecord {
+            id,
+            event: "values".into(),
+            data: std::sync::Arc::new(json!({"step": id})),
+        })
+        .collect()
 }
 
 fn done(values: Value) -> ThreadOutcome {
@@ -119,7 +131,7 @@ async fn the_outcome_shares_the_checkpoints_commit() {
     let outcome = done(json!({"answer": 42}));
     let (_, recorded) = tokio::join!(
         put(&saver, "t1", cp),
-        db.finish_run_at_checkpoint(&run_id, WORKER, "t1", &outcome, &id)
+        db.finish_run_at_checkpoint(&run_id, WORKER, "t1", &outcome, &id, events(2))
     );
     busy.await.unwrap().unwrap();
     assert!(recorded.unwrap());
@@ -133,6 +145,10 @@ async fn the_outcome_shares_the_checkpoints_commit() {
     let t = db.get_thread(OWNER, "t1").await.unwrap().unwrap();
     assert_eq!(t.status, ThreadStatus::Idle);
     assert_eq!(t.values, json!({"answer": 42}));
+    // The run's last events went with it.
+    let stored = db.run_events(&run_id, 0, 10).await.unwrap();
+    let names: Vec<&str> = stored.iter().map(|e| e.event.as_str()).collect();
+    assert_eq!(names, ["values", "values"]);
 }
 
 /// A checkpoint that is not saved (its put failed, or went to another checkpointer) or a
@@ -145,7 +161,7 @@ async fn nothing_is_written_without_the_checkpoint_or_the_lease() {
 
     let missing = Checkpoint::empty().id;
     let recorded = db
-        .finish_run_at_checkpoint(&run_id, WORKER, "t2", &done(json!({"x": 1})), &missing)
+        .finish_run_at_checkpoint(&run_id, WORKER, "t2", &done(json!({"x": 1})), &missing, events(1))
         .await
         .unwrap();
     assert!(!recorded);
@@ -155,7 +171,14 @@ async fn nothing_is_written_without_the_checkpoint_or_the_lease() {
     let elsewhere_id = elsewhere.id.clone();
     put(&saver, "other", elsewhere).await;
     let recorded = db
-        .finish_run_at_checkpoint(&run_id, WORKER, "t2", &done(json!({"x": 1})), &elsewhere_id)
+        .finish_run_at_checkpoint(
+            &run_id,
+            WORKER,
+            "t2",
+            &done(json!({"x": 1})),
+            &elsewhere_id,
+            events(1),
+        )
         .await
         .unwrap();
     assert!(!recorded);
@@ -164,7 +187,7 @@ async fn nothing_is_written_without_the_checkpoint_or_the_lease() {
     let id = cp.id.clone();
     put(&saver, "t2", cp).await;
     let recorded = db
-        .finish_run_at_checkpoint(&run_id, "w2", "t2", &done(json!({"x": 1})), &id)
+        .finish_run_at_checkpoint(&run_id, "w2", "t2", &done(json!({"x": 1})), &id, events(1))
         .await
         .unwrap();
     assert!(!recorded, "another worker's lease");
@@ -174,10 +197,14 @@ async fn nothing_is_written_without_the_checkpoint_or_the_lease() {
     let t = db.get_thread(OWNER, "t2").await.unwrap().unwrap();
     assert_eq!(t.status, ThreadStatus::Busy);
     assert_eq!(t.values, json!({}));
+    assert!(
+        db.run_events(&run_id, 0, 10).await.unwrap().is_empty(),
+        "no event stored"
+    );
 
     // With the checkpoint and the lease it is written.
     assert!(db
-        .finish_run_at_checkpoint(&run_id, WORKER, "t2", &done(json!({"x": 1})), &id)
+        .finish_run_at_checkpoint(&run_id, WORKER, "t2", &done(json!({"x": 1})), &id, events(1))
         .await
         .unwrap());
     let run = db.get_run(OWNER, None, &run_id).await.unwrap().unwrap();

@@ -18,6 +18,7 @@ use serde_json::{json, Map, Value};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
+use tokio::sync::{mpsc, oneshot};
 
 /// How a run's stream ended.
 pub(super) struct Ended {
@@ -25,7 +26,7 @@ pub(super) struct Ended {
     pub result: Result<JsonRunOutput, graphloom_core::Error>,
     /// Why the run was cancelled, when a cancel or a heartbeat's cancel stopped it.
     pub action: Option<CancelAction>,
-    /// Set when the completion hook recorded `success` with the last checkpoint.
+    /// Set when `success` was recorded with the last checkpoint ([`write_at_checkpoint`]).
     pub recorded_early: Arc<AtomicBool>,
     /// When the stream began.
     pub started: Instant,
@@ -339,8 +340,8 @@ pub(super) async fn abandon(
         .finish(run_id, RunStatus::Error, json!({"__error__": err}));
 }
 
-/// The completion hook of a run: records `success` and the final values with the run's
-/// last checkpoint (see [`crate::db::Db::finish_run_at_checkpoint`]) and notes in
+/// The completion hook of a run whose events are not stored: records `success` and the
+/// final values with the run's last checkpoint ([`write_at_checkpoint`]) and notes in
 /// `recorded` whether it did; when it did not, the worker records the outcome as usual.
 pub(super) fn completion_hook(state: &Arc<AppState>, run: &Run, recorded: Arc<AtomicBool>) -> CompletionHook {
     let state = Arc::clone(state);
@@ -356,20 +357,90 @@ pub(super) fn completion_hook(state: &Arc<AppState>, run: &Run, recorded: Arc<At
             let (Some(checkpoint), Ok(values)) = (c.checkpoint_id, c.values.to_json()) else {
                 return;
             };
-            let outcome = ThreadOutcome {
-                status: ThreadStatus::Idle,
-                values: Some(values),
-                interrupts: Value::Object(Map::new()),
-                error: None,
-            };
-            let done = state
-                .db
-                .finish_run_at_checkpoint(&run_id, &state.worker_id, &thread_id, &outcome, &checkpoint)
-                .await;
-            if let Err(e) = &done {
-                tracing::warn!(run_id = %run_id, error = %e, "recording the run's outcome with its checkpoint failed");
-            }
-            recorded.store(done.unwrap_or(false), Ordering::SeqCst);
+            let done =
+                write_at_checkpoint(&state, &run_id, &thread_id, &checkpoint, values, Vec::new()).await;
+            recorded.store(done.is_ok(), Ordering::SeqCst);
         }
     })
+}
+
+/// A resumable run that completed, as its completion hook tells the loop reading its
+/// events: its last checkpoint and final values, and whom to tell once they are recorded.
+pub(super) struct Completed {
+    pub checkpoint_id: String,
+    pub values: Value,
+    pub reply: oneshot::Sender<()>,
+}
+
+/// The completion hook of a resumable run: its last events are still on their way to the
+/// sink, so it hands the run's last checkpoint and values to the loop reading them
+/// ([`record_at_checkpoint`]) and returns once that loop has recorded them. The hook runs
+/// while the checkpoint's put is queued; on a busy writer the record joins its commit.
+pub(super) fn handoff_hook(tx: mpsc::UnboundedSender<Completed>) -> CompletionHook {
+    CompletionHook::new(move |c: Completion| {
+        let tx = tx.clone();
+        async move {
+            let (Some(checkpoint_id), Ok(values)) = (c.checkpoint_id, c.values.to_json()) else {
+                return;
+            };
+            let (reply, recorded) = oneshot::channel();
+            let done = Completed {
+                checkpoint_id,
+                values,
+                reply,
+            };
+            if tx.send(done).is_ok() {
+                let _ = recorded.await;
+            }
+        }
+    })
+}
+
+/// Record a resumable run's completion handed over by [`handoff_hook`], with the events
+/// not stored yet (every event the run emitted before completing is in the sink by now),
+/// noting in `recorded` whether it did. When it did not, the events go back to the sink,
+/// to be stored with the outcome the worker records.
+pub(super) async fn record_at_checkpoint(exec: &mut RunExecution, done: Completed, recorded: &AtomicBool) {
+    let events = exec.sink.unstored().await;
+    let (state, run) = (&exec.state, &exec.run);
+    let (checkpoint, values) = (&done.checkpoint_id, done.values);
+    let written = write_at_checkpoint(state, &run.run_id, &run.thread_id, checkpoint, values, events).await;
+    recorded.store(written.is_ok(), Ordering::SeqCst);
+    if let Err(events) = written {
+        exec.sink.restore(events);
+    }
+    let _ = done.reply.send(());
+}
+
+/// Record `success`, the final `values` and `events` (a resumable run's not stored yet)
+/// with the run's last checkpoint (see [`crate::db::Db::finish_run_at_checkpoint`]). When
+/// nothing was written, `events` come back: the worker then records the outcome as
+/// usual, with them.
+async fn write_at_checkpoint(
+    state: &AppState,
+    run_id: &str,
+    thread_id: &str,
+    checkpoint: &str,
+    values: Value,
+    events: Vec<RunEventRecord>,
+) -> Result<(), Vec<RunEventRecord>> {
+    let outcome = ThreadOutcome {
+        status: ThreadStatus::Idle,
+        values: Some(values),
+        interrupts: Value::Object(Map::new()),
+        error: None,
+    };
+    let keep = events.clone();
+    match state
+        .db
+        .finish_run_at_checkpoint(run_id, &state.worker_id, thread_id, &outcome, checkpoint, events)
+        .await
+    {
+        Ok(true) => return Ok(()),
+        Ok(false) => {}
+        Err(e) => {
+            tracing::warn!(run_id, error = %e, "recording the run's outcome with its checkpoint failed")
+        }
+    }
+    Err(keep)
 }

@@ -9,7 +9,7 @@ use crate::broker::RunEventRecord;
 use crate::state::AppState;
 use serde_json::Value;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -30,6 +30,11 @@ pub(super) struct EventSink {
     /// Set before the sender goes when the caller stores the writer's last batch itself.
     hand_over: Arc<AtomicBool>,
     writer: Option<JoinHandle<Vec<RunEventRecord>>>,
+    /// Its events are stored (a resumable run).
+    stores: bool,
+    /// Events pushed after [`unstored`](Self::unstored) (a completed run's events go
+    /// with its outcome, before its stream ends): the next `unstored` gives them.
+    late: Mutex<Vec<RunEventRecord>>,
 }
 
 impl EventSink {
@@ -42,6 +47,8 @@ impl EventSink {
             tx: None,
             hand_over: Arc::new(AtomicBool::new(false)),
             writer: None,
+            stores: resumable,
+            late: Mutex::new(Vec::new()),
         };
         if !resumable {
             return sink;
@@ -68,15 +75,32 @@ impl EventSink {
     pub(super) fn push(&self, event: String, data: Value) {
         let broker = &self.state.broker;
         let data = Arc::new(data);
-        if let Some(tx) = &self.tx {
-            let id = broker.len(&self.run_id);
-            let _ = tx.send(RunEventRecord {
-                id,
+        if self.stores {
+            let record = RunEventRecord {
+                id: broker.len(&self.run_id),
                 event: event.clone(),
                 data: Arc::clone(&data),
-            });
+            };
+            match &self.tx {
+                Some(tx) => {
+                    let _ = tx.send(record);
+                }
+                None => self
+                    .late
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push(record),
+            }
         }
         broker.push(&self.run_id, event, data);
+    }
+
+    /// Take back `events` given by [`unstored`](Self::unstored) and not stored: the next
+    /// call gives them again, first.
+    pub(super) fn restore(&mut self, mut events: Vec<RunEventRecord>) {
+        let late = self.late.get_mut().unwrap_or_else(PoisonError::into_inner);
+        events.append(late);
+        *late = events;
     }
 
     /// Wait until every event is stored.
@@ -90,16 +114,19 @@ impl EventSink {
         }
     }
 
-    /// End the sink: the events not stored yet, for the caller to store (with the run's
-    /// end); those of earlier batches are stored when this returns. Empty for a run whose
-    /// events are not stored.
+    /// End the sink's own writes: the events not stored yet, for the caller to store
+    /// (with the run's end); those of earlier batches are stored when this returns. Events
+    /// pushed after it are kept for the next call. Empty for a run whose events are not
+    /// stored.
     pub(super) async fn unstored(&mut self) -> Vec<RunEventRecord> {
         self.hand_over.store(true, Ordering::SeqCst);
         self.tx = None;
-        match self.writer.take() {
+        let mut out = match self.writer.take() {
             Some(w) => w.await.unwrap_or_default(),
             None => Vec::new(),
-        }
+        };
+        out.append(self.late.get_mut().unwrap_or_else(PoisonError::into_inner));
+        out
     }
 }
 

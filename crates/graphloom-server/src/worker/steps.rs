@@ -5,7 +5,7 @@
 //! [`RunExecution`] and what the steps before it produced.
 
 use super::execution::RunExecution;
-use super::finish::{self, Ended};
+use super::finish::{self, Completed, Ended};
 use super::sink::EventSink;
 use super::usage::count_usage;
 use super::watch::Watch;
@@ -16,12 +16,13 @@ use crate::owner_store::OwnerStore;
 use crate::run::{KwargsError, RunKwargs};
 use crate::state::{AppState, LocalRun};
 use crate::wire::WireEncoder;
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use graphloom_core::{CancelToken, StreamMode, TaskObserver};
 use serde_json::{json, Map, Value};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
+use tokio::sync::mpsc;
 
 /// Execute a claimed run inside its trace span. A panic in it ends the run as failed
 /// instead of leaving it running here for ever.
@@ -57,10 +58,10 @@ async fn execute(state: &Arc<AppState>, claimed: ClaimedRun, kwargs: Result<RunK
         return;
     };
     let early = Arc::new(AtomicBool::new(false));
-    let req = start(&exec, &early).await;
+    let (req, completed) = start(&exec, &early).await;
     let watch = Watch::start(&exec.state, &exec.run.run_id, &exec.local);
     let started = Instant::now();
-    let result = stream(&mut exec, req, &watch).await;
+    let result = stream(&mut exec, req, completed, &early, &watch).await;
     let ended = Ended {
         result: result.unwrap_or(Err(graphloom_core::Error::Cancelled)),
         action: exec.local.action(),
@@ -138,8 +139,12 @@ async fn claim(
 
 /// The graph request of the run: its kwargs' request, the stream modes the run produces,
 /// its timeout, its cancel token, the node timer, the completion hook that records a
-/// completed run with its last checkpoint (`early`), and, with auth on, its owner's store.
-async fn start(exec: &RunExecution, early: &Arc<AtomicBool>) -> JsonRunRequest {
+/// completed run with its last checkpoint (`early`; a resumable run's through [`stream`],
+/// which gets the receiver returned), and, with auth on, its owner's store.
+async fn start(
+    exec: &RunExecution,
+    early: &Arc<AtomicBool>,
+) -> (JsonRunRequest, Option<mpsc::UnboundedReceiver<Completed>>) {
     let (state, run, kw) = (&exec.state, &exec.run, &exec.kwargs);
     let mut req = kw.graph_request(&run.run_id, &run.thread_id, started_before(exec).await);
     req.modes = produced_modes(exec);
@@ -150,13 +155,19 @@ async fn start(exec: &RunExecution, early: &Arc<AtomicBool>) -> JsonRunRequest {
     if !kw.owner.is_empty() {
         req.store = exec.graph.store().map(|s| OwnerStore::for_owner(&s, &kw.owner));
     }
-    // A run that completes records its outcome alongside its last checkpoint (one commit
-    // on SQLite instead of two in turn). Not for resumable runs, whose stored events go
-    // first, nor temporary ones, whose thread is deleted after.
-    if !kw.stream_resumable && !kw.temporary {
-        req.on_complete = Some(finish::completion_hook(state, run, Arc::clone(early)));
+    // A run that completes records its outcome (and a resumable run its last events)
+    // alongside its last checkpoint: one commit on SQLite instead of two in turn. Not a
+    // temporary run, whose thread is deleted after.
+    if kw.temporary {
+        return (req, None);
     }
-    req
+    if !kw.stream_resumable {
+        req.on_complete = Some(finish::completion_hook(state, run, Arc::clone(early)));
+        return (req, None);
+    }
+    let (tx, rx) = mpsc::unbounded_channel();
+    req.on_complete = Some(finish::handoff_hook(tx));
+    (req, Some(rx))
 }
 
 /// The run's time limit: the smaller of the server's and its graph's.
@@ -205,10 +216,14 @@ fn node_timer(state: &Arc<AppState>, graph_id: &str) -> TaskObserver {
 }
 
 /// Run the graph, turning its events into wire events for the sink, until its end; `None`
-/// when it ended without one, or the lease was lost before it.
+/// when it ended without one, or the lease was lost before it. A resumable run's
+/// completion, handed over by its hook (`completed`), is recorded here after the events
+/// before it (see [`finish::record_at_checkpoint`]), noted in `early`.
 async fn stream(
     exec: &mut RunExecution,
     req: JsonRunRequest,
+    mut completed: Option<mpsc::UnboundedReceiver<Completed>>,
+    early: &AtomicBool,
     watch: &Watch,
 ) -> Option<Result<JsonRunOutput, graphloom_core::Error>> {
     let wire_modes = exec.kwargs.wire_modes();
@@ -224,34 +239,80 @@ async fn stream(
     );
     let mut result = None;
     let mut events = exec.graph.stream(req);
-    while let Some(ev) = events.next().await {
-        let wire = match ev {
-            JsonRunEvent::Part { mode, ns, data } => {
-                if mode == StreamMode::Updates && ns.is_empty() {
-                    count_usage(&exec.state, &data);
-                }
-                if !requested.contains(&mode) {
+    loop {
+        let ev = tokio::select! {
+            biased;
+            ev = events.next() => ev,
+            done = next_completed(&mut completed) => {
+                let Some(done) = done else {
+                    completed = None;
                     continue;
+                };
+                // The run emitted its events before it completed: those not read yet are
+                // waiting, and go with its outcome.
+                while let Some(Some(ev)) = events.next().now_or_never() {
+                    if !on_event(exec, &mut encoder, &requested, ev, watch, &mut result) {
+                        return None;
+                    }
                 }
-                // A protocol run keeps the models' chunks, all its `messages` channel reads.
-                if mode == StreamMode::Messages
-                    && exec.kwargs.thread_protocol
-                    && !crate::protocol::is_model_chunk(&data)
-                {
-                    continue;
-                }
-                encoder.part(mode, &ns, data)
-            }
-            JsonRunEvent::End(_) if watch.lost() => break,
-            JsonRunEvent::End(r) => {
-                let wire = WireEncoder::end(&r);
-                result = Some(r);
-                wire
+                finish::record_at_checkpoint(exec, done, early).await;
+                continue;
             }
         };
-        for (name, data) in wire {
-            exec.sink.push(name, data);
+        let Some(ev) = ev else {
+            return result;
+        };
+        if !on_event(exec, &mut encoder, &requested, ev, watch, &mut result) {
+            return None;
         }
     }
-    result
+}
+
+/// The next completed run from the completion hook; pending for ever without a hook.
+async fn next_completed(rx: &mut Option<mpsc::UnboundedReceiver<Completed>>) -> Option<Completed> {
+    match rx {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Push the wire events of one event of the graph's stream into the sink (the end's result
+/// into `result`); false when the stream is to stop here (the run ended with the lease
+/// lost).
+fn on_event(
+    exec: &RunExecution,
+    encoder: &mut WireEncoder,
+    requested: &[StreamMode],
+    ev: JsonRunEvent,
+    watch: &Watch,
+    result: &mut Option<Result<JsonRunOutput, graphloom_core::Error>>,
+) -> bool {
+    let wire = match ev {
+        JsonRunEvent::Part { mode, ns, data } => {
+            if mode == StreamMode::Updates && ns.is_empty() {
+                count_usage(&exec.state, &data);
+            }
+            if !requested.contains(&mode) {
+                return true;
+            }
+            // A protocol run keeps the models' chunks, all its `messages` channel reads.
+            if mode == StreamMode::Messages
+                && exec.kwargs.thread_protocol
+                && !crate::protocol::is_model_chunk(&data)
+            {
+                return true;
+            }
+            encoder.part(mode, &ns, data)
+        }
+        JsonRunEvent::End(_) if watch.lost() => return false,
+        JsonRunEvent::End(r) => {
+            let wire = WireEncoder::end(&r);
+            *result = Some(r);
+            wire
+        }
+    };
+    for (name, data) in wire {
+        exec.sink.push(name, data);
+    }
+    true
 }

@@ -293,8 +293,9 @@ impl Db for SqliteDb {
         thread_id: &str,
         outcome: &ThreadOutcome,
         checkpoint_id: &str,
+        events: Vec<RunEventRecord>,
     ) -> DbResult<bool> {
-        runs::finish_at_checkpoint(self, run_id, worker, thread_id, outcome, checkpoint_id).await
+        runs::finish_at_checkpoint(self, run_id, worker, thread_id, outcome, checkpoint_id, events).await
     }
 
     async fn cancel_run(

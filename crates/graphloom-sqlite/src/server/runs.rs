@@ -406,8 +406,10 @@ pub(super) async fn finish_at_checkpoint(
     thread_id: &str,
     outcome: &ThreadOutcome,
     checkpoint_id: &str,
+    events: Vec<RunEventRecord>,
 ) -> DbResult<bool> {
     let row = OutcomeRow::new(outcome)?;
+    let events = EventBatch::new(events)?;
     let (run_id, worker, thread_id, checkpoint_id) = (
         run_id.to_owned(),
         worker.to_owned(),
@@ -422,6 +424,7 @@ pub(super) async fn finish_at_checkpoint(
         if end(c, &run_id, &worker, RunStatus::Success, now)? == 0 {
             return Ok(false);
         }
+        events.insert(c, &run_id)?;
         row.write(c, &thread_id, now)?;
         Ok(true)
     })
