@@ -255,7 +255,7 @@ pub trait Db: CronDb + WebhookDb + RetentionDb + Send + Sync + 'static {
         _thread_id: &str,
         _outcome: &ThreadOutcome,
         _checkpoint_id: &str,
-        _events: Vec<RunEventRecord>,
+        _events: &[RunEventRecord],
     ) -> DbResult<bool> {
         Ok(false)
     }

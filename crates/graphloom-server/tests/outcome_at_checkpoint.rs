@@ -129,9 +129,10 @@ async fn the_outcome_shares_the_checkpoints_commit() {
     let cp = Checkpoint::empty();
     let id = cp.id.clone();
     let outcome = done(json!({"answer": 42}));
+    let last = events(2);
     let (_, recorded) = tokio::join!(
         put(&saver, "t1", cp),
-        db.finish_run_at_checkpoint(&run_id, WORKER, "t1", &outcome, &id, events(2))
+        db.finish_run_at_checkpoint(&run_id, WORKER, "t1", &outcome, &id, &last)
     );
     busy.await.unwrap().unwrap();
     assert!(recorded.unwrap());
@@ -161,7 +162,14 @@ async fn nothing_is_written_without_the_checkpoint_or_the_lease() {
 
     let missing = Checkpoint::empty().id;
     let recorded = db
-        .finish_run_at_checkpoint(&run_id, WORKER, "t2", &done(json!({"x": 1})), &missing, events(1))
+        .finish_run_at_checkpoint(
+            &run_id,
+            WORKER,
+            "t2",
+            &done(json!({"x": 1})),
+            &missing,
+            &events(1),
+        )
         .await
         .unwrap();
     assert!(!recorded);
@@ -177,7 +185,7 @@ async fn nothing_is_written_without_the_checkpoint_or_the_lease() {
             "t2",
             &done(json!({"x": 1})),
             &elsewhere_id,
-            events(1),
+            &events(1),
         )
         .await
         .unwrap();
@@ -187,7 +195,7 @@ async fn nothing_is_written_without_the_checkpoint_or_the_lease() {
     let id = cp.id.clone();
     put(&saver, "t2", cp).await;
     let recorded = db
-        .finish_run_at_checkpoint(&run_id, "w2", "t2", &done(json!({"x": 1})), &id, events(1))
+        .finish_run_at_checkpoint(&run_id, "w2", "t2", &done(json!({"x": 1})), &id, &events(1))
         .await
         .unwrap();
     assert!(!recorded, "another worker's lease");
@@ -204,7 +212,7 @@ async fn nothing_is_written_without_the_checkpoint_or_the_lease() {
 
     // With the checkpoint and the lease it is written.
     assert!(db
-        .finish_run_at_checkpoint(&run_id, WORKER, "t2", &done(json!({"x": 1})), &id, events(1))
+        .finish_run_at_checkpoint(&run_id, WORKER, "t2", &done(json!({"x": 1})), &id, &events(1))
         .await
         .unwrap());
     let run = db.get_run(OWNER, None, &run_id).await.unwrap().unwrap();

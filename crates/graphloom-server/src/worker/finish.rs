@@ -357,9 +357,8 @@ pub(super) fn completion_hook(state: &Arc<AppState>, run: &Run, recorded: Arc<At
             let (Some(checkpoint), Ok(values)) = (c.checkpoint_id, c.values.to_json()) else {
                 return;
             };
-            let done =
-                write_at_checkpoint(&state, &run_id, &thread_id, &checkpoint, values, Vec::new()).await;
-            recorded.store(done.is_ok(), Ordering::SeqCst);
+            let done = write_at_checkpoint(&state, &run_id, &thread_id, &checkpoint, values, &[]).await;
+            recorded.store(done, Ordering::SeqCst);
         }
     })
 }
@@ -404,43 +403,42 @@ pub(super) async fn record_at_checkpoint(exec: &mut RunExecution, done: Complete
     let events = exec.sink.unstored().await;
     let (state, run) = (&exec.state, &exec.run);
     let (checkpoint, values) = (&done.checkpoint_id, done.values);
-    let written = write_at_checkpoint(state, &run.run_id, &run.thread_id, checkpoint, values, events).await;
-    recorded.store(written.is_ok(), Ordering::SeqCst);
-    if let Err(events) = written {
+    let written = write_at_checkpoint(state, &run.run_id, &run.thread_id, checkpoint, values, &events).await;
+    recorded.store(written, Ordering::SeqCst);
+    if !written {
         exec.sink.restore(events);
     }
     let _ = done.reply.send(());
 }
 
 /// Record `success`, the final `values` and `events` (a resumable run's not stored yet)
-/// with the run's last checkpoint (see [`crate::db::Db::finish_run_at_checkpoint`]). When
-/// nothing was written, `events` come back: the worker then records the outcome as
-/// usual, with them.
+/// with the run's last checkpoint (see [`crate::db::Db::finish_run_at_checkpoint`]);
+/// whether it did. When it did not, the worker records the outcome as usual, with
+/// `events`.
 async fn write_at_checkpoint(
     state: &AppState,
     run_id: &str,
     thread_id: &str,
     checkpoint: &str,
     values: Value,
-    events: Vec<RunEventRecord>,
-) -> Result<(), Vec<RunEventRecord>> {
+    events: &[RunEventRecord],
+) -> bool {
     let outcome = ThreadOutcome {
         status: ThreadStatus::Idle,
         values: Some(values),
         interrupts: Value::Object(Map::new()),
         error: None,
     };
-    let keep = events.clone();
     match state
         .db
         .finish_run_at_checkpoint(run_id, &state.worker_id, thread_id, &outcome, checkpoint, events)
         .await
     {
-        Ok(true) => return Ok(()),
+        Ok(true) => return true,
         Ok(false) => {}
         Err(e) => {
             tracing::warn!(run_id, error = %e, "recording the run's outcome with its checkpoint failed")
         }
     }
-    Err(keep)
+    false
 }

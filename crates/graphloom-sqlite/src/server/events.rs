@@ -16,7 +16,7 @@ use std::sync::Arc;
 pub(super) struct EventBatch(Option<(i64, i64, String)>);
 
 impl EventBatch {
-    pub(super) fn new(events: Vec<RunEventRecord>) -> DbResult<Self> {
+    pub(super) fn new(events: &[RunEventRecord]) -> DbResult<Self> {
         let ids = events.iter().map(|e| e.id);
         let (Some(first), Some(last)) = (ids.clone().min(), ids.max()) else {
             return Ok(Self(None));
@@ -56,7 +56,7 @@ fn seq(id: u64) -> i64 {
 }
 
 pub(super) async fn append(db: &SqliteDb, run_id: &str, events: Vec<RunEventRecord>) -> DbResult<()> {
-    let batch = EventBatch::new(events)?;
+    let batch = EventBatch::new(&events)?;
     let run_id = run_id.to_owned();
     db.write(move |c| batch.insert(c, &run_id)).await
 }

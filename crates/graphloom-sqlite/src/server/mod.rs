@@ -293,7 +293,7 @@ impl Db for SqliteDb {
         thread_id: &str,
         outcome: &ThreadOutcome,
         checkpoint_id: &str,
-        events: Vec<RunEventRecord>,
+        events: &[RunEventRecord],
     ) -> DbResult<bool> {
         runs::finish_at_checkpoint(self, run_id, worker, thread_id, outcome, checkpoint_id, events).await
     }

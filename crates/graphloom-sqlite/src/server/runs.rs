@@ -385,7 +385,7 @@ pub(super) async fn finish_with_outcome(
     events: Vec<RunEventRecord>,
 ) -> DbResult<bool> {
     let row = OutcomeRow::new(outcome)?;
-    let events = EventBatch::new(events)?;
+    let events = EventBatch::new(&events)?;
     let (run_id, worker, thread_id) = (run_id.to_owned(), worker.to_owned(), thread_id.to_owned());
     db.write(move |c| {
         let now = now_micros();
@@ -406,7 +406,7 @@ pub(super) async fn finish_at_checkpoint(
     thread_id: &str,
     outcome: &ThreadOutcome,
     checkpoint_id: &str,
-    events: Vec<RunEventRecord>,
+    events: &[RunEventRecord],
 ) -> DbResult<bool> {
     let row = OutcomeRow::new(outcome)?;
     let events = EventBatch::new(events)?;
