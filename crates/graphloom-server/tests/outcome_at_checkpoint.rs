@@ -140,6 +140,9 @@ async fn the_outcome_shares_the_checkpoints_commit() {
     // The busy operation's commit, then one for the checkpoint and the outcome.
     assert_eq!(after.commits - before.commits, 2, "{before:?} -> {after:?}");
     assert_eq!(after.operations - before.operations, 3);
+    // The server's operations are re-runnable like the checkpointer's: their shared batch
+    // ran without savepoints.
+    assert_eq!(after.savepoint_batches, before.savepoint_batches, "{before:?} -> {after:?}");
 
     let run = db.get_run(OWNER, None, &run_id).await.unwrap().unwrap();
     assert_eq!(run.status, RunStatus::Success);

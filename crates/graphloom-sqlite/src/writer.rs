@@ -100,6 +100,10 @@ pub struct CommitStats {
     pub commits: u64,
     /// Operations committed (a `put`, `put_writes`, store `put`, ...), successful or not.
     pub operations: u64,
+    /// Of the commits, the batches that ran each operation in a savepoint: they held a
+    /// run-once operation, or one of their operations failed (SQLite copies every page an
+    /// operation touches into its savepoint's journal, so these cost more).
+    pub savepoint_batches: u64,
 }
 
 /// The writer's counts, read by [`CommitStats`].
@@ -107,6 +111,7 @@ pub struct CommitStats {
 pub(crate) struct Counters {
     commits: AtomicU64,
     operations: AtomicU64,
+    savepoint_batches: AtomicU64,
 }
 
 impl Counters {
@@ -115,6 +120,7 @@ impl Counters {
         CommitStats {
             commits: self.commits.load(Ordering::Relaxed),
             operations: self.operations.load(Ordering::Relaxed),
+            savepoint_batches: self.savepoint_batches.load(Ordering::Relaxed),
         }
     }
 }
@@ -137,11 +143,14 @@ pub(crate) fn writer_thread(
         }
         let outcome = run_batch(conn, &mut batch);
         match &outcome {
-            Ok(()) => {
+            Ok(saved) => {
                 counters.commits.fetch_add(1, Ordering::Relaxed);
                 counters
                     .operations
                     .fetch_add(batch.len() as u64, Ordering::Relaxed);
+                if *saved {
+                    counters.savepoint_batches.fetch_add(1, Ordering::Relaxed);
+                }
             }
             Err(e) => tracing::warn!(error = %e, ops = batch.len(), "sqlite write batch failed"),
         }
@@ -151,7 +160,8 @@ pub(crate) fn writer_thread(
     }
 }
 
-fn run_batch(conn: &rusqlite::Connection, batch: &mut [Box<dyn Job>]) -> Result<(), BackendError> {
+/// Run and commit (or roll back) one batch; whether it ran on savepoints.
+fn run_batch(conn: &rusqlite::Connection, batch: &mut [Box<dyn Job>]) -> Result<bool, BackendError> {
     exec(conn, "BEGIN IMMEDIATE")?;
     let mut outcome = run_jobs(conn, batch);
     if matches!(outcome, Ok(Outcome::Again)) {
@@ -164,17 +174,17 @@ fn run_batch(conn: &rusqlite::Connection, batch: &mut [Box<dyn Job>]) -> Result<
         };
         outcome = rolled_back
             .and_then(|()| exec(conn, "BEGIN IMMEDIATE"))
-            .and_then(|()| run_saved(conn, batch).map(|()| Outcome::Commit));
+            .and_then(|()| run_saved(conn, batch).map(|()| Outcome::Commit { saved: true }));
     }
     match outcome {
-        Ok(Outcome::Commit) => match exec(conn, "COMMIT") {
-            Ok(()) => Ok(()),
+        Ok(Outcome::Commit { saved }) => match exec(conn, "COMMIT") {
+            Ok(()) => Ok(saved),
             Err(e) => {
                 let _ = exec(conn, "ROLLBACK");
                 Err(e)
             }
         },
-        Ok(Outcome::RollBack | Outcome::Again) => exec(conn, "ROLLBACK"),
+        Ok(Outcome::RollBack | Outcome::Again) => exec(conn, "ROLLBACK").map(|()| false),
         Err(e) => {
             let _ = exec(conn, "ROLLBACK");
             Err(e)
@@ -184,8 +194,8 @@ fn run_batch(conn: &rusqlite::Connection, batch: &mut [Box<dyn Job>]) -> Result<
 
 /// What a batch's transaction comes to once its operations ran.
 enum Outcome {
-    /// Commit it.
-    Commit,
+    /// Commit it; `saved` if its operations ran in savepoints.
+    Commit { saved: bool },
     /// Roll it back: its one operation failed.
     RollBack,
     /// Roll it back and run the batch again, each operation in a savepoint: one failed.
@@ -198,20 +208,20 @@ fn run_jobs(conn: &rusqlite::Connection, batch: &mut [Box<dyn Job>]) -> Result<O
     if let [job] = batch {
         // Alone in its transaction: a failure rolls everything back.
         return Ok(if job.run(conn) {
-            Outcome::Commit
+            Outcome::Commit { saved: false }
         } else {
             Outcome::RollBack
         });
     }
     if !batch.iter().all(|j| j.rerunnable()) {
-        return run_saved(conn, batch).map(|()| Outcome::Commit);
+        return run_saved(conn, batch).map(|()| Outcome::Commit { saved: true });
     }
     for job in batch.iter_mut() {
         if !job.run(conn) {
             return Ok(Outcome::Again);
         }
     }
-    Ok(Outcome::Commit)
+    Ok(Outcome::Commit { saved: false })
 }
 
 /// Run each operation of a batch in a savepoint of its own: one that fails rolls back its
@@ -297,7 +307,7 @@ mod tests {
         ]);
         assert_eq!(rows, ["a", "c"]);
         assert_eq!(ok, [true, false, true]);
-        assert_eq!((stats.commits, stats.operations), (1, 3));
+        assert_eq!((stats.commits, stats.operations, stats.savepoint_batches), (1, 3, 1));
         // "a" and "b" ran without savepoints, then all three with them.
         assert_eq!(runs.load(Ordering::SeqCst), 5);
     }
@@ -305,9 +315,10 @@ mod tests {
     #[test]
     fn a_batch_that_succeeds_runs_each_operation_once() {
         let runs = Arc::new(AtomicUsize::new(0));
-        let (rows, ok, _) = one_batch(vec![insert("a", false, &runs), insert("b", false, &runs)]);
+        let (rows, ok, stats) = one_batch(vec![insert("a", false, &runs), insert("b", false, &runs)]);
         assert_eq!(rows, ["a", "b"]);
         assert_eq!(ok, [true, true]);
+        assert_eq!(stats.savepoint_batches, 0);
         assert_eq!(runs.load(Ordering::SeqCst), 2);
     }
 
@@ -319,9 +330,10 @@ mod tests {
                 .map_err(|e| other(e.to_string()))?;
             Err(other("failed after writing"))
         })));
-        let (rows, ok, _) = one_batch(vec![insert("a", false, &runs), once, insert("c", false, &runs)]);
+        let (rows, ok, stats) = one_batch(vec![insert("a", false, &runs), once, insert("c", false, &runs)]);
         assert_eq!(rows, ["a", "c"]);
         assert_eq!(ok, [true, false, true]);
+        assert_eq!(stats.savepoint_batches, 1);
         assert_eq!(runs.load(Ordering::SeqCst), 2);
     }
 }

@@ -113,13 +113,16 @@ impl SqliteDb {
             .map_err(|e| DbError::Backend(format!("a read stopped: {e}")))?
     }
 
-    /// Run `op` in the writer's next transaction; an error rolls back `op`'s changes.
+    /// Run `op` in the writer's next transaction; an error rolls back `op`'s changes. `op`
+    /// is re-runnable, so its batch runs without savepoints unless an operation of it fails
+    /// (the public [`SqliteDatabase::write`] takes a run-once operation, whose batch runs
+    /// on savepoints from the start).
     async fn write<T, F>(&self, op: F) -> DbResult<T>
     where
         T: Send + 'static,
         F: Fn(&Connection) -> DbResult<T> + Send + 'static,
     {
-        self.db.write(op).await
+        self.db.db().write_as(op).await
     }
 }
 
