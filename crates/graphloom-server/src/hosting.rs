@@ -181,13 +181,13 @@ impl Hosting {
     /// [`RunOutcome`] and the error's text: the place to write a domain's terminal status
     /// (`FAILED`, `TIMED_OUT`) into the thread's state.
     ///
-    /// - For `error`, `timeout`, `interrupted` and `cancelled` the hook runs **before** the
-    ///   run's status is recorded (and before the thread's values are copied to the thread,
-    ///   so what the hook writes to the state shows in both). A crash between the two
-    ///   leaves the run to be taken over, and the hook is called again when the retaken
-    ///   run ends: it is **at least once**, so make it idempotent.
-    /// - For `success` the server usually records the status with the run's last
-    ///   checkpoint, before the hook runs; a crash in between skips the hook (at most once).
+    /// - The hook runs **before** the run's status is recorded, whatever the outcome (and
+    ///   before the thread's values are copied to the thread, so what the hook writes to
+    ///   the state shows in both). A crash between the two leaves the run to be taken
+    ///   over, and the hook is called again when the retaken run ends: it is **at least
+    ///   once**, so make it idempotent. (A completed run of a graph without a hook has its
+    ///   status recorded with its last checkpoint, in one commit; a graph with one gives
+    ///   that up.)
     /// - It is not called for a run handed back to the queue at shutdown, a run whose
     ///   lease another worker took, a run cancelled with `rollback` (nothing of it is
     ///   kept) or a run whose execution panicked.

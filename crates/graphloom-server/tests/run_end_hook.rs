@@ -164,6 +164,11 @@ async fn the_servers_shorter_limit_wins_and_a_failing_hook_changes_nothing() {
         ),
         (RunOutcome::Success, None, t.as_str())
     );
+    // Its status was recorded after the hook, as for every outcome (so a crash in between
+    // calls the hook again): the thread's copy of the values has what the hook wrote.
+    let (_, thread) = s.get(&format!("/threads/{t}")).await;
+    assert_eq!(thread["status"], "idle", "{thread}");
+    assert_eq!(thread["values"]["decision"], "success: ", "{thread}");
     s.stop().await;
 }
 

@@ -157,8 +157,10 @@ async fn start(
     }
     // A run that completes records its outcome (and a resumable run its last events)
     // alongside its last checkpoint: one commit on SQLite instead of two in turn. Not a
-    // temporary run, whose thread is deleted after.
-    if kw.temporary {
+    // temporary run, whose thread is deleted after, nor a run of a graph with an end hook:
+    // its outcome is recorded after the hook, so a crash in between calls the hook again
+    // when the run is taken over (at least once, whatever the outcome).
+    if kw.temporary || exec.graph.run_end_hook().is_some() {
         return (req, None);
     }
     if !kw.stream_resumable {
