@@ -142,7 +142,10 @@ async fn the_outcome_shares_the_checkpoints_commit() {
     assert_eq!(after.operations - before.operations, 3);
     // The server's operations are re-runnable like the checkpointer's: their shared batch
     // ran without savepoints.
-    assert_eq!(after.savepoint_batches, before.savepoint_batches, "{before:?} -> {after:?}");
+    assert_eq!(
+        after.savepoint_batches, before.savepoint_batches,
+        "{before:?} -> {after:?}"
+    );
 
     let run = db.get_run(OWNER, None, &run_id).await.unwrap().unwrap();
     assert_eq!(run.status, RunStatus::Success);

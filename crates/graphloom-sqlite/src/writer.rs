@@ -307,7 +307,10 @@ mod tests {
         ]);
         assert_eq!(rows, ["a", "c"]);
         assert_eq!(ok, [true, false, true]);
-        assert_eq!((stats.commits, stats.operations, stats.savepoint_batches), (1, 3, 1));
+        assert_eq!(
+            (stats.commits, stats.operations, stats.savepoint_batches),
+            (1, 3, 1)
+        );
         // "a" and "b" ran without savepoints, then all three with them.
         assert_eq!(runs.load(Ordering::SeqCst), 5);
     }
