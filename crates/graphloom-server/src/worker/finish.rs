@@ -155,13 +155,12 @@ async fn hand_back(exec: &RunExecution) {
 
 /// What the run's end writes to its thread: its status, its copy of the state, and its
 /// pending interrupts by task id. A run that ended well hands back its values (unless its
-/// graph's end hook ran, which may have written to the state since); otherwise the latest
-/// checkpoint says where it stopped.
+/// graph's end hook ran, which may have written to its thread's state since); otherwise the
+/// latest checkpoint says where it stopped.
 async fn thread_outcome(exec: &RunExecution, ended: &Ended) -> ThreadOutcome {
+    let hooked = exec.graph.run_end_hook().is_some() && !exec.kwargs.temporary;
     let (values, interrupts) = match &ended.result {
-        Ok(out) if !out.interrupted && exec.graph.run_end_hook().is_none() => {
-            (Some(out.values.clone()), Map::new())
-        }
+        Ok(out) if !out.interrupted && !hooked => (Some(out.values.clone()), Map::new()),
         _ if exec.kwargs.temporary => (None, Map::new()),
         _ => latest_state(exec).await,
     };
