@@ -43,9 +43,10 @@ pub struct SqliteOptions {
     /// Memory a saver may use to keep resolved channel values between reads, so reading
     /// the latest checkpoint of a long thread decodes only what changed since the last
     /// read ([`DEFAULT_VALUE_CACHE_BYTES`] by default; 0 disables the cache). The budget
-    /// counts the stored (encoded) size of the values; decoded JSON takes a few times that
-    /// in memory. Values are cached after they were read and decoded; a thread deleted
-    /// through this saver leaves the cache at once.
+    /// counts memory: each value at the estimated size of its decoded JSON (several times
+    /// its stored size: about six times for a conversation's messages), with its key. Values
+    /// are cached after they were read and decoded; a thread deleted through this saver
+    /// leaves the cache at once.
     pub value_cache_bytes: usize,
 }
 

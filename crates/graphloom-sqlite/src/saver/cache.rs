@@ -14,6 +14,11 @@
 //!
 //! Deleting a thread through a saver drops its entries and bumps an epoch; a read that
 //! started before the delete does not put what it read into the cache.
+//!
+//! The budget counts memory: each entry at the estimated size of its decoded value and
+//! key ([`entry_bytes`]). Decoded JSON holds several times its encoded length (every
+//! object a B-tree node sized for eleven entries, every string its own allocation), so a
+//! budget of encoded bytes held five to seven times its size in memory.
 
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -45,7 +50,7 @@ struct Inner {
     bytes: usize,
 }
 
-/// The cache; `budget` bounds the summed (encoded) sizes of the values it holds.
+/// The cache; `budget` bounds the memory its entries take ([`entry_bytes`]).
 pub(crate) struct ValueCache {
     inner: Mutex<Inner>,
     budget: usize,
@@ -57,6 +62,67 @@ impl std::fmt::Debug for ValueCache {
         f.debug_struct("ValueCache")
             .field("budget", &self.budget)
             .finish_non_exhaustive()
+    }
+}
+
+/// About how much memory an entry holding `value` under `key` takes: the value's heap
+/// (estimated, see [`value_bytes`]), its `Arc`, the key's strings (the map and the
+/// recency order each hold the slot) and the entry's bookkeeping.
+pub(crate) fn entry_bytes(key: &Key, value: &Value) -> usize {
+    const PER_STRING: usize = std::mem::size_of::<String>() + ALLOC_SLACK;
+    const BOOKKEEPING: usize = std::mem::size_of::<Entry>() + std::mem::size_of::<Value>() + 64;
+    let slot = key.0.len() + key.1.len() + key.2.len() + 3 * PER_STRING;
+    2 * slot + key.3.len() + ALLOC_SLACK + BOOKKEEPING + value_bytes(value)
+}
+
+/// What the allocator adds to a request, on average (size classes, headers).
+const ALLOC_SLACK: usize = 8;
+
+/// Entries one B-tree node of a JSON object holds (`std`'s `BTreeMap` capacity).
+const NODE_ENTRIES: usize = 11;
+
+/// The estimated heap bytes of a decoded JSON value: strings' bytes, arrays' slots, and
+/// objects' B-tree nodes (a node holds up to [`NODE_ENTRIES`] keys and values, and a
+/// map's nodes are on average about two thirds full once it has split). Walks the value
+/// without recursion, so no depth of nesting can overflow the stack.
+pub(crate) fn value_bytes(value: &Value) -> usize {
+    const VALUE: usize = std::mem::size_of::<Value>();
+    const NODE: usize = NODE_ENTRIES * (std::mem::size_of::<String>() + VALUE) + 16 + ALLOC_SLACK;
+    let mut total = 0usize;
+    let mut stack = vec![value];
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::Null | Value::Bool(_) | Value::Number(_) => {}
+            Value::String(s) => total += heap_string(s),
+            Value::Array(items) => {
+                if !items.is_empty() {
+                    total += items.len() * VALUE + ALLOC_SLACK;
+                }
+                stack.extend(items.iter());
+            }
+            Value::Object(map) => {
+                let n = map.len();
+                let nodes = match n {
+                    0 => 0,
+                    1..=NODE_ENTRIES => 1,
+                    _ => (3 * n).div_ceil(2 * NODE_ENTRIES) + 1,
+                };
+                total += nodes * NODE;
+                for (k, v) in map {
+                    total += heap_string(k);
+                    stack.push(v);
+                }
+            }
+        }
+    }
+    total
+}
+
+fn heap_string(s: &str) -> usize {
+    if s.is_empty() {
+        0
+    } else {
+        s.len() + ALLOC_SLACK
     }
 }
 
@@ -108,7 +174,8 @@ impl ValueCache {
         size <= self.budget / 4 && self.budget > 0
     }
 
-    /// Cache `value` (of about `size` bytes), the channel's version `n` (its order), unless
+    /// Cache `value` (an entry of `size` bytes, see [`entry_bytes`]), the channel's version
+    /// `n` (its order), unless
     /// the epoch moved since `epoch` or a newer version of the channel is cached.
     pub(crate) fn insert(&self, key: Key, n: u64, value: Arc<Value>, size: usize, epoch: u64) {
         if !self.accepts(size) {

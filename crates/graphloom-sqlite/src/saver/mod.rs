@@ -110,8 +110,8 @@ impl SqliteSaverBuilder {
         self.opts = self.opts.read_connections(n);
         self
     }
-    /// Memory for resolved channel values kept between reads (32 MiB of stored bytes by default; 0
-    /// disables the cache).
+    /// Memory for resolved channel values kept between reads (32 MiB by default, counted
+    /// as the decoded values' estimated size; 0 disables the cache).
     #[must_use]
     pub fn value_cache_bytes(mut self, bytes: usize) -> Self {
         self.opts = self.opts.value_cache_bytes(bytes);

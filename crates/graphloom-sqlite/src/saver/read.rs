@@ -3,7 +3,7 @@
 //! namespace) in one query for the exact versions needed and not cached.
 
 use super::aad;
-use super::cache::ValueCache;
+use super::cache::{entry_bytes, ValueCache};
 use super::rows::{corrupt_cp, decode_cp, CpRow, Decoded};
 use super::SqliteSaver;
 use crate::error::{other, SqlResultExt};
@@ -228,10 +228,12 @@ fn build_tuple(
         match outcome {
             Resolution::Empty => {}
             Resolution::Value(value, size) => {
+                // The stored size is less than the decoded value's: a cheap first check.
                 if ctx.cache.accepts(size) {
                     let shared = Arc::new(value);
                     values.insert(channel.clone(), ChannelValue::Full((*shared).clone()));
-                    ctx.cache.insert(key, version.n, shared, size, ctx.epoch);
+                    let held = entry_bytes(&key, &shared);
+                    ctx.cache.insert(key, version.n, shared, held, ctx.epoch);
                 } else {
                     values.insert(channel.clone(), ChannelValue::Full(value));
                 }
