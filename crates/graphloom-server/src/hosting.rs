@@ -183,7 +183,8 @@ impl Hosting {
     ///
     /// - The hook runs **before** the run's status is recorded, whatever the outcome (and
     ///   before the thread's values are copied to the thread, so what the hook writes to
-    ///   the state shows in both). A crash between the two leaves the run to be taken
+    ///   the state shows in both; should the state then not read, a completed run's
+    ///   output is copied instead). A crash between the two leaves the run to be taken
     ///   over, and the hook is called again when the retaken run ends: it is **at least
     ///   once**, so make it idempotent. (A completed run of a graph without a hook has its
     ///   status recorded with its last checkpoint, in one commit; a graph with one gives

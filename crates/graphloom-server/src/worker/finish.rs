@@ -162,6 +162,12 @@ async fn thread_outcome(exec: &RunExecution, ended: &Ended) -> ThreadOutcome {
     let (values, interrupts) = match &ended.result {
         Ok(out) if !out.interrupted && !hooked => (Some(out.values.clone()), Map::new()),
         _ if exec.kwargs.temporary => (None, Map::new()),
+        // The hook may have written to the state: the values as it left them, else (the
+        // state cannot be read) the run's output, not the values from before the run.
+        Ok(out) if !out.interrupted => match latest_state(exec).await {
+            (None, interrupts) => (Some(out.values.clone()), interrupts),
+            found => found,
+        },
         _ => latest_state(exec).await,
     };
     let (_, thread_status) = ended.statuses();
