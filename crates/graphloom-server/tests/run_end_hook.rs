@@ -5,16 +5,10 @@
 
 mod common;
 
-use common::{slow, Chat, ChatUpdate, TestServer};
-use graphloom_core::checkpoint::{
-    Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointTuple, Checkpointer, DynCheckpointer,
-    ListQuery, TaskWrites, Version,
-};
-use graphloom_core::{BackendError, BackendErrorKind, NodeError, StateGraph, END, START};
+use common::{faulty, slow, Chat, ChatUpdate, TestServer};
+use graphloom_core::{NodeError, StateGraph, END, START};
 use graphloom_server::{hosted, GraphDeps, GraphFactory, Hosting, RunEnd, RunOutcome};
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -196,108 +190,20 @@ async fn a_failed_run_calls_the_hook_with_its_error() {
     s.stop().await;
 }
 
-/// A checkpointer whose reads fail once `fail` is set (its writes go on).
-struct ReadsFail {
-    inner: Arc<dyn DynCheckpointer>,
-    fail: Arc<AtomicBool>,
-}
-
-impl ReadsFail {
-    fn check(&self) -> graphloom_core::Result<()> {
-        if self.fail.load(Ordering::SeqCst) {
-            return Err(BackendError::new(BackendErrorKind::Other, "reads are down").into());
-        }
-        Ok(())
-    }
-}
-
-impl Checkpointer for ReadsFail {
-    async fn get_tuple(&self, config: &CheckpointConfig) -> graphloom_core::Result<Option<CheckpointTuple>> {
-        self.check()?;
-        self.inner.get_tuple(config).await
-    }
-    async fn list(&self, query: &ListQuery) -> graphloom_core::Result<Vec<CheckpointTuple>> {
-        self.check()?;
-        self.inner.list(query).await
-    }
-    async fn put(
-        &self,
-        config: &CheckpointConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: BTreeMap<String, Version>,
-    ) -> graphloom_core::Result<CheckpointConfig> {
-        self.inner.put(config, checkpoint, metadata, new_versions).await
-    }
-    async fn put_writes(
-        &self,
-        config: &CheckpointConfig,
-        writes: Vec<(String, Value)>,
-        task_id: &str,
-        task_path: &str,
-    ) -> graphloom_core::Result<()> {
-        self.inner.put_writes(config, writes, task_id, task_path).await
-    }
-    async fn put_writes_then_checkpoint(
-        &self,
-        writes: TaskWrites,
-        config: &CheckpointConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: BTreeMap<String, Version>,
-    ) -> graphloom_core::Result<CheckpointConfig> {
-        self.inner
-            .put_writes_then_checkpoint(writes, config, checkpoint, metadata, new_versions)
-            .await
-    }
-    async fn delete_thread(&self, thread_id: &str) -> graphloom_core::Result<()> {
-        self.inner.delete_thread(thread_id).await
-    }
-    async fn copy_thread(&self, source: &str, target: &str) -> graphloom_core::Result<()> {
-        self.inner.copy_thread(source, target).await
-    }
-    fn saves_in_order(&self) -> bool {
-        self.inner.saves_in_order()
-    }
-}
-
 /// A run whose hook leaves the state unreadable: the thread's copy of the values is the
 /// run's output, not what it was before the run.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_state_unreadable_after_the_hook_leaves_the_runs_output_on_the_thread() {
-    let fail = Arc::new(AtomicBool::new(false));
-    let down = Arc::clone(&fail);
-    let factory: GraphFactory = Arc::new(move |deps: &GraphDeps| {
-        let saver = Arc::new(ReadsFail {
-            inner: Arc::clone(&deps.checkpointer),
-            fail: Arc::clone(&down),
-        });
-        let g = StateGraph::<Chat>::new()
-            .add_node("count", |_s: Arc<Chat>, _rt| async {
-                Ok(ChatUpdate::new().steps(1))
-            })
-            .add_edge(START, "count")
-            .add_edge("count", END)
-            .checkpointer_dyn(saver)
-            .compile()?;
-        let down = Arc::clone(&down);
-        Ok(Hosting::new(hosted(g))
-            .on_run_end(move |_end: RunEnd| {
-                let down = Arc::clone(&down);
-                async move {
-                    down.store(true, Ordering::SeqCst);
-                    Ok::<(), String>(())
-                }
-            })
-            .into_hosted())
-    });
-    let s = TestServer::sqlite_with(|_| {}, |b| b.graph("counter", factory)).await;
+    let slot = Arc::default();
+    let s = TestServer::sqlite_with(|_| {}, |b| b.graph("counter", faulty::counter(&slot, true))).await;
     let (t, row) = run_to_end(&s, "counter", json!({})).await;
     assert_eq!(row["status"], "success", "{row}");
-    assert!(fail.load(Ordering::SeqCst), "the hook ran");
     let (_, thread) = s.get(&format!("/threads/{t}")).await;
     assert_eq!(thread["status"], "idle", "{thread}");
     assert_eq!(thread["values"]["steps"], 1, "{thread}");
+    // The hook did make the state unreadable.
+    let (st, _) = s.get(&format!("/threads/{t}/state")).await;
+    assert_ne!(st, 200);
     s.stop().await;
 }
 

@@ -1,6 +1,8 @@
 //! A server on 127.0.0.1:0 with small test graphs, and HTTP helpers.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod faulty;
+
 use graphloom_core::*;
 use graphloom_server::{factory, Server, ServerBuilder, ServerConfig};
 use serde_json::{json, Value};
