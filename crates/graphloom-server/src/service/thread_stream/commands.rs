@@ -175,25 +175,53 @@ pub(crate) async fn respond(ctx: &Ctx<'_>, answers: Vec<Answer>, mut rest: RunRe
     submit(ctx, rest, None).await
 }
 
-/// `state.fork`: a run from checkpoint `checkpoint_id` of the thread.
+/// How long `state.fork` waits for a checkpoint the thread's active run has streamed but
+/// not saved yet: a protocol run's checkpoint events come as its checkpoints are made, and
+/// each is saved within a commit or two (the last one with the run's end).
+const UNSAVED_CHECKPOINT_WAIT: Duration = Duration::from_secs(2);
+
+/// `state.fork`: a run from checkpoint `checkpoint_id` of the thread (queued behind the
+/// thread's active run, as runs are by default).
 pub(crate) async fn fork(ctx: &Ctx<'_>, checkpoint_id: String, mut request: RunRequest) -> Result<Run> {
-    threads::state_at(ctx.state, ctx.owner, ctx.thread_id, Some(&checkpoint_id))
-        .await
-        .map_err(|e| {
-            if e.status.as_u16() == 404 {
-                ProtocolError::new(
-                    ErrorCode::NoSuchCheckpoint,
-                    format!("No checkpoint {checkpoint_id} on this thread."),
-                )
-            } else {
-                e.into()
-            }
-        })?;
+    saved_checkpoint(ctx, &checkpoint_id).await?;
     if request.assistant_id.is_empty() {
         request.assistant_id = thread_assistant(ctx).await?;
     }
     request.checkpoint_id = Some(checkpoint_id);
     submit(ctx, request, None).await
+}
+
+/// Wait until checkpoint `id` of the thread reads: at once when it does or when the thread
+/// has no active run, else while that run may still be saving it (up to
+/// [`UNSAVED_CHECKPOINT_WAIT`]); `no_such_checkpoint` when it never does.
+async fn saved_checkpoint(ctx: &Ctx<'_>, id: &str) -> Result<()> {
+    let deadline = tokio::time::Instant::now() + UNSAVED_CHECKPOINT_WAIT;
+    let mut pause = Duration::from_millis(5);
+    loop {
+        // The status is read before the state: a run that ended by then had saved every
+        // checkpoint it streamed (its end is recorded after its last checkpoint's save).
+        let busy = ctx
+            .state
+            .db
+            .get_thread(ctx.owner, ctx.thread_id)
+            .await
+            .map_err(api)?
+            .is_some_and(|t| t.status == ThreadStatus::Busy);
+        match threads::state_at(ctx.state, ctx.owner, ctx.thread_id, Some(id)).await {
+            Ok(_) => return Ok(()),
+            Err(e) if e.status.as_u16() == 404 => {
+                if !busy || tokio::time::Instant::now() + pause > deadline {
+                    return Err(ProtocolError::new(
+                        ErrorCode::NoSuchCheckpoint,
+                        format!("No checkpoint {id} on this thread."),
+                    ));
+                }
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_millis(100));
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
 }
 
 /// `input.inject`: the message as the thread's next turn, queued after the active run
