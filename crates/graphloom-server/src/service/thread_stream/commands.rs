@@ -4,7 +4,7 @@
 
 use super::{graph_name, latest_run, run_status};
 use crate::broker::Next;
-use crate::models::{MultitaskStrategy, Run, ThreadStatus};
+use crate::models::{MultitaskStrategy, Run, Thread, ThreadStatus};
 use crate::protocol::translate::RunTranslator;
 use crate::protocol::{ErrorCode, Event, ProtocolError};
 use crate::run::{Command, IfNotExists, OneOrMany, RunRequest};
@@ -97,12 +97,7 @@ pub(crate) async fn start(ctx: &Ctx<'_>, mut request: RunRequest, delay: Option<
     if request.assistant_id.is_empty() {
         return Err(ProtocolError::invalid("run.start requires an assistant_id."));
     }
-    let thread = ctx
-        .state
-        .db
-        .get_thread(ctx.owner, ctx.thread_id)
-        .await
-        .map_err(api)?;
+    let thread = thread_of(ctx).await?;
     let interrupted = thread.as_ref().is_some_and(|t| {
         t.status == ThreadStatus::Interrupted && !pending_interrupts(&t.interrupts).is_empty()
     });
@@ -118,14 +113,20 @@ pub(crate) async fn start(ctx: &Ctx<'_>, mut request: RunRequest, delay: Option<
     submit_read(ctx, request, delay, read).await
 }
 
-/// The assistant of the thread's latest run, for commands that name none.
-async fn thread_assistant(ctx: &Ctx<'_>) -> Result<String> {
-    let t = ctx
-        .state
+/// The command's thread as stored; `None` when there is none yet (the first `run.start`
+/// creates it).
+async fn thread_of(ctx: &Ctx<'_>) -> Result<Option<Thread>> {
+    ctx.state
         .db
         .get_thread(ctx.owner, ctx.thread_id)
         .await
-        .map_err(api)?
+        .map_err(api)
+}
+
+/// The assistant of the thread's latest run, for commands that name none.
+async fn thread_assistant(ctx: &Ctx<'_>) -> Result<String> {
+    let t = thread_of(ctx)
+        .await?
         .ok_or_else(|| ProtocolError::new(ErrorCode::NoSuchRun, "No run is bound to this thread."))?;
     t.metadata
         .get("assistant_id")
@@ -138,12 +139,7 @@ async fn thread_assistant(ctx: &Ctx<'_>) -> Result<String> {
 /// `input.respond`: resume the interrupts answered (by id) in one run. `rest` carries
 /// the command's `update`/`goto`, `config` and `metadata`.
 pub(crate) async fn respond(ctx: &Ctx<'_>, answers: Vec<Answer>, mut rest: RunRequest) -> Result<Run> {
-    let thread = ctx
-        .state
-        .db
-        .get_thread(ctx.owner, ctx.thread_id)
-        .await
-        .map_err(api)?;
+    let thread = thread_of(ctx).await?;
     let no_run = || {
         ProtocolError::new(
             ErrorCode::NoSuchRun,
@@ -200,12 +196,8 @@ async fn saved_checkpoint(ctx: &Ctx<'_>, id: &str) -> Result<()> {
     loop {
         // The status is read before the state: a run that ended by then had saved every
         // checkpoint it streamed (its end is recorded after its last checkpoint's save).
-        let busy = ctx
-            .state
-            .db
-            .get_thread(ctx.owner, ctx.thread_id)
-            .await
-            .map_err(api)?
+        let busy = thread_of(ctx)
+            .await?
             .is_some_and(|t| t.status == ThreadStatus::Busy);
         match threads::state_at(ctx.state, ctx.owner, ctx.thread_id, Some(id)).await {
             Ok(_) => return Ok(()),
