@@ -175,8 +175,8 @@ impl ValueCache {
     }
 
     /// Cache `value` (an entry of `size` bytes, see [`entry_bytes`]), the channel's version
-    /// `n` (its order), unless
-    /// the epoch moved since `epoch` or a newer version of the channel is cached.
+    /// `n` (its order), unless the epoch moved since `epoch` or a newer version of the
+    /// channel is cached.
     pub(crate) fn insert(&self, key: Key, n: u64, value: Arc<Value>, size: usize, epoch: u64) {
         if !self.accepts(size) {
             return;
