@@ -245,3 +245,56 @@ async fn the_graph_drawing_expands_subgraphs_with_xray() {
     assert_eq!(s.get("/assistants/weather/graph?xray=maybe").await.0, 422);
     s.stop().await;
 }
+
+/// The process's resident memory, in bytes (`VmRSS`).
+fn rss() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    kb * 1024
+}
+
+/// Each open socket costs the server little memory: its read buffer is allocated (and
+/// zeroed) when it opens, so the WebSocket library's default of 128 KiB made 200 idle
+/// subscribed sockets hold 25 MiB.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_sockets_hold_little_memory() {
+    const SOCKETS: usize = 200;
+    let s = server().await;
+    // The client's own sockets (in this process too) read into small buffers.
+    let config = tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default().read_buffer_size(4096);
+    let open = |n: usize| {
+        let url = s.url.replacen("http", "ws", 1);
+        async move {
+            let mut out = Vec::with_capacity(n);
+            for _ in 0..n {
+                let url = format!("{url}/threads/{}/stream/events", new_thread());
+                let (mut ws, _) = tokio_tungstenite::connect_async_with_config(url, Some(config), true)
+                    .await
+                    .unwrap();
+                let sub =
+                    r#"{"id": 1, "method": "subscription.subscribe", "params": {"channels": ["values"]}}"#;
+                ws.send(Message::text(sub)).await.unwrap();
+                let answer = next_json(&mut ws).await.unwrap();
+                assert_eq!(answer["type"], "success", "{answer}");
+                out.push(ws);
+            }
+            out
+        }
+    };
+    // Warm up what every socket shares (tasks, allocator pools), then measure.
+    drop(open(20).await);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let before = rss();
+    let held = open(SOCKETS).await;
+    let grown = rss().saturating_sub(before);
+    assert_eq!(held.len(), SOCKETS);
+    assert!(
+        grown < 10 << 20,
+        "{SOCKETS} open sockets grew the process by {} KiB",
+        grown / 1024
+    );
+}
