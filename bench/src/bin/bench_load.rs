@@ -166,6 +166,7 @@ enum Kind {
     Stream,
     StreamAll,
     Thread,
+    ThreadWs,
     StreamChat,
     ThreadChat,
 }
@@ -199,6 +200,7 @@ async fn iteration(http: &reqwest::Client, url: &str, kind: Kind) -> anyhow::Res
     // The thread-centric client makes its own thread id: no `POST /threads` first.
     let thread = match kind {
         Kind::Thread => return thread_iteration(http, url).await,
+        Kind::ThreadWs => return thread_ws_iteration(url).await,
         Kind::StreamChat | Kind::ThreadChat => bail!("a conversation is not one iteration"),
         Kind::Wait | Kind::Stream | Kind::StreamAll => create_thread(http, url).await?,
     };
@@ -209,7 +211,9 @@ async fn iteration(http: &reqwest::Client, url: &str, kind: Kind) -> anyhow::Res
 async fn stream_run(http: &reqwest::Client, url: &str, thread: &str, kind: Kind) -> anyhow::Result<Duration> {
     let t0 = Instant::now();
     match kind {
-        Kind::Thread | Kind::StreamChat | Kind::ThreadChat => bail!("not a run-centric run"),
+        Kind::Thread | Kind::ThreadWs | Kind::StreamChat | Kind::ThreadChat => {
+            bail!("not a run-centric run")
+        }
         Kind::Wait => {
             let r = http
                 .post(format!("{url}/threads/{thread}/runs/wait"))
@@ -291,6 +295,60 @@ async fn thread_iteration(http: &reqwest::Client, url: &str) -> anyhow::Result<D
         bail!("thread stream: {values} values events");
     }
     Ok(t0.elapsed())
+}
+
+/// `thread-ws`: the same run through the protocol over a WebSocket, as `useStream` with
+/// its WebSocket transport speaks it: one socket on a new thread id, a subscription to
+/// `values` and `lifecycle`, `run.start`, then the socket's frames until the root's
+/// `completed` event (the socket is closed then). Its latency, from the connection on.
+async fn thread_ws_iteration(url: &str) -> anyhow::Result<Duration> {
+    use futures::SinkExt;
+    use tokio_tungstenite::tungstenite::Message;
+    let thread = new_thread_id();
+    let ws_url = format!("{}/threads/{thread}/stream/events", url.replacen("http", "ws", 1));
+    let t0 = Instant::now();
+    // A browser's socket allocates no 128 KiB read buffer up front (the library's default).
+    let config =
+        tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default().read_buffer_size(8 * 1024);
+    let (mut ws, _) = tokio_tungstenite::connect_async_with_config(ws_url, Some(config), true).await?;
+    let subscribe =
+        json!({"id": 1, "method": "subscription.subscribe", "params": {"channels": ["values", "lifecycle"]}});
+    let start =
+        json!({"id": 2, "method": "run.start", "params": {"assistant_id": "agent", "input": agent_input()}});
+    ws.send(Message::text(subscribe.to_string())).await?;
+    ws.send(Message::text(start.to_string())).await?;
+    let mut values = 0;
+    loop {
+        let text = match ws.next().await {
+            Some(Ok(Message::Text(t))) => t,
+            Some(Ok(Message::Close(_))) | None => bail!("thread socket closed"),
+            Some(Ok(_)) => continue,
+            Some(Err(e)) => return Err(e.into()),
+        };
+        // `values` frames are counted by their method, not parsed (as `thread` does).
+        if text.contains(r#""method":"values""#) {
+            values += 1;
+            continue;
+        }
+        let v: Value = serde_json::from_str(&text)?;
+        if v["type"] == "error" {
+            bail!("thread socket: {v}");
+        }
+        if v["method"] != "lifecycle" || !v["params"]["namespace"].as_array().is_some_and(Vec::is_empty) {
+            continue;
+        }
+        match v["params"]["data"]["event"].as_str() {
+            Some("completed") => break,
+            Some("failed" | "interrupted") => bail!("thread socket: {v}"),
+            _ => {}
+        }
+    }
+    let took = t0.elapsed();
+    let _ = ws.close(None).await;
+    if values < 3 {
+        bail!("thread socket: {values} values events");
+    }
+    Ok(took)
 }
 
 /// A thread's `stream/events` as the generators read it: frames split on the bytes as
@@ -497,6 +555,7 @@ async fn timed(args: &Args, http: &reqwest::Client, kind: Kind) -> Value {
         Kind::Stream => "stream",
         Kind::StreamAll => "stream-all",
         Kind::Thread => "thread",
+        Kind::ThreadWs => "thread-ws",
         Kind::StreamChat => "stream-chat",
         Kind::ThreadChat => "thread-chat",
     };
@@ -617,11 +676,12 @@ async fn main() -> anyhow::Result<()> {
             "stream" => timed(&args, &http, Kind::Stream).await,
             "stream-all" => timed(&args, &http, Kind::StreamAll).await,
             "thread" => timed(&args, &http, Kind::Thread).await,
+            "thread-ws" => timed(&args, &http, Kind::ThreadWs).await,
             "stream-chat" => timed(&args, &http, Kind::StreamChat).await,
             "thread-chat" => timed(&args, &http, Kind::ThreadChat).await,
             "idle" => idle(&args, &http).await?,
             other => bail!(
-                "unknown scenario {other:?} (wait, stream, stream-all, thread, stream-chat, thread-chat, idle)"
+                "unknown scenario {other:?} (wait, stream, stream-all, thread, thread-ws, stream-chat, thread-chat, idle)"
             ),
         });
     }
