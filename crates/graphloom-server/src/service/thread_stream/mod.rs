@@ -19,8 +19,10 @@ use crate::state::AppState;
 const PAGE: i64 = 1000;
 
 /// Runs listed in the first page when only the newest are wanted; each next page holds
-/// twice as many, up to [`PAGE`].
-const NEWEST_PAGE: i64 = 4;
+/// twice as many, up to [`PAGE`]. A follower at the end of a run mostly looks for the one
+/// run queued after it: two rows (that run and the one it reached) say so, and each row
+/// listed is a run decoded whole (its input with it).
+const NEWEST_PAGE: i64 = 2;
 
 /// Runs a thread's whole history is first listed with: most threads have fewer, and a
 /// listing this short is the storage's cheapest (SQLite reads it on the calling thread).
