@@ -103,3 +103,31 @@ async fn a_threads_newest_runs_walk_its_index_in_listing_order() {
             .unwrap();
     assert_eq!(ids, newest);
 }
+
+/// A run's creation reads the newest creation time among its thread's runs (it comes after
+/// it): one step down the thread's index in listing order, not an aggregate of all the
+/// thread's runs, also when the planner has no statistics of the thread.
+#[tokio::test]
+async fn a_new_run_finds_its_threads_newest_run_on_the_threads_index() {
+    let (url, _guard) = test_database().await;
+    let db = PgDb::connect(&url).await.unwrap();
+    let pool = db.pool();
+    sqlx::query("ALTER TABLE server_runs SET (autovacuum_enabled = false)")
+        .execute(pool)
+        .await
+        .unwrap();
+    insert(pool, 1, 4000, false).await;
+    insert(pool, 4001, 3000, true).await;
+    let lines: Vec<String> =
+        sqlx::query_scalar("EXPLAIN SELECT MAX(created_at) FROM server_runs WHERE thread_id = $1")
+            .bind("long")
+            .fetch_all(pool)
+            .await
+            .unwrap();
+    let plan = lines.join("\n");
+    assert!(
+        plan.contains("Index Only Scan Backward using server_runs_thread_order_idx"),
+        "{plan}"
+    );
+    assert!(plan.contains("Limit"), "{plan}");
+}

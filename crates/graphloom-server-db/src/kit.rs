@@ -27,12 +27,24 @@ pub struct Made {
     pub claimed: bool,
     /// Its [`ordinal`](Run::ordinal).
     pub ordinal: i64,
+    /// Its creation time (microseconds): see [`creation_time`].
+    pub created_at: i64,
 }
 
-/// Run `r` as created at `now` (microseconds): `running` when it was claimed at once.
+/// The creation time of a thread's next run, given the time now and the newest creation
+/// time among the thread's runs: after that one, whatever the clock says. A thread's runs
+/// are listed and claimed in creation order, and their ordinals number their events (and
+/// a reconnecting client's place in them): the two orders must agree, also when the run
+/// before was made by a replica whose clock runs ahead, or in the same microsecond.
 #[must_use]
-pub fn created(r: &Run, now: i64, made: Made) -> Run {
-    let at = rfc3339_from_micros(now);
+pub fn creation_time(now: i64, newest: Option<i64>) -> i64 {
+    newest.map_or(now, |n| now.max(n.saturating_add(1)))
+}
+
+/// Run `r` as [`Made`]: `running` when it was claimed at once.
+#[must_use]
+pub fn created(r: &Run, made: Made) -> Run {
+    let at = rfc3339_from_micros(made.created_at);
     Run {
         created_at: at.clone(),
         updated_at: at,

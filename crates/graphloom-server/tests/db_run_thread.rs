@@ -190,3 +190,112 @@ async fn postgres_a_long_threads_pages_make_its_listing() {
     let db = PgDb::connect(&url).await.unwrap();
     a_long_threads_pages_make_its_listing(&db).await;
 }
+
+/// The ordinals of thread `thread_id`'s runs as it lists them (newest first).
+async fn listed_ordinals(db: &dyn Db, thread_id: &str) -> Vec<i64> {
+    db.list_runs(ALICE, thread_id, None, 1000, 0)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.ordinal)
+        .collect()
+}
+
+/// A thread's runs list (and are claimed) in creation order, and their ordinals number
+/// their events: the two orders must agree, or a client reconnecting after a run's events
+/// would skip the events of a run listed after it with a smaller ordinal. Runs created at
+/// once from several tasks, and a run created after one whose creation time a replica
+/// with its clock ahead wrote (`ahead` moves a run's creation time an hour on), list in
+/// the order of their ordinals.
+async fn runs_list_in_the_order_of_their_ordinals<F, Fut>(db: std::sync::Arc<dyn Db>, ahead: F)
+where
+    F: Fn(String) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    db.create_thread(ALICE, &thread("at-once", json!({})))
+        .await
+        .unwrap();
+    let tasks: Vec<_> = (0..8)
+        .map(|_| {
+            let db = std::sync::Arc::clone(&db);
+            tokio::spawn(async move {
+                for _ in 0..25 {
+                    db.create_run(&enqueue("at-once")).await.unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let ordinals = listed_ordinals(&*db, "at-once").await;
+    let descending: Vec<i64> = (0..200).rev().collect();
+    assert_eq!(ordinals, descending);
+
+    db.create_thread(ALICE, &thread("skewed", json!({})))
+        .await
+        .unwrap();
+    let first = db.create_run(&enqueue("skewed")).await.unwrap();
+    ahead(first.run_id.clone()).await;
+    let moved = db
+        .get_run(ALICE, Some("skewed"), &first.run_id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(moved.created_at > first.created_at, "{moved:?}");
+    let second = db.create_run(&enqueue("skewed")).await.unwrap();
+    assert!(second.created_at > moved.created_at, "{second:?} after {moved:?}");
+    assert_eq!(listed_ordinals(&*db, "skewed").await, [1, 0]);
+    let got = db
+        .get_run(ALICE, Some("skewed"), &second.run_id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(got.created_at, second.created_at);
+}
+
+/// An hour in microseconds (how far the skewed run's creation time moves).
+const HOUR_US: i64 = 3_600_000_000;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sqlite_runs_list_in_the_order_of_their_ordinals() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("server.db");
+    let db = SqliteDb::open(&path).await.unwrap();
+    runs_list_in_the_order_of_their_ordinals(std::sync::Arc::new(db), |run_id| {
+        let path = path.clone();
+        async move {
+            let c = rusqlite::Connection::open(&path).unwrap();
+            c.busy_timeout(std::time::Duration::from_secs(10)).unwrap();
+            let n = c
+                .execute(
+                    "UPDATE server_runs SET created_at = created_at + ?1 WHERE run_id = ?2",
+                    rusqlite::params![HOUR_US, run_id],
+                )
+                .unwrap();
+            assert_eq!(n, 1);
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn postgres_runs_list_in_the_order_of_their_ordinals() {
+    let (url, _guard) = test_database().await;
+    let db = PgDb::connect(&url).await.unwrap();
+    let pool = db.pool().clone();
+    runs_list_in_the_order_of_their_ordinals(std::sync::Arc::new(db), |run_id| {
+        let pool = pool.clone();
+        async move {
+            let n = sqlx::query("UPDATE server_runs SET created_at = created_at + $1 WHERE run_id = $2")
+                .bind(HOUR_US)
+                .bind(run_id)
+                .execute(&pool)
+                .await
+                .unwrap()
+                .rows_affected();
+            assert_eq!(n, 1);
+        }
+    })
+    .await;
+}

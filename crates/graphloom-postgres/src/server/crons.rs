@@ -229,7 +229,7 @@ pub(super) async fn fire(pool: &PgPool, tick: &CronTick, run: Option<&NewRun>) -
             return Ok(Fired::ThreadGone);
         }
         match insert(&mut tx, new).await {
-            Ok((now, gave)) => made = Some(created(&new.run, now, gave)),
+            Ok(gave) => made = Some(created(&new.run, gave)),
             Err(e) => {
                 tx.rollback().await.db()?;
                 return match e {

@@ -3,7 +3,9 @@
 use super::rows::{all, one, FromRow, QueuedRun};
 use super::threads::outcome_query;
 use crate::error::ServerResultExt;
-use graphloom_server_db::kit::{after, cancel_action, created, merge, now_micros, page, run_status, Made};
+use graphloom_server_db::kit::{
+    after, cancel_action, created, creation_time, merge, now_micros, page, run_status, Made,
+};
 use graphloom_server_db::models::{rfc3339_from_micros, CancelAction, ClaimedRun, Run, RunStatus};
 use graphloom_server_db::{DbError, DbResult, Lease, NewRun, RunEventRecord, ThreadOutcome};
 use serde_json::{Map, Value};
@@ -44,7 +46,7 @@ async fn thread_active(tx: &mut sqlx::Transaction<'_, Postgres>, thread_id: &str
 
 pub(super) async fn create(pool: &PgPool, new: &NewRun) -> DbResult<Run> {
     let mut tx = pool.begin().await.db()?;
-    let (now, made) = match insert(&mut tx, new).await {
+    let made = match insert(&mut tx, new).await {
         Ok(made) => made,
         Err(e) => {
             // Release the thread's row lock now (a refused `reject` on a busy thread, a
@@ -55,13 +57,13 @@ pub(super) async fn create(pool: &PgPool, new: &NewRun) -> DbResult<Run> {
         }
     };
     tx.commit().await.db()?;
-    Ok(created(&new.run, now, made))
+    Ok(created(&new.run, made))
 }
 
 /// Create `new` in `tx` (with its multitask strategy, claimed at once when it asks and can
-/// be): when, and what it gave the run. A missing thread or a `reject` on a busy thread
+/// be): what it gave the run. A missing thread or a `reject` on a busy thread
 /// fail before anything is written.
-pub(super) async fn insert(tx: &mut sqlx::Transaction<'_, Postgres>, new: &NewRun) -> DbResult<(i64, Made)> {
+pub(super) async fn insert(tx: &mut sqlx::Transaction<'_, Postgres>, new: &NewRun) -> DbResult<Made> {
     let r = &new.run;
     let now = now_micros();
     if let Some(t) = &new.create_thread {
@@ -92,17 +94,21 @@ pub(super) async fn insert(tx: &mut sqlx::Transaction<'_, Postgres>, new: &NewRu
         merge(&mut merged, m);
         merged
     });
-    sqlx::query(
+    // A statement after the lock (so with the runs committed before it, a replica's too):
+    // the newest creation time among the thread's runs, which this run comes after.
+    let newest: Option<i64> = sqlx::query_scalar(
         "UPDATE server_threads SET next_ordinal = $1, metadata = COALESCE($2, metadata), \
-         updated_at = CASE WHEN $2 IS NULL THEN updated_at ELSE $3 END WHERE thread_id = $4",
+         updated_at = CASE WHEN $2 IS NULL THEN updated_at ELSE $3 END WHERE thread_id = $4 \
+         RETURNING (SELECT MAX(created_at) FROM server_runs WHERE thread_id = $4)",
     )
     .bind(ordinal.saturating_add(1))
     .bind(metadata.as_ref().map(Json))
     .bind(now)
     .bind(&r.thread_id)
-    .execute(&mut **tx)
+    .fetch_one(&mut **tx)
     .await
     .db()?;
+    let created_at = creation_time(now, newest);
     if new.reject_if_busy && thread_active(tx, &r.thread_id).await? {
         return Err(DbError::Busy(r.thread_id.clone()));
     }
@@ -156,7 +162,7 @@ pub(super) async fn insert(tx: &mut sqlx::Transaction<'_, Postgres>, new: &NewRu
     .bind(&r.thread_id)
     .bind(&new.owner)
     .bind(&r.assistant_id)
-    .bind(now)
+    .bind(created_at)
     .bind(if claim.is_some() { "running" } else { "pending" })
     .bind(Json(&r.metadata))
     .bind(Json(&r.kwargs))
@@ -185,7 +191,11 @@ pub(super) async fn insert(tx: &mut sqlx::Transaction<'_, Postgres>, new: &NewRu
         .await
         .db()?;
     }
-    Ok((now, Made { claimed, ordinal }))
+    Ok(Made {
+        claimed,
+        ordinal,
+        created_at,
+    })
 }
 
 pub(super) async fn get(

@@ -294,7 +294,7 @@ pub(super) async fn fire(db: &SqliteDb, tick: &CronTick, run: Option<&NewRun>) -
         None => Fired::Taken,
         Some(Err(refused)) => refused,
         Some(Ok(Some(made))) => match run {
-            Some(new) => Fired::Run(created(&new.run, now, made)),
+            Some(new) => Fired::Run(created(&new.run, made)),
             None => Fired::Skipped,
         },
         Some(Ok(None)) => Fired::Skipped,

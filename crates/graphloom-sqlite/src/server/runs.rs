@@ -7,7 +7,9 @@ use super::{exec, push_page, scalar, text, SqliteDb};
 use crate::error::ServerResultExt;
 use crate::row::{query_all, query_one, FromRow};
 use crate::SqliteDatabase;
-use graphloom_server_db::kit::{after, cancel_action, created, merge, now_micros, run_status, Made};
+use graphloom_server_db::kit::{
+    after, cancel_action, created, creation_time, merge, now_micros, run_status, Made,
+};
 use graphloom_server_db::models::{rfc3339_from_micros, CancelAction, ClaimedRun, Run, RunStatus};
 use graphloom_server_db::{DbError, DbResult, Lease, NewRun, RunEventRecord, ThreadOutcome};
 use rusqlite::types::Value as SqlValue;
@@ -35,6 +37,13 @@ fn claimable(c: &Connection, now: i64) -> DbResult<Option<(String, String)>> {
         .db()
 }
 
+/// What a run's creation reads of its thread (`?1`): its metadata, owner and next ordinal,
+/// and the newest creation time among its runs (this run comes after it; one step down the
+/// thread's index in listing order).
+const THREAD_OF_NEW_RUN: &str = "SELECT metadata, owner, next_ordinal, \
+     (SELECT MAX(created_at) FROM server_runs WHERE thread_id = ?1) \
+     FROM server_threads WHERE thread_id = ?1";
+
 /// Whether the thread has a run queued or running.
 fn thread_active(c: &Connection, thread_id: &str) -> DbResult<bool> {
     let n: i64 = scalar(
@@ -49,7 +58,7 @@ pub(super) async fn create(db: &SqliteDb, new: &NewRun) -> DbResult<Run> {
     let now = now_micros();
     let op = insert_op(new, now)?;
     let made = db.write(op).await?;
-    Ok(created(&new.run, now, made))
+    Ok(created(&new.run, made))
 }
 
 /// The write that creates `new` at `now` (with its multitask strategy, claimed at once
@@ -81,15 +90,18 @@ pub(super) fn insert_op(
         if let Some(t) = &new_thread {
             t.insert(c, now)?;
         }
-        let stored: Option<(Value, String, i64)> = c
-            .prepare_cached("SELECT metadata, owner, next_ordinal FROM server_threads WHERE thread_id = ?1")
+        let stored: Option<(Value, String, i64, Option<i64>)> = c
+            .prepare_cached(THREAD_OF_NEW_RUN)
             .db()?
-            .query_row(params![thread_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .query_row(params![thread_id], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })
             .optional()
             .db()?;
-        let Some((stored_metadata, thread_owner, ordinal)) = stored else {
+        let Some((stored_metadata, thread_owner, ordinal, newest)) = stored else {
             return Err(DbError::Backend(format!("thread {thread_id} not found")));
         };
+        let created_at = creation_time(now, newest);
         if new_thread.is_some() && thread_owner != *owner {
             return Err(DbError::Conflict(format!("thread {thread_id}")));
         }
@@ -134,7 +146,7 @@ pub(super) fn insert_op(
                     thread_id,
                     owner,
                     assistant_id,
-                    now,
+                    created_at,
                     status,
                     metadata,
                     kwargs,
@@ -180,7 +192,11 @@ pub(super) fn insert_op(
                 params![next, thread_id],
             )?;
         }
-        Ok(Made { claimed, ordinal })
+        Ok(Made {
+            claimed,
+            ordinal,
+            created_at,
+        })
     })
 }
 
@@ -525,6 +541,29 @@ mod tests {
             "{plan:?}"
         );
         assert!(!plan.iter().any(|d| d.contains("TEMP B-TREE")), "{plan:?}");
+    }
+
+    /// A run's creation finds the newest creation time among its thread's runs at the end
+    /// of the thread's index, not by reading the thread's runs.
+    #[tokio::test]
+    async fn a_new_run_finds_its_threads_newest_run_on_the_threads_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = SqliteDb::open(dir.path().join("s.db")).await.unwrap();
+        let plan = db
+            .read(|c| {
+                let mut st = c
+                    .prepare(&format!("EXPLAIN QUERY PLAN {THREAD_OF_NEW_RUN}"))
+                    .db()?;
+                let rows = st.query_map(["t"], |r| r.get::<_, String>(3)).db()?;
+                rows.collect::<rusqlite::Result<Vec<_>>>().db()
+            })
+            .unwrap();
+        assert!(
+            plan.iter()
+                .any(|d| d.contains("server_runs_thread_order_idx") && d.starts_with("SEARCH")),
+            "{plan:?}"
+        );
+        assert!(!plan.iter().any(|d| d.starts_with("SCAN")), "{plan:?}");
     }
 
     /// Only the newest few of the listing, unfiltered, are read on the calling thread.
