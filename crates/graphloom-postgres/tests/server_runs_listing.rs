@@ -68,19 +68,25 @@ async fn plan(pool: &PgPool, with_settings: bool) -> String {
     lines.join("\n")
 }
 
-#[tokio::test]
-async fn a_threads_newest_runs_walk_its_index_in_listing_order() {
-    let (url, _guard) = test_database().await;
+/// A database of 4,000 threads of one run each, then thread `long` of 3,000 runs; no
+/// statistics taken (nor taken by autovacuum meanwhile).
+async fn a_long_thread_without_statistics() -> (PgDb, graphloom_postgres::testing::TestDatabase) {
+    let (url, guard) = test_database().await;
     let db = PgDb::connect(&url).await.unwrap();
     let pool = db.pool();
-    // Threads of one run each, then one of 3,000 runs; no statistics taken (nor taken by
-    // autovacuum meanwhile).
     sqlx::query("ALTER TABLE server_runs SET (autovacuum_enabled = false)")
         .execute(pool)
         .await
         .unwrap();
     insert(pool, 1, 4000, false).await;
     insert(pool, 4001, 3000, true).await;
+    (db, guard)
+}
+
+#[tokio::test]
+async fn a_threads_newest_runs_walk_its_index_in_listing_order() {
+    let (db, _guard) = a_long_thread_without_statistics().await;
+    let pool = db.pool();
     let plan_of_the_function = plan(pool, true).await;
     assert!(
         plan_of_the_function.contains("server_runs_thread_order_idx"),
@@ -109,15 +115,8 @@ async fn a_threads_newest_runs_walk_its_index_in_listing_order() {
 /// thread's runs, also when the planner has no statistics of the thread.
 #[tokio::test]
 async fn a_new_run_finds_its_threads_newest_run_on_the_threads_index() {
-    let (url, _guard) = test_database().await;
-    let db = PgDb::connect(&url).await.unwrap();
+    let (db, _guard) = a_long_thread_without_statistics().await;
     let pool = db.pool();
-    sqlx::query("ALTER TABLE server_runs SET (autovacuum_enabled = false)")
-        .execute(pool)
-        .await
-        .unwrap();
-    insert(pool, 1, 4000, false).await;
-    insert(pool, 4001, 3000, true).await;
     let lines: Vec<String> =
         sqlx::query_scalar("EXPLAIN SELECT MAX(created_at) FROM server_runs WHERE thread_id = $1")
             .bind("long")
