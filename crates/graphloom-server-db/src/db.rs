@@ -172,6 +172,16 @@ pub trait Db: CronDb + WebhookDb + RetentionDb + Send + Sync + 'static {
     async fn create_thread(&self, owner: &str, t: &Thread) -> DbResult<Thread>;
     /// A thread of this owner.
     async fn get_thread(&self, owner: &str, id: &str) -> DbResult<Option<Thread>>;
+    /// A thread of this owner without its values (`Null`): its status, interrupts and
+    /// metadata, what a command on the thread looks at, without reading and decoding its
+    /// state, which grows with a conversation.
+    async fn get_thread_head(&self, owner: &str, id: &str) -> DbResult<Option<Thread>> {
+        let mut t = self.get_thread(owner, id).await?;
+        if let Some(t) = &mut t {
+            t.values = Value::Null;
+        }
+        Ok(t)
+    }
     /// Merge metadata into a thread and/or set its ttl.
     async fn patch_thread(
         &self,

@@ -323,6 +323,17 @@ async fn threads(db: &dyn Db) {
     assert_eq!(t.values, json!({"step": 3, "msg": "hi", "deep": {"a": [1, 2]}}));
     assert_eq!(t.interrupts, json!({"task-1": [{"value": "ask", "id": "i1"}]}));
     assert!(t.state_updated_at > t1p.state_updated_at);
+    // Without its values, the thread as it is.
+    let head = db.get_thread_head(ALICE, "t1").await.unwrap().unwrap();
+    assert_eq!(
+        head,
+        Thread {
+            values: Value::Null,
+            ..t.clone()
+        }
+    );
+    assert_eq!(db.get_thread_head(BOB, "t1").await.unwrap(), None);
+    assert_eq!(db.get_thread_head(ALICE, "t404").await.unwrap(), None);
     db.set_thread_outcome(
         "t1",
         &ThreadOutcome {

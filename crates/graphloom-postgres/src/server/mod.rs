@@ -143,6 +143,10 @@ impl Db for PgDb {
         threads::get(&self.pool, owner, id).await
     }
 
+    async fn get_thread_head(&self, owner: &str, id: &str) -> DbResult<Option<Thread>> {
+        threads::head(&self.pool, owner, id).await
+    }
+
     async fn patch_thread(
         &self,
         owner: &str,

@@ -70,9 +70,19 @@ pub(super) async fn insert<'e>(
 }
 
 pub(super) async fn get(pool: &PgPool, owner: &str, id: &str) -> DbResult<Option<Thread>> {
+    by_id(pool, owner, id, Thread::COLUMNS).await
+}
+
+/// [`get`] without the thread's values (`Null`; the column is not read).
+pub(super) async fn head(pool: &PgPool, owner: &str, id: &str) -> DbResult<Option<Thread>> {
+    let columns = Thread::COLUMNS.replace("state_values", "'null'::jsonb AS state_values");
+    by_id(pool, owner, id, &columns).await
+}
+
+/// Thread `id` of `owner`, read as `columns` (a thread's).
+async fn by_id(pool: &PgPool, owner: &str, id: &str, columns: &str) -> DbResult<Option<Thread>> {
     let row = sqlx::query(&format!(
-        "SELECT {} FROM server_threads WHERE thread_id = $1 AND owner = $2",
-        Thread::COLUMNS
+        "SELECT {columns} FROM server_threads WHERE thread_id = $1 AND owner = $2"
     ))
     .bind(id)
     .bind(owner)

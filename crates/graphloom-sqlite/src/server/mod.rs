@@ -204,6 +204,10 @@ impl Db for SqliteDb {
         threads::get(self, owner, id)
     }
 
+    async fn get_thread_head(&self, owner: &str, id: &str) -> DbResult<Option<Thread>> {
+        threads::head(self, owner, id)
+    }
+
     async fn patch_thread(
         &self,
         owner: &str,

@@ -90,16 +90,19 @@ pub(super) async fn create(db: &SqliteDb, owner: &str, t: &Thread) -> DbResult<T
     })
 }
 
-/// The SELECT of a thread of an owner by id.
-fn by_id() -> String {
-    format!(
-        "SELECT {} FROM server_threads WHERE thread_id = ?1 AND owner = ?2",
-        Thread::COLUMNS
-    )
+/// The SELECT of a thread of an owner by id, as `columns` (a thread's).
+fn by_id(columns: &str) -> String {
+    format!("SELECT {columns} FROM server_threads WHERE thread_id = ?1 AND owner = ?2")
 }
 
 pub(super) fn get(db: &SqliteDb, owner: &str, id: &str) -> DbResult<Option<Thread>> {
-    db.read(|c| query_one(c, &by_id(), params![id, owner]))
+    db.read(|c| query_one(c, &by_id(Thread::COLUMNS), params![id, owner]))
+}
+
+/// [`get`] without the thread's values (`Null`; the column is not read).
+pub(super) fn head(db: &SqliteDb, owner: &str, id: &str) -> DbResult<Option<Thread>> {
+    let sql = by_id(&Thread::COLUMNS.replace("state_values", "'null' AS state_values"));
+    db.read(|c| query_one(c, &sql, params![id, owner]))
 }
 
 pub(super) async fn patch(
@@ -112,7 +115,7 @@ pub(super) async fn patch(
     let now = now_micros();
     let (owner, id, metadata) = (owner.to_owned(), id.to_owned(), metadata.cloned());
     db.write(move |c| {
-        let Some(mut t) = query_one::<Thread>(c, &by_id(), params![id, owner])? else {
+        let Some(mut t) = query_one::<Thread>(c, &by_id(Thread::COLUMNS), params![id, owner])? else {
             return Ok(None);
         };
         if let Some(m) = &metadata {

@@ -39,7 +39,8 @@ pub(crate) enum ThreadRead {
     /// Nothing: the thread is read.
     #[default]
     Unread,
-    /// The thread as it was.
+    /// The thread as it was (its values need not have been read: a run's creation looks
+    /// at the thread's id and metadata).
     Found(Box<Thread>),
     /// No such thread (of this owner): the run creates it if its request says so.
     Missing,
@@ -87,7 +88,7 @@ pub(crate) async fn enqueue_tick(
 
 async fn enqueue_at(
     state: &AppRef,
-    s: Submit,
+    mut s: Submit,
     tick: Option<&CronTick>,
 ) -> ApiResult<Result<Enqueued, Fired>> {
     let assistant = assistants::resolve(state, &s.owner, &s.request.assistant_id).await?;
@@ -96,7 +97,8 @@ async fn enqueue_at(
     }
     check_input(state, &assistant.graph_id, s.request.input.as_ref())?;
     crate::webhook::check_url(&state.config.webhooks, s.request.webhook.as_deref())?;
-    let (thread, new_thread) = thread_of(state, &s, &assistant).await?;
+    let read = std::mem::take(&mut s.read);
+    let (thread, new_thread) = thread_of(state, &s, read, &assistant).await?;
     let kwargs = kwargs(&s, &assistant)?;
     let strategy = s.request.multitask_strategy.unwrap_or_default();
     let cancel_active = match strategy {
@@ -182,7 +184,12 @@ pub(crate) fn check_input(state: &AppRef, graph_id: &str, input: Option<&Value>)
 /// creates starts with the run's metadata (what an `Auth` stamped on it included, so its
 /// filter finds the thread again), and the graph and assistant. With it, whether the
 /// run's transaction is to create it (nothing is written here: one write instead of two).
-async fn thread_of(state: &AppRef, s: &Submit, assistant: &Assistant) -> ApiResult<(Thread, bool)> {
+async fn thread_of(
+    state: &AppRef,
+    s: &Submit,
+    read: ThreadRead,
+    assistant: &Assistant,
+) -> ApiResult<(Thread, bool)> {
     let meta = || {
         let mut m = s.request.metadata.clone().unwrap_or_default();
         m.insert("graph_id".into(), json!(assistant.graph_id));
@@ -193,8 +200,8 @@ async fn thread_of(state: &AppRef, s: &Submit, assistant: &Assistant) -> ApiResu
         let t = threads::new_thread(uuid::Uuid::now_v7().to_string(), meta(), None);
         return Ok((t, true));
     };
-    let found = match &s.read {
-        ThreadRead::Found(t) => Some(Thread::clone(t)),
+    let found = match read {
+        ThreadRead::Found(t) => Some(*t),
         ThreadRead::Missing => None,
         ThreadRead::Unread => state.db.get_thread(&s.owner, id).await?,
     };

@@ -113,12 +113,13 @@ pub(crate) async fn start(ctx: &Ctx<'_>, mut request: RunRequest, delay: Option<
     submit_read(ctx, request, delay, read).await
 }
 
-/// The command's thread as stored; `None` when there is none yet (the first `run.start`
-/// creates it).
+/// The command's thread as stored, without its values (a command looks at its status,
+/// interrupts and metadata; its state grows with the conversation); `None` when there is
+/// none yet (the first `run.start` creates it).
 async fn thread_of(ctx: &Ctx<'_>) -> Result<Option<Thread>> {
     ctx.state
         .db
-        .get_thread(ctx.owner, ctx.thread_id)
+        .get_thread_head(ctx.owner, ctx.thread_id)
         .await
         .map_err(api)
 }
