@@ -173,8 +173,8 @@ pub trait Db: CronDb + WebhookDb + RetentionDb + Send + Sync + 'static {
     /// A thread of this owner.
     async fn get_thread(&self, owner: &str, id: &str) -> DbResult<Option<Thread>>;
     /// A thread of this owner without its values (`Null`): its status, interrupts and
-    /// metadata, what a command on the thread looks at, without reading and decoding its
-    /// state, which grows with a conversation.
+    /// metadata, what a command on the thread looks at, without decoding (or, where the
+    /// storage keeps it apart, reading) its state, which grows with a conversation.
     async fn get_thread_head(&self, owner: &str, id: &str) -> DbResult<Option<Thread>> {
         let mut t = self.get_thread(owner, id).await?;
         if let Some(t) = &mut t {

@@ -99,7 +99,8 @@ pub(super) fn get(db: &SqliteDb, owner: &str, id: &str) -> DbResult<Option<Threa
     db.read(|c| query_one(c, &by_id(Thread::COLUMNS), params![id, owner]))
 }
 
-/// [`get`] without the thread's values (`Null`; the column is not read).
+/// [`get`] without the thread's values (`Null`; the column is not decoded, though SQLite
+/// still walks a large one's overflow pages to reach the columns after it).
 pub(super) fn head(db: &SqliteDb, owner: &str, id: &str) -> DbResult<Option<Thread>> {
     let sql = by_id(&Thread::COLUMNS.replace("state_values", "'null' AS state_values"));
     db.read(|c| query_one(c, &sql, params![id, owner]))
