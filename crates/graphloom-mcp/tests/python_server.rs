@@ -16,21 +16,11 @@ use std::time::Duration;
 /// The official Python MCP SDK, pinned.
 const MCP: &str = "mcp==2.3.0";
 
-/// The venv's python. Tests run in parallel processes: a file lock keeps two of them from
-/// creating or filling the venv at once on a fresh machine.
+/// The venv's python (made once however many test processes ask at the same moment).
 async fn python() -> String {
-    let python = tokio::task::spawn_blocking(|| {
-        let home = std::env::var_os("HOME").expect("HOME");
-        let dir = PathBuf::from(home).join(".cache/graphloom");
-        std::fs::create_dir_all(&dir).unwrap();
-        let lock = std::fs::File::create(dir.join("mcp-venv.lock")).unwrap();
-        fs4::FileExt::lock(&lock).unwrap();
-        let python = graphloom_test_kit::python::venv("mcp-venv", &[MCP]);
-        fs4::FileExt::unlock(&lock).unwrap();
-        python
-    })
-    .await
-    .unwrap();
+    let python = tokio::task::spawn_blocking(|| graphloom_test_kit::python::venv("mcp-venv", &[MCP]))
+        .await
+        .unwrap();
     python.display().to_string()
 }
 

@@ -12,7 +12,9 @@
 //! | [`store_conformance`] | put, get, delete, validation, search with filters, namespaces, TTL |
 //! | [`store_vector_conformance`] | vector search with [`HashEmbedder`](graphloom_core::store::HashEmbedder) |
 //!
-//! [`python::venv`] gives tests that use a real Python tool as the judge a pinned virtualenv.
+//! [`python::venv`] gives tests that use a real Python tool as the judge a pinned virtualenv;
+//! [`first_use::prepare`] makes any such first-use install once, however many test processes
+//! ask for it at the same moment.
 //!
 //! ```
 //! use graphloom_core::{checkpoint::InMemorySaver, InMemoryStore};
@@ -29,6 +31,7 @@
 //! dev-dependency only. A failed check panics with a message naming it.
 
 pub mod checkpointer;
+pub mod first_use;
 pub mod python;
 pub mod store;
 

@@ -2,10 +2,13 @@
 //! `langgraph-sdk`, LangGraph itself for the differential test).
 //!
 //! A venv lives under `$HOME/.cache/graphloom/<name>`, outside any clone, so repeated runs
-//! reuse it; it is created and filled with pinned packages on first use. A venv whose
-//! packages are not at the pinned versions is refilled.
+//! reuse it. It is created and filled with pinned packages on first use, through
+//! [`first_use::prepare`](crate::first_use::prepare): several test processes asking for
+//! the same new venv at once get one venv, made by one of them, and none of them sees it
+//! before `pip` and the packages are in it. A venv made for other packages is made again.
 
-use std::path::PathBuf;
+use crate::first_use;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The python of venv `name` with `packages` (pip requirement strings pinned with `==`)
@@ -14,29 +17,39 @@ use std::process::Command;
 /// # Panics
 /// When `python3 -m venv` or `pip install` fails (the message says which, with its output):
 /// the test that asked for the venv cannot run without it.
-#[allow(clippy::expect_used)]
 pub fn venv(name: &str, packages: &[&str]) -> PathBuf {
-    let home = std::env::var_os("HOME").expect("HOME is not set");
-    let dir = PathBuf::from(home).join(".cache/graphloom").join(name);
+    let dir = first_use::cache_dir(name);
+    // The stamp names the packages and the interpreter the venv was made from.
+    let stamp = format!("{}\n{}", base_python(), packages.join("\n"));
+    first_use::prepare(&dir, &stamp, |dir| make(dir, packages));
+    dir.join("bin/python")
+}
+
+/// The interpreter `python3` resolves to, so that a venv is remade when it changes.
+fn base_python() -> String {
+    Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable, sys.version)"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_default()
+}
+
+#[allow(clippy::expect_used)]
+fn make(dir: &Path, packages: &[&str]) {
+    let out = Command::new("python3")
+        .args(["-m", "venv"])
+        .arg(dir)
+        .output()
+        .expect("python3 must be installed for this test");
+    assert!(
+        out.status.success(),
+        "python3 -m venv {} failed:\n{}",
+        dir.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
     let python = dir.join("bin/python");
-    if python.exists() && pinned(&python, packages) {
-        return python;
-    }
-    if !python.exists() {
-        if let Some(parent) = dir.parent() {
-            std::fs::create_dir_all(parent).expect("create the venv's parent directory");
-        }
-        let out = Command::new("python3")
-            .args(["-m", "venv"])
-            .arg(&dir)
-            .output()
-            .expect("python3 must be installed for this test");
-        assert!(
-            out.status.success(),
-            "python3 -m venv {} failed:\n{}",
-            dir.display(),
-            String::from_utf8_lossy(&out.stderr)
-        );
+    if packages.is_empty() {
+        return;
     }
     let out = Command::new(&python)
         .args(["-m", "pip", "install", "--disable-pip-version-check", "-q"])
@@ -55,11 +68,10 @@ pub fn venv(name: &str, packages: &[&str]) -> PathBuf {
         "{packages:?} installed into {} but not at the pinned versions",
         dir.display()
     );
-    python
 }
 
 /// Whether every `name==version` of `packages` is installed at that version.
-fn pinned(python: &std::path::Path, packages: &[&str]) -> bool {
+fn pinned(python: &Path, packages: &[&str]) -> bool {
     let checks: Vec<String> = packages
         .iter()
         .filter_map(|p| p.split_once("=="))

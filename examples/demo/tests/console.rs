@@ -394,35 +394,41 @@ async fn prepare(seed: &str, limits: &str) -> Value {
     })
 }
 
-/// The Node package installed (`npm ci`) outside the clone, keyed by its lock file.
+/// The Node package installed (`npm ci`) outside the clone, keyed by its lock file: made
+/// once however many test processes ask for it at the same moment.
 async fn node_package() -> PathBuf {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/console");
     let lock = std::fs::read(src.join("package-lock.json")).unwrap();
     let hash = lock.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
         (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3)
     });
-    let home = std::env::var_os("HOME").map_or_else(std::env::temp_dir, PathBuf::from);
-    let dir = home.join(format!(".cache/graphloom/console-tests-{hash:016x}"));
-    std::fs::create_dir_all(&dir).unwrap();
-    for f in ["package.json", "package-lock.json"] {
-        std::fs::copy(src.join(f), dir.join(f)).unwrap();
-    }
-    if !dir.join("node_modules/playwright-core/package.json").exists() {
-        let out = Command::new("npm")
-            .args(["ci", "--no-audit", "--no-fund"])
-            .current_dir(&dir)
-            .env("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1")
-            .output()
-            .await
-            .expect("npm runs (apt-get install nodejs npm)");
-        assert!(
-            out.status.success(),
-            "npm ci failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    // The script runs from next to its node_modules.
-    std::fs::copy(src.join("console.test.mjs"), dir.join("console.test.mjs")).unwrap();
+    let dir = graphloom_test_kit::first_use::cache_dir(&format!("console-tests-{hash:016x}"));
+    let (d, s) = (dir.clone(), src.clone());
+    tokio::task::spawn_blocking(move || {
+        graphloom_test_kit::first_use::prepare(&d, &format!("{hash:016x}"), |dir| {
+            for f in ["package.json", "package-lock.json"] {
+                std::fs::copy(s.join(f), dir.join(f)).unwrap();
+            }
+            let out = std::process::Command::new("npm")
+                .args(["ci", "--no-audit", "--no-fund"])
+                .current_dir(dir)
+                .env("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1")
+                .output()
+                .expect("npm runs (apt-get install nodejs npm)");
+            assert!(
+                out.status.success(),
+                "npm ci failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        });
+    })
+    .await
+    .unwrap();
+    // The script runs from next to its node_modules; put in place by a rename, so that a
+    // process running it never reads another's half-copied file.
+    let tmp = dir.join(format!("console.test.mjs.{}", std::process::id()));
+    std::fs::copy(src.join("console.test.mjs"), &tmp).unwrap();
+    std::fs::rename(&tmp, dir.join("console.test.mjs")).unwrap();
     dir
 }
 
