@@ -21,6 +21,7 @@ mod thread_commands;
 mod thread_stream;
 mod thread_ws;
 mod threads;
+mod whole_body;
 
 use crate::error::ApiError;
 use crate::state::AppRef;
@@ -30,7 +31,6 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 use tower_http::catch_panic::CatchPanicLayer;
-use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
 use utoipa_axum::router::OpenApiRouter;
@@ -126,7 +126,11 @@ pub(crate) fn router(state: AppRef) -> Router {
         .layer(CatchPanicLayer::custom(|panic: Box<dyn std::any::Any + Send>| {
             ApiError::panicked(panic.as_ref()).into_response()
         }))
-        .layer(RequestBodyLimitLayer::new(body_limit))
+        // Bodies read whole (within the limit) before any handler, so no response leaves
+        // unread bytes on a keep-alive connection.
+        .layer(axum::middleware::from_fn_with_state(body_limit, whole_body::read_whole))
+        // The limit is the server's (above), not the extractors' own default of 2 MB.
+        .layer(axum::extract::DefaultBodyLimit::disable())
         .layer(axum::middleware::from_fn(json_errors))
         .layer(axum::middleware::from_fn(request_scope))
         .layer(PropagateRequestIdLayer::x_request_id())
