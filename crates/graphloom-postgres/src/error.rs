@@ -82,7 +82,8 @@ pub(crate) fn backend(kind: BackendErrorKind, message: impl Into<String>) -> Err
 
 /// A `sqlx` error as an error of the server's storage: PostgreSQL's data exceptions
 /// (SQLSTATE class `22`: a `\u0000` in text or JSON, a number out of range) are the
-/// request's to fix, anything else is the database's.
+/// request's to fix, a lost or refused connection is [`DbError::Unavailable`] (the caller
+/// may retry), anything else is the database's.
 #[cfg(feature = "server")]
 pub(crate) fn server_error(e: sqlx::Error) -> graphloom_server_db::DbError {
     use graphloom_server_db::DbError;
@@ -94,6 +95,8 @@ pub(crate) fn server_error(e: sqlx::Error) -> graphloom_server_db::DbError {
     };
     if data_exception {
         DbError::Invalid(e.to_string())
+    } else if classify(&e) == BackendErrorKind::Connection {
+        DbError::Unavailable(e.to_string())
     } else {
         DbError::Backend(e.to_string())
     }

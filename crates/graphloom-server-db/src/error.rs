@@ -13,9 +13,22 @@ pub enum DbError {
     /// class `22`: a `\u0000` in text or JSON, a number out of range): the client's to fix.
     #[error("invalid input: {0}")]
     Invalid(String),
+    /// The database could not be reached, or dropped the connection mid-call (a restart,
+    /// a killed session, a pool that timed out): retrying later may succeed, and whether a
+    /// write that failed this way was committed is unknown.
+    #[error("database unavailable: {0}")]
+    Unavailable(String),
     /// The database failed.
     #[error("database: {0}")]
     Backend(String),
+}
+
+impl DbError {
+    /// Whether the call may succeed if made again ([`DbError::Unavailable`]).
+    #[must_use]
+    pub fn is_transient(&self) -> bool {
+        matches!(self, DbError::Unavailable(_))
+    }
 }
 
 impl From<graphloom_core::Error> for DbError {
@@ -25,6 +38,9 @@ impl From<graphloom_core::Error> for DbError {
                 if b.kind() == graphloom_core::BackendErrorKind::InvalidInput =>
             {
                 DbError::Invalid(b.message.clone())
+            }
+            graphloom_core::Error::Backend(b) if b.kind() == graphloom_core::BackendErrorKind::Connection => {
+                DbError::Unavailable(e.to_string())
             }
             _ => DbError::Backend(e.to_string()),
         }
@@ -41,6 +57,10 @@ mod tests {
         let e = graphloom_core::Error::Backend(BackendError::new(BackendErrorKind::InvalidInput, "nul byte"));
         assert!(matches!(DbError::from(e), DbError::Invalid(m) if m == "nul byte"));
         let e = graphloom_core::Error::Backend(BackendError::new(BackendErrorKind::Connection, "gone"));
-        assert!(matches!(DbError::from(e), DbError::Backend(m) if m.contains("gone")));
+        let e = DbError::from(e);
+        assert!(e.is_transient());
+        assert!(matches!(e, DbError::Unavailable(m) if m.contains("gone")));
+        let e = graphloom_core::Error::Backend(BackendError::new(BackendErrorKind::Other, "disk full"));
+        assert!(matches!(DbError::from(e), DbError::Backend(m) if m.contains("disk full")));
     }
 }

@@ -78,6 +78,20 @@ impl ApiError {
         );
         Self::new(StatusCode::INTERNAL_SERVER_ERROR, INTERNAL)
     }
+    /// A 503 for a database that could not be reached: the cause logged once, the client
+    /// told to retry (nothing of the cause, which may name hosts, goes out).
+    pub fn unavailable(e: impl std::fmt::Display) -> Self {
+        let request_id = current_request_id();
+        tracing::warn!(
+            request_id = request_id.as_deref().unwrap_or("-"),
+            error = %e,
+            "database unavailable"
+        );
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the database is unavailable; retry the request",
+        )
+    }
     /// The 500 of a handler that panicked: logged with the request id, answered like
     /// [`internal`](Self::internal).
     pub(crate) fn panicked(panic: &(dyn std::any::Any + Send)) -> Self {
@@ -126,6 +140,7 @@ impl From<DbError> for ApiError {
                  \"enqueue\", \"interrupt\" or \"rollback\" to run another"
             )),
             DbError::Invalid(m) => ApiError::invalid(m),
+            DbError::Unavailable(m) => ApiError::unavailable(m),
             DbError::Backend(m) => ApiError::internal(m),
         }
     }
@@ -145,6 +160,7 @@ impl From<graphloom_core::Error> for ApiError {
             E::Backend(b) => match b.kind() {
                 BackendErrorKind::InvalidInput => ApiError::invalid(b.message.clone()),
                 BackendErrorKind::NotFound => ApiError::new(StatusCode::NOT_FOUND, b.message.clone()),
+                BackendErrorKind::Connection => ApiError::unavailable(e),
                 _ => ApiError::internal(e),
             },
             _ => ApiError::internal(e),
@@ -189,7 +205,13 @@ mod tests {
         let (status, body) = body_of(invalid.into()).await;
         assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
         assert_eq!(body["detail"], "filter on `n` uses unknown operator `$bogus`");
-        let other = graphloom_core::Error::Backend(BackendError::new(BackendErrorKind::Connection, "gone"));
+        // The database out of reach: the client may retry, so a 503 rather than a 500.
+        let gone = graphloom_core::Error::Backend(BackendError::new(BackendErrorKind::Connection, "gone"));
+        assert_eq!(ApiError::from(gone).status, StatusCode::SERVICE_UNAVAILABLE);
+        let (status, body) = body_of(ApiError::from(DbError::Unavailable("host db-1 refused".into()))).await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+        assert!(!body["detail"].as_str().unwrap().contains("db-1"), "{body}");
+        let other = graphloom_core::Error::Backend(BackendError::new(BackendErrorKind::Other, "disk"));
         assert_eq!(ApiError::from(other).status, StatusCode::INTERNAL_SERVER_ERROR);
         assert_eq!(
             ApiError::from(DbError::Invalid("bad".into())).status,
