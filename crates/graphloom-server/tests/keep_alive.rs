@@ -13,9 +13,9 @@
 
 mod common;
 
-use hyper::body::Bytes;
 use common::{human, TestServer};
 use http_body_util::{BodyExt, StreamBody};
+use hyper::body::Bytes;
 use hyper::body::Frame;
 use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
@@ -151,9 +151,13 @@ fn body(method: &str, path: &str, fx: &Fixture, rng: &mut Rng) -> Option<Vec<u8>
     let run = json!({"assistant_id": "echo", "input": human("hi"), "multitask_strategy": "enqueue"});
     let near_valid = match (method, path) {
         (_, "/mcp") => json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
-        (_, p) if p.starts_with("/a2a/") => json!({"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {"id": "nope"}}),
+        (_, p) if p.starts_with("/a2a/") => {
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {"id": "nope"}})
+        }
         (_, p) if p.ends_with("/runs") || p.ends_with("/wait") || p.ends_with("/runs/stream") => run,
-        (_, p) if p.contains("/runs/crons") => json!({"assistant_id": "echo", "schedule": "0 0 1 1 *", "enabled": false}),
+        (_, p) if p.contains("/runs/crons") => {
+            json!({"assistant_id": "echo", "schedule": "0 0 1 1 *", "enabled": false})
+        }
         (_, "/store/items") => json!({"namespace": ["n"], "key": "k", "value": {"v": 1}}),
         (_, p) if p.ends_with("/state") => json!({"values": {"steps": 1}, "as_node": "reply"}),
         (_, p) if p.ends_with("/cancel") => json!({"run_ids": [fx.run], "action": "interrupt"}),
@@ -176,7 +180,10 @@ fn body(method: &str, path: &str, fx: &Fixture, rng: &mut Rng) -> Option<Vec<u8>
 /// before the whole body has arrived (the case that dropped connections).
 fn in_pieces(bytes: Vec<u8>) -> Body {
     let mid = bytes.len() / 2;
-    let (a, b) = (Bytes::copy_from_slice(&bytes[..mid]), Bytes::copy_from_slice(&bytes[mid..]));
+    let (a, b) = (
+        Bytes::copy_from_slice(&bytes[..mid]),
+        Bytes::copy_from_slice(&bytes[mid..]),
+    );
     let stream = futures::stream::unfold(0u8, move |i| {
         let (a, b) = (a.clone(), b.clone());
         async move {
@@ -195,7 +202,9 @@ fn in_pieces(bytes: Vec<u8>) -> Body {
 
 async fn connect(addr: &str) -> SendRequest<Body> {
     let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tcp)).await.unwrap();
+    let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tcp))
+        .await
+        .unwrap();
     tokio::spawn(async move {
         let _ = conn.await;
     });
@@ -236,7 +245,14 @@ async fn no_response_drops_its_keep_alive_connection() {
             .header("content-type", "application/json");
         if template == "/mcp" {
             // Asking for JSON only: `/mcp` refuses it with 406 without reading the body.
-            req = req.header("accept", if rng.below(2) == 0 { "application/json" } else { "application/json, text/event-stream" });
+            req = req.header(
+                "accept",
+                if rng.below(2) == 0 {
+                    "application/json"
+                } else {
+                    "application/json, text/event-stream"
+                },
+            );
         }
         let far_over = payload.as_ref().is_some_and(|b| b.len() == FAR_OVER);
         let what = format!(
@@ -270,7 +286,9 @@ async fn no_response_drops_its_keep_alive_connection() {
                 continue;
             }
             Ok(Err(e)) => {
-                drops.push(format!("{what} failed on the connection {previous:?} left open: {e}"));
+                drops.push(format!(
+                    "{what} failed on the connection {previous:?} left open: {e}"
+                ));
                 sender = connect(&addr).await;
                 previous = None;
                 continue;
@@ -320,13 +338,21 @@ async fn no_response_drops_its_keep_alive_connection() {
             }
             Err(_) => {
                 // A stream still open: ours to end.
-                assert!(open_ended(&method, &template), "{what} -> {status}: the body did not end within 3 s");
+                assert!(
+                    open_ended(&method, &template),
+                    "{what} -> {status}: the body did not end within 3 s"
+                );
                 sender = connect(&addr).await;
                 previous = None;
             }
         }
     }
-    assert!(server_errors.is_empty(), "{} 5xx:\n{}", server_errors.len(), server_errors.join("\n"));
+    assert!(
+        server_errors.is_empty(),
+        "{} 5xx:\n{}",
+        server_errors.len(),
+        server_errors.join("\n")
+    );
     assert!(
         drops.is_empty(),
         "{} of {count} requests found their connection dropped:\n{}",
@@ -334,7 +360,10 @@ async fn no_response_drops_its_keep_alive_connection() {
         drops.join("\n")
     );
     // Over-limit bodies said `connection: close`; most responses kept the connection.
-    assert!(closes > 0 && closes < count / 4, "{closes} of {count} responses closed");
+    assert!(
+        closes > 0 && closes < count / 4,
+        "{closes} of {count} responses closed"
+    );
     assert_eq!(s.get("/ok").await.0, 200);
     s.stop().await;
 }

@@ -128,7 +128,10 @@ pub(crate) fn router(state: AppRef) -> Router {
         }))
         // Bodies read whole (within the limit) before any handler, so no response leaves
         // unread bytes on a keep-alive connection.
-        .layer(axum::middleware::from_fn_with_state(body_limit, whole_body::read_whole))
+        .layer(axum::middleware::from_fn_with_state(
+            body_limit,
+            whole_body::read_whole,
+        ))
         // The limit is the server's (above), not the extractors' own default of 2 MB.
         .layer(axum::extract::DefaultBodyLimit::disable())
         .layer(axum::middleware::from_fn(json_errors))

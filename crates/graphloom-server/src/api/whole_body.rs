@@ -15,13 +15,13 @@
 //! without a body passes straight through.
 
 use crate::error::ApiError;
+use axum::body::HttpBody as _;
 use axum::body::{Body, BodyDataStream, Bytes};
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
-use axum::body::HttpBody as _;
 
 /// Read the request's body (at most `limit` bytes), then run the rest of the stack with it.
 pub(super) async fn read_whole(State(limit): State<usize>, req: Request, next: Next) -> Response {
