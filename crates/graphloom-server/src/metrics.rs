@@ -50,6 +50,8 @@ pub struct Metrics {
     pub(crate) tokens_by_model: Family<ModelTokenLabel, Counter>,
     /// Cost by model.
     pub(crate) cost_by_model: Family<ModelLabel, Counter<f64, AtomicU64>>,
+    /// Runs taken up again from their last checkpoint after a transient database fault.
+    pub(crate) run_retries: Counter,
 }
 
 impl Metrics {
@@ -95,8 +97,15 @@ impl Metrics {
             "Model cost in US dollars by model (known prices only)",
             cost_by_model.clone(),
         );
+        let run_retries = Counter::default();
+        registry.register(
+            "run_fault_retries",
+            "Runs taken up again from their last checkpoint after a transient database fault",
+            run_retries.clone(),
+        );
         Self {
             registry,
+            run_retries,
             tokens_by_model,
             cost_by_model,
             runs_finished,

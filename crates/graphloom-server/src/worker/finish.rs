@@ -4,6 +4,7 @@
 //! metrics counted and the readers given the end.
 
 use super::execution::RunExecution;
+use super::faults::Backoff;
 use super::sink::EventSink;
 use crate::broker::RunEventRecord;
 use crate::db::{DbResult, ThreadOutcome};
@@ -128,7 +129,7 @@ pub(super) async fn finish(mut exec: RunExecution, ended: Ended) {
     if let (Some(url), false) = (&exec.kwargs.webhook, ended.rollback()) {
         crate::webhook::enqueue(&exec.state, url, &exec.run, status, &outcome, ended.started).await;
     }
-    match record(&exec, &ended, status, &outcome, rest).await {
+    match record_through_faults(&exec, &ended, status, &outcome, rest).await {
         Ok(true) => {}
         Ok(false) => {
             tracing::warn!(run_id = %exec.run_id(), "run was taken over before it finished; outcome dropped");
@@ -211,6 +212,48 @@ async fn latest_state(exec: &RunExecution) -> (Option<Value>, Map<String, Value>
     }
     let values = snapshot.and_then(|mut s| s.get_mut("values").map(Value::take));
     (values, interrupts)
+}
+
+/// [`record`], again after a pause when the database is unavailable, for as long as the
+/// run's lease would have lasted: past that another worker takes the run over anyway. A
+/// write whose commit went unacknowledged is seen as done when tried again (the run is
+/// found ended with this status), not as a takeover.
+async fn record_through_faults(
+    exec: &RunExecution,
+    ended: &Ended,
+    status: RunStatus,
+    outcome: &ThreadOutcome,
+    events: Vec<RunEventRecord>,
+) -> DbResult<bool> {
+    let since = Instant::now();
+    let mut backoff = Backoff::default();
+    loop {
+        let e = match record(exec, ended, status, outcome, events.clone()).await {
+            Ok(false) if backoff.retrying() => return Ok(ended_as(exec, status).await),
+            Err(e) if e.is_transient() => e,
+            other => return other,
+        };
+        let pause = backoff
+            .next_pause()
+            .filter(|_| since.elapsed() < exec.state.config.lease);
+        let Some(pause) = pause else {
+            return Err(e);
+        };
+        if backoff.faults() == 1 {
+            tracing::warn!(run_id = %exec.run_id(), error = %e, "recording the run's outcome met a database fault; trying again");
+        }
+        tokio::time::sleep(pause).await;
+    }
+}
+
+/// Whether the run is recorded as ended with `status` (by this worker's earlier try).
+async fn ended_as(exec: &RunExecution, status: RunStatus) -> bool {
+    let run = exec
+        .state
+        .db
+        .get_run(&exec.kwargs.owner, Some(&exec.run.thread_id), exec.run_id())
+        .await;
+    matches!(run, Ok(Some(r)) if r.status == status)
 }
 
 /// Record the run's status and its thread's outcome, with `events`, the run's events not

@@ -7,12 +7,14 @@
 //! |---|---|
 //! | `execution.rs` | what the steps pass along: the run, its request, graph, sink |
 //! | `steps.rs` | claim the run, build its graph request, stream its events |
+//! | `faults.rs` | which errors are transient database faults, and the pauses between tries |
 //! | `watch.rs` | heartbeat the lease (cancels, a lost lease), stop at shutdown |
 //! | `sink.rs` | where events go: the broker, and the database for resumable runs |
 //! | `finish.rs` | record the outcome, hand back, refuse or abandon a run |
 //! | `usage.rs` | token and cost metrics from the run's updates |
 
 mod execution;
+mod faults;
 mod finish;
 mod sink;
 mod steps;

@@ -1,10 +1,12 @@
 //! One run executing on this worker, in named steps: [`claim`] (take up the claimed run:
-//! its log, its event sink, its graph, its cancel token), [`start`] (its graph request),
-//! the watchers ([`Watch`]: heartbeat, shutdown), [`stream`] (the graph's events through
-//! the wire encoder into the sink), then [`finish::finish`]. Each step gets the run's
+//! its log, its event sink, its graph, its cancel token), the watchers ([`Watch`]:
+//! heartbeat, shutdown), [`start`] (its graph request), [`stream`] (the graph's events
+//! through the wire encoder into the sink), again from the last checkpoint after a
+//! transient database fault ([`run_through_faults`]), then [`finish::finish`]. Each step gets the run's
 //! [`RunExecution`] and what the steps before it produced.
 
 use super::execution::RunExecution;
+use super::faults::{transient, Backoff};
 use super::finish::{self, Completed, Ended};
 use super::sink::EventSink;
 use super::usage::count_usage;
@@ -58,10 +60,9 @@ async fn execute(state: &Arc<AppState>, claimed: ClaimedRun, kwargs: Result<RunK
         return;
     };
     let early = Arc::new(AtomicBool::new(false));
-    let (req, completed) = start(&exec, &early).await;
     let watch = Watch::start(&exec.state, &exec.run.run_id, &exec.local);
     let started = Instant::now();
-    let result = stream(&mut exec, req, completed, &early, &watch).await;
+    let result = run_through_faults(&mut exec, &early, &watch).await;
     let ended = Ended {
         result: result.unwrap_or(Err(graphloom_core::Error::Cancelled)),
         action: exec.local.action(),
@@ -82,6 +83,49 @@ async fn execute(state: &Arc<AppState>, claimed: ClaimedRun, kwargs: Result<RunK
         return;
     }
     finish::finish(exec, ended).await;
+}
+
+/// Run the graph to its end; a transient database fault takes it up again from its last
+/// checkpoint after a pause (see [`faults`](super::faults)), until the tries are spent, the
+/// run is cancelled, the server shuts down or the lease is lost.
+async fn run_through_faults(
+    exec: &mut RunExecution,
+    early: &Arc<AtomicBool>,
+    watch: &Watch,
+) -> Option<Result<JsonRunOutput, graphloom_core::Error>> {
+    let mut backoff = Backoff::default();
+    loop {
+        let result = match started_before(exec, backoff.retrying()).await {
+            Ok(started) => {
+                let (req, completed) = start(exec, early, started);
+                stream(exec, req, completed, early, watch).await
+            }
+            Err(e) => Some(Err(e)),
+        };
+        let fault = match &result {
+            Some(Err(e)) if transient(e) => e.to_string(),
+            _ => return result,
+        };
+        let stopped = exec.local.token.is_cancelled() || watch.lost() || exec.state.shutting_down();
+        let pause = if stopped { None } else { backoff.next_pause() };
+        let Some(pause) = pause else {
+            if !stopped {
+                tracing::warn!(run_id = %exec.run.run_id, faults = backoff.faults(), error = %fault,
+                    "the run kept meeting database faults; it ends with the last one");
+            }
+            return result;
+        };
+        // One line for the first fault of a run and then every fifth, not one per try.
+        if backoff.faults() % 5 == 1 {
+            tracing::warn!(run_id = %exec.run.run_id, faults = backoff.faults(), pause_ms = pause.as_millis() as u64,
+                error = %fault, "the run met a database fault; it continues from its last checkpoint");
+        }
+        exec.state.metrics.run_retries.inc();
+        tokio::select! {
+            () = tokio::time::sleep(pause) => {}
+            () = exec.local.token.cancelled() => return Some(Err(graphloom_core::Error::Cancelled)),
+        }
+    }
 }
 
 /// Take up a claimed run: open its event log and sink, find its graph, register it as
@@ -141,12 +185,13 @@ async fn claim(
 /// its timeout, its cancel token, the node timer, the completion hook that records a
 /// completed run with its last checkpoint (`early`; a resumable run's through [`stream`],
 /// which gets the receiver returned), and, with auth on, its owner's store.
-async fn start(
+fn start(
     exec: &RunExecution,
     early: &Arc<AtomicBool>,
+    started: bool,
 ) -> (JsonRunRequest, Option<mpsc::UnboundedReceiver<Completed>>) {
     let (state, run, kw) = (&exec.state, &exec.run, &exec.kwargs);
-    let mut req = kw.graph_request(&run.run_id, &run.thread_id, started_before(exec).await);
+    let mut req = kw.graph_request(&run.run_id, &run.thread_id, started);
     req.modes = produced_modes(exec);
     req.timeout = run_limit(exec);
     req.cancel = Some(exec.local.token.clone());
@@ -177,18 +222,21 @@ pub(super) fn run_limit(exec: &RunExecution) -> Option<std::time::Duration> {
     crate::hosting::tighter(exec.state.config.run_timeout, exec.graph.run_timeout())
 }
 
-/// Whether a run taken over after a crash (attempt > 1) already checkpointed: it then
-/// continues from its checkpoint instead of applying its input again.
-async fn started_before(exec: &RunExecution) -> bool {
-    if exec.attempt <= 1 {
-        return false;
+/// Whether a run taken up again (after a crash, attempt > 1, or after a database fault,
+/// `retrying`) already checkpointed: it then continues from its checkpoint instead of
+/// applying its input again. A history that cannot be read is an error, not a no: guessing
+/// would apply the input twice.
+async fn started_before(exec: &RunExecution, retrying: bool) -> Result<bool, graphloom_core::Error> {
+    if exec.attempt <= 1 && !retrying {
+        return Ok(false);
     }
     let mut filter = Map::new();
     filter.insert("run_id".into(), Value::String(exec.run.run_id.clone()));
-    exec.graph
+    let history = exec
+        .graph
         .history(&exec.run.thread_id, filter, None, Some(1))
-        .await
-        .is_ok_and(|h| !h.is_empty())
+        .await?;
+    Ok(!history.is_empty())
 }
 
 /// The core modes the run produces: those its wire modes need, and updates, which carry
