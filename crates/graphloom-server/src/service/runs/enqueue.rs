@@ -286,6 +286,43 @@ fn merge(base: &Value, over: &Value) -> Value {
     }
 }
 
+/// Tries of [`create_certainly`].
+const CREATE_TRIES: u32 = 4;
+
+/// Create the run, and be certain whether it was created before answering. When the
+/// database drops the connection around the write, its commit is unknown: the run is read
+/// back by its id, and if it is there, that is the run created (a client told "error" for a
+/// run that then executes would retry and run it twice); if it is not, the creation is
+/// tried again after a pause. The error is returned only when neither worked.
+async fn create_certainly(state: &AppRef, new: &NewRun) -> Result<Run, crate::db::DbError> {
+    let (run_id, thread_id) = (&new.run.run_id, new.run.thread_id.as_str());
+    let mut pause = std::time::Duration::from_millis(100);
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        let err = match state.db.create_run(new).await {
+            Err(e) if e.is_transient() => e,
+            // A retry of a creation that had committed after all.
+            Err(crate::db::DbError::Conflict(_)) if tries > 1 => {
+                if let Ok(Some(run)) = state.db.get_run(&new.owner, Some(thread_id), run_id).await {
+                    return Ok(run);
+                }
+                return Err(crate::db::DbError::Conflict(format!("run {run_id}")));
+            }
+            other => return other,
+        };
+        tokio::time::sleep(pause).await;
+        if let Ok(Some(run)) = state.db.get_run(&new.owner, Some(thread_id), run_id).await {
+            tracing::warn!(run_id = %run_id, error = %err, "a run's creation met a database fault; it had been created");
+            return Ok(run);
+        }
+        if tries >= CREATE_TRIES {
+            return Err(err);
+        }
+        pause *= 2;
+    }
+}
+
 /// Write the run. With a free worker slot here, claim it in the transaction that creates
 /// it and start it at once (no separate claim, no hand-off through the queue); else wake
 /// a worker.
@@ -313,7 +350,7 @@ async fn create(
         .then(|| state.broker.reader(&new.run.run_id))
         .flatten();
     let run = match tick {
-        None => state.db.create_run(&new).await?,
+        None => create_certainly(state, &new).await?,
         Some(tick) => match state.db.fire_cron(tick, Some(&new)).await? {
             Fired::Run(run) => run,
             not => {
