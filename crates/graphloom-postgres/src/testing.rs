@@ -187,6 +187,81 @@ pub fn with_database(url: &str, database: &str) -> Result<String, HarnessError> 
 /// A server started for this process.
 struct PrivateServer {
     url: String,
+    bin: PathBuf,
+    root: bool,
+    /// Its temp dir: `data/`, `sock/`, `server.log`.
+    dir: PathBuf,
+    /// The `postgres` options it was started with (its port among them).
+    options: String,
+}
+
+/// A PostgreSQL server of a test's own, which the test may stop, start and restart (a
+/// database's bad days: a restart, a server down for a while). Started like the private
+/// server of the module docs; stopped and removed when dropped (or, if the test process is
+/// killed, by a watchdog).
+pub struct OwnedServer(PrivateServer);
+
+impl OwnedServer {
+    /// Start a new server.
+    ///
+    /// # Errors
+    /// If no server binaries are found or the server does not start.
+    pub fn start() -> Result<Self, HarnessError> {
+        PrivateServer::start().map(Self).map_err(HarnessError)
+    }
+
+    /// URL of its maintenance database.
+    #[must_use]
+    pub fn url(&self) -> &str {
+        &self.0.url
+    }
+
+    /// `pg_ctl restart -m <mode>` (`fast`: sessions ended cleanly; `immediate`: the server
+    /// killed, recovery at start), waiting until it accepts connections again.
+    ///
+    /// # Errors
+    /// If `pg_ctl` fails.
+    pub fn restart(&self, mode: &str) -> Result<(), HarnessError> {
+        self.0
+            .ctl(&["-m", mode, "-w", "-t", "60", "restart"])
+            .map_err(HarnessError)
+    }
+
+    /// `pg_ctl stop -m <mode>`: the server is down until [`OwnedServer::start_again`].
+    ///
+    /// # Errors
+    /// If `pg_ctl` fails.
+    pub fn stop(&self, mode: &str) -> Result<(), HarnessError> {
+        self.0.ctl(&["-m", mode, "-w", "stop"]).map_err(HarnessError)
+    }
+
+    /// Start the stopped server again, on the same port.
+    ///
+    /// # Errors
+    /// If `pg_ctl` fails.
+    pub fn start_again(&self) -> Result<(), HarnessError> {
+        let log = self.0.dir.join("server.log");
+        let options = self.0.options.clone();
+        self.0
+            .ctl(&[
+                "-l",
+                &log.to_string_lossy(),
+                "-w",
+                "-t",
+                "60",
+                "-o",
+                &options,
+                "start",
+            ])
+            .map_err(HarnessError)
+    }
+}
+
+impl Drop for OwnedServer {
+    fn drop(&mut self) {
+        let _ = self.0.ctl(&["-m", "immediate", "stop"]);
+        let _ = std::fs::remove_dir_all(&self.0.dir);
+    }
 }
 
 fn is_root() -> bool {
@@ -317,12 +392,39 @@ impl PrivateServer {
                 Self::spawn_watchdog(root, &bin, &dir);
                 return Ok(Self {
                     url: format!("postgres://postgres@127.0.0.1:{port}/postgres"),
+                    bin,
+                    root,
+                    dir,
+                    options,
                 });
             }
             last = std::fs::read_to_string(&log).unwrap_or_default();
         }
         let _ = std::fs::remove_dir_all(&dir);
         Err(format!("pg_ctl start failed 5 times; server log:\n{last}"))
+    }
+
+    /// `pg_ctl -D <data> <args>`, as user `postgres` when we are root. Its output goes
+    /// nowhere: a server it starts must not hold the caller's pipes open. On failure the
+    /// error carries the server's log.
+    fn ctl(&self, args: &[&str]) -> Result<(), String> {
+        let status = as_postgres(self.root, &self.bin.join("pg_ctl"))
+            .arg("-D")
+            .arg(self.dir.join("data"))
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .map_err(|e| format!("cannot run pg_ctl: {e}"))?;
+        if status.success() {
+            return Ok(());
+        }
+        let log = std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default();
+        Err(format!(
+            "pg_ctl {} failed ({status}); server log:\n{log}",
+            args.join(" ")
+        ))
     }
 
     /// Stop the server and remove its directory once this process has exited.
