@@ -145,6 +145,19 @@ async fn check_all_succeed(replicas: &[TestServer; 2], runs: &[(String, String)]
     );
 }
 
+/// Each replica runs a new run to its end.
+async fn serve_normally(replicas: &[TestServer; 2]) {
+    for s in replicas {
+        let (st, v) = s
+            .post(
+                &format!("/threads/{}/runs/wait", s.thread().await),
+                json!({"assistant_id": "echo", "input": human("after")}),
+            )
+            .await;
+        assert_eq!(st, 200, "{v}");
+    }
+}
+
 /// From a connection of its own, end every other client session of the database.
 async fn kill_sessions(url: &str) -> i64 {
     let mut conn = PgConnection::connect(url).await.unwrap();
@@ -225,15 +238,7 @@ async fn runs_on_two_replicas_survive_their_connections_killed_mid_write() {
         );
     }
     // Both replicas serve normally after.
-    for s in &replicas {
-        let (st, v) = s
-            .post(
-                &format!("/threads/{}/runs/wait", s.thread().await),
-                json!({"assistant_id": "echo", "input": human("after")}),
-            )
-            .await;
-        assert_eq!(st, 200, "{v}");
-    }
+    serve_normally(&replicas).await;
     for s in replicas {
         s.stop().await;
     }
@@ -285,15 +290,7 @@ async fn runs_on_two_replicas_survive_postgres_restarted_and_down_for_five_secon
     let back = Instant::now();
     check_all_succeed(&replicas, &runs).await;
     // Normal again within seconds of the server's return: a new run on each replica.
-    for s in &replicas {
-        let (st, v) = s
-            .post(
-                &format!("/threads/{}/runs/wait", s.thread().await),
-                json!({"assistant_id": "echo", "input": human("after")}),
-            )
-            .await;
-        assert_eq!(st, 200, "{v}");
-    }
+    serve_normally(&replicas).await;
     assert!(
         back.elapsed() < Duration::from_secs(60),
         "the replicas took {:?} to finish after the server came back",
