@@ -28,6 +28,7 @@ pub mod hosted;
 pub mod hosting;
 pub mod metrics;
 pub mod models;
+mod outage;
 mod owner_store;
 pub mod protocol;
 pub mod retention;

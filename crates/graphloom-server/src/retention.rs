@@ -76,6 +76,9 @@ pub struct Swept {
     pub store_items: usize,
 }
 
+/// Sweeps: one log line when they start failing, one when they work again.
+static SWEEPS: crate::outage::Outage = crate::outage::Outage::new("the retention sweep");
+
 /// The sweeper's loop, until shutdown.
 pub(crate) async fn run(state: Arc<AppState>) {
     let mut shutdown = state.shutdown.subscribe();
@@ -86,9 +89,15 @@ pub(crate) async fn run(state: Arc<AppState>) {
             _ = shutdown.changed() => return,
         }
         match sweep(&state, &mut tombstones).await {
-            Ok(s) if s != Swept::default() => tracing::debug!(?s, "retention sweep"),
-            Ok(_) => {}
-            Err(e) => tracing::warn!(error = %e, "retention sweep failed"),
+            Ok(s) => {
+                SWEEPS.worked();
+                if s != Swept::default() {
+                    tracing::debug!(?s, "retention sweep");
+                }
+            }
+            Err(e) => {
+                SWEEPS.failed(&e);
+            }
         }
     }
 }

@@ -32,6 +32,9 @@ impl Default for CronConfig {
     }
 }
 
+/// Cron ticks: one log line when firing them starts failing, one when it works again.
+static TICKS: crate::outage::Outage = crate::outage::Outage::new("firing due crons");
+
 /// The scheduler's loop: fire what is due, wait, until shutdown.
 pub(crate) async fn run(state: Arc<AppState>) {
     let mut shutdown = state.shutdown.subscribe();
@@ -43,9 +46,15 @@ pub(crate) async fn run(state: Arc<AppState>) {
             return;
         }
         match crons::fire_due(&state).await {
-            Ok(n) if n >= state.config.crons.batch => continue,
-            Ok(_) => {}
-            Err(e) => tracing::warn!(error = %e.detail, "firing due crons failed"),
+            Ok(n) => {
+                TICKS.worked();
+                if n >= state.config.crons.batch {
+                    continue;
+                }
+            }
+            Err(e) => {
+                TICKS.failed(&e.detail);
+            }
         }
         tokio::select! {
             () = tokio::time::sleep(state.config.crons.poll) => {}

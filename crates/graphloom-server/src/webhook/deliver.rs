@@ -12,6 +12,10 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+/// Claims of webhook deliveries: one log line when they start failing, one when they work
+/// again.
+static CLAIMS: crate::outage::Outage = crate::outage::Outage::new("claiming webhook deliveries");
+
 /// The dispatcher's loop, until shutdown.
 pub(crate) async fn run(state: Arc<AppState>) {
     let config = Arc::new(state.config.webhooks.clone());
@@ -36,7 +40,11 @@ pub(crate) async fn run(state: Arc<AppState>) {
             },
             _ = shutdown.changed() => continue,
         };
-        match state.db.claim_webhook(&state.worker_id, lease).await {
+        let claimed = state.db.claim_webhook(&state.worker_id, lease).await;
+        if claimed.is_ok() {
+            CLAIMS.worked();
+        }
+        match claimed {
             Ok(Some(d)) => {
                 let (state, config, client) = (Arc::clone(&state), Arc::clone(&config), client.clone());
                 tokio::spawn(deliver(state, config, client, d, slot));
@@ -50,7 +58,7 @@ pub(crate) async fn run(state: Arc<AppState>) {
             }
             Err(e) => {
                 drop(slot);
-                tracing::warn!(error = %e, "claiming a webhook delivery failed");
+                CLAIMS.failed(&e);
                 tokio::select! {
                     () = tokio::time::sleep(Duration::from_secs(1)) => {}
                     _ = shutdown.changed() => {}

@@ -28,6 +28,9 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+/// Claims of every worker: one log line when they start failing, one when they work again.
+static CLAIMS: crate::outage::Outage = crate::outage::Outage::new("claiming runs");
+
 /// How often an idle worker looks at the queue (runs created by another replica are seen
 /// this way; local ones wake a worker at once).
 const POLL: Duration = Duration::from_millis(250);
@@ -102,6 +105,9 @@ async fn worker_loop(state: Arc<AppState>, slots: Arc<Semaphore>) {
             state.db.claim_run(worker, lease).await
         };
         busy = matches!(claim, Ok(Some(_)));
+        if claim.is_ok() {
+            CLAIMS.worked();
+        }
         match claim {
             Ok(Some(claimed)) => {
                 let kwargs = RunKwargs::of(&claimed.run.kwargs);
@@ -118,7 +124,7 @@ async fn worker_loop(state: Arc<AppState>, slots: Arc<Semaphore>) {
             }
             Err(e) => {
                 drop(slot);
-                tracing::warn!(error = %e, "claiming a run failed");
+                CLAIMS.failed(&e);
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
         }

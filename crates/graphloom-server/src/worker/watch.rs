@@ -43,6 +43,10 @@ impl Watch {
     }
 }
 
+/// Heartbeats of every run here: one log line when they start failing, one when they work
+/// again.
+static HEARTBEATS: crate::outage::Outage = crate::outage::Outage::new("renewing run leases");
+
 /// Renew the lease every heartbeat interval: a requested cancel stops the run with its
 /// action; a lost lease stops it and marks it `lost`.
 async fn heartbeat(state: Arc<AppState>, run_id: String, local: Arc<LocalRun>, lost: Arc<AtomicBool>) {
@@ -54,14 +58,18 @@ async fn heartbeat(state: Arc<AppState>, run_id: String, local: Arc<LocalRun>, l
             .heartbeat(&run_id, &state.worker_id, state.config.lease)
             .await
         {
-            Ok(Lease::Held) => {}
+            Ok(Lease::Held) => {
+                HEARTBEATS.worked();
+            }
             Ok(Lease::Cancel(a)) => local.cancel(a),
             Ok(Lease::Lost) => {
                 lost.store(true, Ordering::SeqCst);
                 local.token.cancel();
                 return;
             }
-            Err(e) => tracing::warn!(run_id = %run_id, error = %e, "heartbeat failed"),
+            Err(e) => {
+                HEARTBEATS.failed(&e);
+            }
         }
     }
 }
