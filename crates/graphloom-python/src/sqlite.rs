@@ -4,7 +4,7 @@
 use crate::runtime::block_on;
 use crate::storage_error;
 use graphloom_sqlite::typed::{TypedPut, TypedQuery, TypedSaver, TypedTuple, TypedValue, TypedWrites};
-use graphloom_sqlite::SqliteOptions;
+use graphloom_sqlite::{SqliteOptions, Synchronous};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use serde_json::{Map, Value};
@@ -65,11 +65,24 @@ pub(crate) struct SqliteCore {
 
 #[pymethods]
 impl SqliteCore {
-    /// Open (creating if needed) the file at `path` and its tables.
+    /// Open (creating if needed) the file at `path` and its tables. `synchronous` is
+    /// `"full"` (a write returns once fsynced) or `"normal"` (the last commits before a
+    /// power loss may be lost; a process crash loses nothing).
     #[new]
-    fn new(py: Python<'_>, path: String) -> PyResult<Self> {
+    #[pyo3(signature = (path, synchronous="full"))]
+    fn new(py: Python<'_>, path: String, synchronous: &str) -> PyResult<Self> {
+        let synchronous = match synchronous {
+            "full" => Synchronous::Full,
+            "normal" => Synchronous::Normal,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "synchronous must be \"full\" or \"normal\", not {other:?}"
+                )))
+            }
+        };
+        let opts = SqliteOptions::new(path).synchronous(synchronous);
         let saver = py
-            .detach(|| block_on(TypedSaver::open(SqliteOptions::new(path))))?
+            .detach(|| block_on(TypedSaver::open(opts)))?
             .map_err(|e| storage_error(&e))?;
         Ok(Self { saver })
     }

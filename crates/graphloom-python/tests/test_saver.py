@@ -195,3 +195,11 @@ def test_a_storage_failure_is_a_storage_error(tmp_path):
     (tmp_path / "dir.db").mkdir()
     with pytest.raises(StorageError):
         SqliteSaver(str(tmp_path / "dir.db"))
+
+
+def test_synchronous_is_full_or_normal(db_path):
+    with pytest.raises(ValueError, match="full"):
+        SqliteSaver(db_path, synchronous="off")
+    saver = SqliteSaver(db_path, synchronous="normal")
+    stored = put_values(saver, "t", {"a": 1})
+    assert saver.get_tuple(stored).checkpoint["channel_values"] == {"a": 1}

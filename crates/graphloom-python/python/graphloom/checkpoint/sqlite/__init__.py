@@ -20,7 +20,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from graphloom._native import SqliteCore
 from graphloom.checkpoint._typed import TypedSaver
-from graphloom.checkpoint.sqlite._path import database_path
+from graphloom.checkpoint.sqlite._path import database_path, synchronous_for
 
 __all__ = ["SqliteSaver"]
 
@@ -35,20 +35,34 @@ class SqliteSaver(TypedSaver):
         path: the database file (created with its tables if missing).
         serde: the serializer of checkpoint values (LangGraph's ``JsonPlusSerializer`` by
             default; an ``EncryptedSerializer`` encrypts values before they reach disk).
+        synchronous: ``"full"`` (the default: a write returns once it is fsynced) or
+            ``"normal"`` (no fsync per commit: a crash of the process loses nothing, a
+            power loss may lose the last commits).
     """
 
-    def __init__(self, path: str, *, serde: SerializerProtocol | None = None) -> None:
-        super().__init__(SqliteCore(str(path)), serde=serde)
+    def __init__(
+        self,
+        path: str,
+        *,
+        serde: SerializerProtocol | None = None,
+        synchronous: str = "full",
+    ) -> None:
+        super().__init__(SqliteCore(str(path), synchronous), serde=serde)
         self.path = str(path)
 
     @classmethod
     @contextmanager
     def from_conn_string(
-        cls, conn_string: str, *, serde: SerializerProtocol | None = None
+        cls,
+        conn_string: str,
+        *,
+        serde: SerializerProtocol | None = None,
+        synchronous: str | None = None,
     ) -> Iterator[SqliteSaver]:
-        """A saver on the file ``conn_string`` (``":memory:"``: a temporary file)."""
+        """A saver on the file ``conn_string`` (``":memory:"``: a temporary file, written
+        without an fsync per commit unless ``synchronous`` says otherwise)."""
         with database_path(conn_string) as path:
-            yield cls(path, serde=serde)
+            yield cls(path, serde=serde, synchronous=synchronous_for(conn_string, synchronous))
 
     def setup(self) -> None:
         """Nothing to do: the tables are created when the saver opens the file (kept for

@@ -22,7 +22,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from graphloom._native import SqliteCore
 from graphloom.checkpoint._typed import TypedSaver
-from graphloom.checkpoint.sqlite._path import database_path
+from graphloom.checkpoint.sqlite._path import database_path, synchronous_for
 
 __all__ = ["AsyncSqliteSaver"]
 
@@ -31,20 +31,33 @@ class AsyncSqliteSaver(TypedSaver):
     """A LangGraph checkpoint saver keeping checkpoints in one SQLite file (WAL mode), for
     async graphs. See ``graphloom.checkpoint.sqlite.SqliteSaver`` for its guarantees."""
 
-    def __init__(self, path: str, *, serde: SerializerProtocol | None = None) -> None:
-        super().__init__(SqliteCore(str(path)), serde=serde)
+    def __init__(
+        self,
+        path: str,
+        *,
+        serde: SerializerProtocol | None = None,
+        synchronous: str = "full",
+    ) -> None:
+        super().__init__(SqliteCore(str(path), synchronous), serde=serde)
         self.path = str(path)
 
     @classmethod
     @asynccontextmanager
     async def from_conn_string(
-        cls, conn_string: str, *, serde: SerializerProtocol | None = None
+        cls,
+        conn_string: str,
+        *,
+        serde: SerializerProtocol | None = None,
+        synchronous: str | None = None,
     ) -> AsyncIterator[AsyncSqliteSaver]:
-        """A saver on the file ``conn_string`` (``":memory:"``: a temporary file). Opening
-        the file (and migrating it) runs off the event loop."""
+        """A saver on the file ``conn_string`` (``":memory:"``: a temporary file, written
+        without an fsync per commit unless ``synchronous`` says otherwise). Opening the
+        file (and migrating it) runs off the event loop."""
         with database_path(conn_string) as path:
             loop = asyncio.get_running_loop()
-            core = await loop.run_in_executor(None, SqliteCore, path)
+            core = await loop.run_in_executor(
+                None, SqliteCore, path, synchronous_for(conn_string, synchronous)
+            )
             saver = cls.__new__(cls)
             TypedSaver.__init__(saver, core, serde=serde)
             saver.path = path
