@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The Python package's tests (scripts/test.sh calls it): build graphloom's wheel, then run
-# its pytest suite, LangGraph's checkpoint conformance suite included, in a virtualenv of
-# pinned packages (crates/graphloom-python/requirements-test.txt) kept outside the clone.
+# its pytest suite, LangGraph's checkpoint conformance suite included, and LangGraph's own
+# test suite on graphloom's SQLite savers, in a virtualenv of pinned packages
+# (crates/graphloom-python/requirements-test.txt) kept outside the clone.
 #
 # The venv is shared by every checkout and made once per pin set: its directory is named
 # for the pins' hash, made under an flock, and trusted only once its `.complete` marker
@@ -61,3 +62,37 @@ mkdir -p "$CARGO_TARGET_DIR"
 echo "== python: pytest (graphloom's tests and LangGraph's conformance suite)"
 PYTHONPATH="$run/site" PYTHONDONTWRITEBYTECODE=1 \
   "$venv/bin/python" -m pytest -p no:cacheprovider -q crates/graphloom-python/tests
+
+# LangGraph's own tests come with its source package on PyPI (never committed here): fetched
+# once per version into the cache, under an flock, trusted once complete. Its conftest
+# builds the `sqlite`, `sqlite_aes` and `sqlite_aio` savers from LangGraph's classes; our
+# plugin puts graphloom's in their place. NO_DOCKER=true leaves out the variants that need
+# LangGraph's PostgreSQL and Redis containers.
+lg_version="$("$venv/bin/python" -c 'import importlib.metadata as m; print(m.version("langgraph"))')"
+lg_src="$cache/langgraph-$lg_version"
+(
+  flock 7
+  if [ ! -f "$lg_src/.complete" ]; then
+    echo "== python: fetching LangGraph $lg_version's source package for its tests"
+    rm -rf "$lg_src"
+    mkdir -p "$lg_src"
+    "$venv/bin/python" -m pip download --quiet --disable-pip-version-check \
+      --no-binary :all: --no-deps "langgraph==$lg_version" -d "$lg_src/sdist"
+    tar xzf "$lg_src/sdist/langgraph-$lg_version.tar.gz" -C "$lg_src"
+    touch "$lg_src/.complete"
+  fi
+) 7>"$lg_src.lock"
+
+echo "== python: LangGraph $lg_version's own tests on graphloom's SQLite savers"
+plugin_dir="$PWD/crates/graphloom-python/langgraph_suite"
+(
+  cd "$lg_src/langgraph-$lg_version"
+  NO_DOCKER=true PYTHONPATH="$run/site:$plugin_dir" PYTHONDONTWRITEBYTECODE=1 \
+    "$venv/bin/python" -m pytest -p graphloom_langgraph_plugin -p no:cacheprovider -q \
+    -k "sqlite" \
+    tests/test_pregel.py tests/test_pregel_async.py \
+    tests/test_time_travel.py tests/test_time_travel_async.py \
+    tests/test_subgraph_persistence.py tests/test_subgraph_persistence_async.py \
+    tests/test_large_cases.py tests/test_large_cases_async.py \
+    tests/test_interruption.py
+)
