@@ -5,7 +5,6 @@ use super::{TypedQuery, TypedSaver, TypedTuple, TypedValue, TypedWrite};
 use crate::error::{corrupt, SqlResultExt};
 use graphloom_core::Result;
 use rusqlite::{params, Connection, OptionalExtension, Row};
-use serde_json::Value;
 
 /// The columns of `typed_checkpoints` a tuple is made of, in [`Head::from_row`] order.
 const HEAD_COLUMNS: &str = "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, \
@@ -157,7 +156,7 @@ impl TypedSaver {
             let mut out = Vec::new();
             while let Some(row) = rows.next().sql()? {
                 let head = Head::from_row(row).sql()?;
-                if !matches(&head.metadata, &query.filter) {
+                if !query.matches(&head.metadata) {
                     continue;
                 }
                 out.push(head.complete(conn)?);
@@ -167,44 +166,5 @@ impl TypedSaver {
             }
             Ok(out)
         })
-    }
-}
-
-/// Whether the metadata JSON has every key of `filter` with an equal value (numbers equal
-/// by value: a filter's `2` matches a stored `2.0`).
-fn matches(metadata: &str, filter: &serde_json::Map<String, Value>) -> bool {
-    if filter.is_empty() {
-        return true;
-    }
-    let Ok(Value::Object(stored)) = serde_json::from_str::<Value>(metadata) else {
-        return false;
-    };
-    filter
-        .iter()
-        .all(|(k, want)| stored.get(k).is_some_and(|have| same(have, want)))
-}
-
-fn same(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Number(x), Value::Number(y)) => x == y || x.as_f64() == y.as_f64(),
-        _ => a == b,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn a_filter_matches_keys_by_value() {
-        let filter = |v: Value| v.as_object().cloned().unwrap();
-        let md = r#"{"source":"loop","step":2,"score":2.0}"#;
-        assert!(matches(md, &filter(json!({}))));
-        assert!(matches(md, &filter(json!({"source": "loop", "step": 2}))));
-        assert!(matches(md, &filter(json!({"score": 2}))));
-        assert!(!matches(md, &filter(json!({"step": 3}))));
-        assert!(!matches(md, &filter(json!({"missing": null}))));
-        assert!(!matches("not json", &filter(json!({"step": 2}))));
     }
 }
