@@ -23,6 +23,11 @@ if ! "$python" -c "import venv, ensurepip" >/dev/null 2>&1; then
   echo "$python with venv is needed: apt-get install -y python3 python3-venv" >&2
   exit 1
 fi
+if [ -z "${GRAPHLOOM_PG_URL:-}" ]; then
+  echo "the PostgreSQL savers' tests need a server: run bash scripts/test.sh (which starts one)," >&2
+  echo "or export GRAPHLOOM_PG_URL=postgres://USER@HOST:PORT/postgres (a user allowed to create databases)" >&2
+  exit 1
+fi
 if ! command -v flock >/dev/null 2>&1; then
   echo "flock (util-linux) is needed" >&2
   exit 1

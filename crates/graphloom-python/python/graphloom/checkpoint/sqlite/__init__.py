@@ -18,7 +18,7 @@ from contextlib import contextmanager
 
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from graphloom._native import SqliteCore
+from graphloom._native import Core
 from graphloom.checkpoint._typed import TypedSaver
 from graphloom.checkpoint.sqlite._path import database_path, synchronous_for
 
@@ -47,7 +47,7 @@ class SqliteSaver(TypedSaver):
         serde: SerializerProtocol | None = None,
         synchronous: str = "full",
     ) -> None:
-        super().__init__(SqliteCore(str(path), synchronous), serde=serde)
+        super().__init__(Core.sqlite(str(path), synchronous), serde=serde)
         self.path = str(path)
 
     @classmethod

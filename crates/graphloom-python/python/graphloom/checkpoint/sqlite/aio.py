@@ -20,7 +20,7 @@ from contextlib import asynccontextmanager
 
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from graphloom._native import SqliteCore
+from graphloom._native import Core
 from graphloom.checkpoint._typed import TypedSaver
 from graphloom.checkpoint.sqlite._path import database_path, synchronous_for
 
@@ -38,7 +38,7 @@ class AsyncSqliteSaver(TypedSaver):
         serde: SerializerProtocol | None = None,
         synchronous: str = "full",
     ) -> None:
-        super().__init__(SqliteCore(str(path), synchronous), serde=serde)
+        super().__init__(Core.sqlite(str(path), synchronous), serde=serde)
         self.path = str(path)
 
     @classmethod
@@ -56,7 +56,7 @@ class AsyncSqliteSaver(TypedSaver):
         with database_path(conn_string) as path:
             loop = asyncio.get_running_loop()
             core = await loop.run_in_executor(
-                None, SqliteCore, path, synchronous_for(conn_string, synchronous)
+                None, Core.sqlite, path, synchronous_for(conn_string, synchronous)
             )
             saver = cls.__new__(cls)
             TypedSaver.__init__(saver, core, serde=serde)

@@ -1,9 +1,11 @@
-//! `SqliteCore`: the typed checkpoint tables of one SQLite file, as the Python savers call
-//! them. Values cross as `(type, bytes)` pairs the Python side's `serde` made.
+//! `Core`: the typed checkpoint tables of one database (a SQLite file or a PostgreSQL
+//! database), as the Python savers call them. Values cross as `(type, bytes)` pairs the
+//! Python side's `serde` made.
 
+use crate::backend::Backend;
 use crate::runtime::block_on;
 use crate::storage_error;
-use graphloom_sqlite::typed::{TypedPut, TypedQuery, TypedSaver, TypedTuple, TypedValue, TypedWrites};
+use graphloom_core::checkpoint::typed::{TypedPut, TypedQuery, TypedTuple, TypedValue, TypedWrites};
 use graphloom_sqlite::{SqliteOptions, Synchronous};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -56,21 +58,22 @@ fn json_object(text: &str, what: &str) -> PyResult<Map<String, Value>> {
     }
 }
 
-/// The typed checkpoint tables of one SQLite file (WAL), written through graphloom's
-/// writer thread. Safe to share between threads.
+/// The typed checkpoint tables of one database: a SQLite file (WAL, written through
+/// graphloom's writer thread) or a PostgreSQL database (over a connection pool). Safe to
+/// share between threads.
 #[pyclass(frozen, module = "graphloom._native")]
-pub(crate) struct SqliteCore {
-    saver: TypedSaver,
+pub(crate) struct Core {
+    saver: Backend,
 }
 
 #[pymethods]
-impl SqliteCore {
-    /// Open (creating if needed) the file at `path` and its tables. `synchronous` is
-    /// `"full"` (a write returns once fsynced) or `"normal"` (the last commits before a
+impl Core {
+    /// Open (creating if needed) the SQLite file at `path` and its tables. `synchronous`
+    /// is `"full"` (a write returns once fsynced) or `"normal"` (the last commits before a
     /// power loss may be lost; a process crash loses nothing).
-    #[new]
+    #[staticmethod]
     #[pyo3(signature = (path, synchronous="full"))]
-    fn new(py: Python<'_>, path: String, synchronous: &str) -> PyResult<Self> {
+    fn sqlite(py: Python<'_>, path: String, synchronous: &str) -> PyResult<Self> {
         let synchronous = match synchronous {
             "full" => Synchronous::Full,
             "normal" => Synchronous::Normal,
@@ -82,9 +85,23 @@ impl SqliteCore {
         };
         let opts = SqliteOptions::new(path).synchronous(synchronous);
         let saver = py
-            .detach(|| block_on(TypedSaver::open(opts)))?
+            .detach(|| block_on(graphloom_sqlite::typed::TypedSaver::open(opts)))?
             .map_err(|e| storage_error(&e))?;
-        Ok(Self { saver })
+        Ok(Self {
+            saver: Backend::Sqlite(saver),
+        })
+    }
+
+    /// Connect to the PostgreSQL database at `url` and create its tables if needed.
+    #[staticmethod]
+    fn postgres(py: Python<'_>, url: &str) -> PyResult<Self> {
+        let url = url.to_owned();
+        let saver = py
+            .detach(|| block_on(graphloom_postgres::typed::TypedSaver::connect(&url)))?
+            .map_err(|e| storage_error(&e))?;
+        Ok(Self {
+            saver: Backend::Postgres(saver),
+        })
     }
 
     /// Store a checkpoint and the channel versions it writes first.
@@ -162,12 +179,9 @@ impl SqliteCore {
     ) -> PyResult<Option<TupleRow>> {
         let (thread_id, checkpoint_ns) = (thread_id.to_owned(), checkpoint_ns.to_owned());
         let id = checkpoint_id.map(str::to_owned);
-        py.detach(|| {
-            self.saver
-                .get_tuple(&thread_id, &checkpoint_ns, id.as_deref())
-                .map(|t| t.map(row))
-        })
-        .map_err(|e| storage_error(&e))
+        py.detach(|| block_on(self.saver.get_tuple(&thread_id, &checkpoint_ns, id.as_deref())))?
+            .map(|t| t.map(row))
+            .map_err(|e| storage_error(&e))
     }
 
     /// Checkpoints newest first; `filter` is a JSON object of metadata keys.
@@ -191,12 +205,9 @@ impl SqliteCore {
             before,
             limit,
         };
-        py.detach(|| {
-            self.saver
-                .list(&query)
-                .map(|ts| ts.into_iter().map(row).collect())
-        })
-        .map_err(|e| storage_error(&e))
+        py.detach(|| block_on(self.saver.list(&query)))?
+            .map(|ts| ts.into_iter().map(row).collect())
+            .map_err(|e| storage_error(&e))
     }
 
     /// Delete a thread (every namespace).
