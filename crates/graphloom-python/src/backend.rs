@@ -72,4 +72,13 @@ impl Backend {
             Self::Postgres(s) => s.prune(thread_ids, keep_latest).await,
         }
     }
+
+    /// Let go of the database: PostgreSQL's pool closes its connections (a later call
+    /// fails); SQLite's writer stops once the last handle is dropped, every write already
+    /// committed.
+    pub(crate) async fn close(&self) {
+        if let Self::Postgres(s) = self {
+            s.pool().close().await;
+        }
+    }
 }

@@ -235,4 +235,9 @@ impl Core {
         py.detach(|| block_on(self.saver.prune(thread_ids, keep_latest)))?
             .map_err(|e| storage_error(&e))
     }
+
+    /// Close the database connections (PostgreSQL's pool); later calls fail.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        py.detach(|| block_on(self.saver.close()))
+    }
 }

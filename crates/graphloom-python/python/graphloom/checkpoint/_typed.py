@@ -52,6 +52,12 @@ class TypedSaver(BaseCheckpointSaver[str]):
         super().__init__(serde=serde)
         self._core = core
 
+    def close(self) -> None:
+        """Let go of the database: a PostgreSQL saver closes its pool (later calls fail);
+        a SQLite one has nothing open that needs closing (every write is committed when it
+        returns). ``from_conn_string`` closes its saver on exit."""
+        self._core.close()
+
     # --- conversions ---------------------------------------------------------------------
 
     def _tuple(self, row: tuple) -> CheckpointTuple:

@@ -47,7 +47,11 @@ class PostgresSaver(TypedSaver):
         cls, conn_string: str, *, serde: SerializerProtocol | None = None
     ) -> Iterator[PostgresSaver]:
         """A saver on the database at ``conn_string``."""
-        yield cls(conn_string, serde=serde)
+        saver = cls(conn_string, serde=serde)
+        try:
+            yield saver
+        finally:
+            saver.close()
 
     def setup(self) -> None:
         """Nothing to do: the tables are created when the saver connects (kept for code

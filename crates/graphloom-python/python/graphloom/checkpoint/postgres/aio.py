@@ -44,7 +44,10 @@ class AsyncPostgresSaver(TypedSaver):
         core = await loop.run_in_executor(None, Core.postgres, conn_string)
         saver = cls.__new__(cls)
         TypedSaver.__init__(saver, core, serde=serde)
-        yield saver
+        try:
+            yield saver
+        finally:
+            await loop.run_in_executor(None, saver.close)
 
     async def setup(self) -> None:
         """Nothing to do: the tables are created when the saver connects (kept for code

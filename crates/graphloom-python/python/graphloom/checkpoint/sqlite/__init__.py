@@ -62,7 +62,11 @@ class SqliteSaver(TypedSaver):
         """A saver on the file ``conn_string`` (``":memory:"``: a temporary file, written
         without an fsync per commit unless ``synchronous`` says otherwise)."""
         with database_path(conn_string) as path:
-            yield cls(path, serde=serde, synchronous=synchronous_for(conn_string, synchronous))
+            saver = cls(path, serde=serde, synchronous=synchronous_for(conn_string, synchronous))
+            try:
+                yield saver
+            finally:
+                saver.close()
 
     def setup(self) -> None:
         """Nothing to do: the tables are created when the saver opens the file (kept for

@@ -61,7 +61,10 @@ class AsyncSqliteSaver(TypedSaver):
             saver = cls.__new__(cls)
             TypedSaver.__init__(saver, core, serde=serde)
             saver.path = path
-            yield saver
+            try:
+                yield saver
+            finally:
+                await loop.run_in_executor(None, saver.close)
 
     async def setup(self) -> None:
         """Nothing to do: the tables are created when the saver opens the file (kept for
