@@ -78,21 +78,3 @@ def test_an_encrypted_serde_keeps_values_sealed_in_postgres(pg_url):
         )
     assert raw and secret.encode() not in raw
 
-
-def test_leaving_from_conn_string_closes_the_connections(pg_url):
-    with PostgresSaver.from_conn_string(pg_url) as saver:
-        graph = approval_graph().compile(checkpointer=saver)
-        graph.invoke({"request": "refund"}, cfg("p4"))
-        database = pg_url.rsplit("/", 1)[1]
-        with psycopg.connect(pg_url) as conn:
-            (open_before,) = conn.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
-                (database,),
-            ).fetchone()
-    assert open_before >= 1
-    with psycopg.connect(pg_url) as conn:
-        (open_after,) = conn.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
-            (database,),
-        ).fetchone()
-    assert open_after == 0
