@@ -106,3 +106,6 @@ fi
 
 cargo nextest run --workspace --all-features --no-fail-fast
 cargo test --workspace --all-features --doc
+# The Python package (LangGraph's savers on graphloom's storage): its pytest suite and LangGraph's
+# checkpoint conformance suite, in a venv of pinned packages outside the clone.
+bash scripts/python-test.sh

@@ -75,6 +75,7 @@ pub mod server;
 pub mod store;
 #[cfg(feature = "testing")]
 pub mod testing;
+pub mod typed;
 
 pub use error::{classify, classify_sqlstate};
 pub use migrate::migrate;

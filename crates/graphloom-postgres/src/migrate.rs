@@ -41,6 +41,54 @@ pub const MIGRATION_LOCK: i64 = 0x676c_6d69_6772_6174;
 pub const STORAGE: &str = "storage";
 /// The component of the server's tables' migrations.
 pub const SERVER: &str = "server";
+/// The component of the typed checkpoint tables' migrations ([`crate::typed`]).
+pub const TYPED: &str = "typed";
+
+/// The migrations of the typed checkpoint tables (component `typed`): checkpoints whose
+/// values another runtime serialized (LangGraph's savers in the Python package), apart from
+/// graphloom's own. Applied when a [`crate::typed::TypedSaver`] connects.
+pub const TYPED_MIGRATIONS: &[Migration] = &[Migration {
+    version: 10,
+    component: TYPED,
+    description: "typed checkpoints",
+    statements: &[
+        r#"CREATE TABLE typed_checkpoints (
+    thread_id            TEXT COLLATE "C" NOT NULL,
+    checkpoint_ns        TEXT COLLATE "C" NOT NULL,
+    checkpoint_id        TEXT COLLATE "C" NOT NULL,
+    parent_checkpoint_id TEXT COLLATE "C",
+    type                 TEXT NOT NULL,
+    checkpoint           BYTEA NOT NULL,
+    channels             TEXT[] NOT NULL,
+    versions             TEXT[] NOT NULL,
+    metadata             TEXT NOT NULL,
+    run_id               TEXT,
+    PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id)
+)"#,
+        "CREATE INDEX typed_checkpoints_run ON typed_checkpoints (run_id) WHERE run_id IS NOT NULL",
+        r#"CREATE TABLE typed_blobs (
+    thread_id     TEXT COLLATE "C" NOT NULL,
+    checkpoint_ns TEXT COLLATE "C" NOT NULL,
+    channel       TEXT COLLATE "C" NOT NULL,
+    version       TEXT COLLATE "C" NOT NULL,
+    type          TEXT NOT NULL,
+    value         BYTEA NOT NULL,
+    PRIMARY KEY (thread_id, checkpoint_ns, channel, version)
+)"#,
+        r#"CREATE TABLE typed_writes (
+    thread_id     TEXT COLLATE "C" NOT NULL,
+    checkpoint_ns TEXT COLLATE "C" NOT NULL,
+    checkpoint_id TEXT COLLATE "C" NOT NULL,
+    task_id       TEXT COLLATE "C" NOT NULL,
+    idx           INTEGER NOT NULL,
+    channel       TEXT NOT NULL,
+    task_path     TEXT COLLATE "C" NOT NULL,
+    type          TEXT NOT NULL,
+    value         BYTEA NOT NULL,
+    PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id, task_id, idx)
+)"#,
+    ],
+}];
 
 /// The migrations of the checkpoint and store tables (component `storage`), oldest first.
 pub const MIGRATIONS: &[Migration] = &[
@@ -519,13 +567,18 @@ mod tests {
 
     #[test]
     fn versions_are_unique_across_components() {
-        let all: Vec<&Migration> = MIGRATIONS.iter().chain(SERVER_MIGRATIONS).collect();
+        let all: Vec<&Migration> = MIGRATIONS
+            .iter()
+            .chain(SERVER_MIGRATIONS)
+            .chain(TYPED_MIGRATIONS)
+            .collect();
         assert!(
             all.windows(2).all(|w| w[0].version < w[1].version),
             "versions increase"
         );
         assert!(MIGRATIONS.iter().all(|m| m.component == STORAGE));
         assert!(SERVER_MIGRATIONS.iter().all(|m| m.component == SERVER));
+        assert!(TYPED_MIGRATIONS.iter().all(|m| m.component == TYPED));
         for (_, new) in LEGACY_SERVER_VERSIONS {
             assert!(SERVER_MIGRATIONS.iter().any(|m| m.version == *new));
         }

@@ -155,9 +155,8 @@ impl SqliteDatabase {
     }
 }
 
-#[cfg(feature = "server")]
 impl SqliteDatabase {
-    /// The shared database handle, for the server's tables of this crate.
+    /// The shared database handle, for the server's and the typed tables of this crate.
     pub(crate) fn db(&self) -> &Arc<Db> {
         &self.db
     }

@@ -58,7 +58,6 @@ impl Db {
 
     /// Apply the pending migrations of `migrations` (another component's tables) to the
     /// open file, on a connection of their own.
-    #[cfg_attr(not(feature = "server"), allow(dead_code))]
     pub(crate) async fn migrate(&self, migrations: &'static [Migration]) -> Result<()> {
         let opts = self.opts.clone();
         blocking(move || migrate_file(&opts, migrations)).await

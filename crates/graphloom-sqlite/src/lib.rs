@@ -13,6 +13,9 @@
 //! versioned migrations on first use (the `graphloom_migrations` table records every applied
 //! migration, the server's tables' too; several processes may open a fresh file at once).
 //!
+//! [`typed::TypedSaver`] keeps checkpoints another runtime serialized (the Python package's
+//! LangGraph savers) in tables of their own, through the same writer.
+//!
 //! One driver: every connection is a `rusqlite` one (the writer's, the read connections,
 //! the one that opens and migrates the file).
 //!
@@ -92,6 +95,7 @@ mod saver;
 #[cfg(feature = "server")]
 pub mod server;
 mod store;
+pub mod typed;
 mod writer;
 
 pub use database::SqliteDatabase;

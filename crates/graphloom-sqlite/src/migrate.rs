@@ -21,6 +21,8 @@ use rusqlite::{params, Connection};
 pub const STORAGE: &str = "storage";
 /// The component of the server's tables' migrations.
 pub const SERVER: &str = "server";
+/// The component of the typed checkpoint tables' migrations ([`crate::typed`]).
+pub const TYPED: &str = "typed";
 
 /// The migrations of the checkpoint and store tables (component `storage`), oldest first.
 pub const MIGRATIONS: &[Migration] = &[
@@ -280,6 +282,52 @@ pub const SERVER_MIGRATIONS: &[Migration] = &[
     },
 ];
 
+/// The migrations of the typed checkpoint tables (component `typed`): checkpoints whose
+/// values another runtime serialized (LangGraph's savers in the Python package), kept apart
+/// from the graph checkpoints of `checkpoints`. Applied when a [`crate::typed::TypedSaver`]
+/// opens the file.
+pub const TYPED_MIGRATIONS: &[Migration] = &[Migration {
+    version: 10,
+    component: TYPED,
+    description: "typed checkpoints",
+    statements: &[
+        "CREATE TABLE typed_checkpoints (
+            thread_id            TEXT NOT NULL,
+            checkpoint_ns        TEXT NOT NULL,
+            checkpoint_id        TEXT NOT NULL,
+            parent_checkpoint_id TEXT,
+            type                 TEXT NOT NULL,
+            checkpoint           BLOB NOT NULL,
+            channel_versions     TEXT NOT NULL,
+            metadata             TEXT NOT NULL,
+            run_id               TEXT,
+            PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id)
+        )",
+        "CREATE INDEX typed_checkpoints_run ON typed_checkpoints (run_id) WHERE run_id IS NOT NULL",
+        "CREATE TABLE typed_blobs (
+            thread_id     TEXT NOT NULL,
+            checkpoint_ns TEXT NOT NULL,
+            channel       TEXT NOT NULL,
+            version       TEXT NOT NULL,
+            type          TEXT NOT NULL,
+            value         BLOB NOT NULL,
+            PRIMARY KEY (thread_id, checkpoint_ns, channel, version)
+        )",
+        "CREATE TABLE typed_writes (
+            thread_id     TEXT NOT NULL,
+            checkpoint_ns TEXT NOT NULL,
+            checkpoint_id TEXT NOT NULL,
+            task_id       TEXT NOT NULL,
+            idx           INTEGER NOT NULL,
+            channel       TEXT NOT NULL,
+            task_path     TEXT NOT NULL,
+            type          TEXT NOT NULL,
+            value         BLOB NOT NULL,
+            PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id, task_id, idx)
+        )",
+    ],
+}];
+
 /// The newest version of the checkpoint and store tables this build creates and understands.
 pub const SCHEMA_VERSION: i64 = 2;
 
@@ -439,13 +487,18 @@ mod tests {
 
     #[test]
     fn versions_are_unique_across_components() {
-        let all: Vec<&Migration> = MIGRATIONS.iter().chain(SERVER_MIGRATIONS).collect();
+        let all: Vec<&Migration> = MIGRATIONS
+            .iter()
+            .chain(SERVER_MIGRATIONS)
+            .chain(TYPED_MIGRATIONS)
+            .collect();
         assert!(
             all.windows(2).all(|w| w[0].version < w[1].version),
             "versions increase"
         );
         assert!(MIGRATIONS.iter().all(|m| m.component == STORAGE));
         assert!(SERVER_MIGRATIONS.iter().all(|m| m.component == SERVER));
+        assert!(TYPED_MIGRATIONS.iter().all(|m| m.component == TYPED));
         for (_, now) in LEGACY_SERVER_VERSIONS {
             assert!(SERVER_MIGRATIONS.iter().any(|m| m.version == *now));
         }

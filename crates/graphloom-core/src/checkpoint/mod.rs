@@ -13,6 +13,7 @@ pub mod codec;
 mod erased;
 pub mod memory;
 mod resolve;
+pub mod typed;
 mod version;
 
 pub use codec::{BlobCodec, CodecError};

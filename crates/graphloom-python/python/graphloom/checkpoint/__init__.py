@@ -1,0 +1,1 @@
+"""Checkpoint savers implementing LangGraph's ``BaseCheckpointSaver``."""

@@ -1,0 +1,38 @@
+//! The native module of graphloom's Python package (`graphloom._native`).
+//!
+//! It wraps the typed checkpoint tables of [`graphloom_sqlite::typed`] and
+//! [`graphloom_postgres::typed`]: the Python savers (`graphloom.checkpoint.sqlite`,
+//! `graphloom.checkpoint.postgres`) serialize checkpoints with their own `serde` and hand
+//! the bytes here; storage, transactions and durability are graphloom's. Every call releases
+//! the GIL while Rust works (SQLite reads on the calling thread, writes waiting for the
+//! writer thread's group commit), so other Python threads and the event loop keep running.
+//!
+//! Build it with maturin (`pip install .` from the repository root); the `extension-module`
+//! feature is maturin's to turn on.
+
+mod backend;
+mod core;
+mod runtime;
+
+use pyo3::prelude::*;
+
+pyo3::create_exception!(
+    _native,
+    StorageError,
+    pyo3::exceptions::PyException,
+    "A storage operation of graphloom failed (the message names the cause)."
+);
+
+/// A graphloom error as a Python `StorageError`.
+pub(crate) fn storage_error(e: &graphloom_core::Error) -> PyErr {
+    StorageError::new_err(e.to_string())
+}
+
+/// The module: the savers' core and the error type.
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<core::Core>()?;
+    m.add("StorageError", m.py().get_type::<StorageError>())?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}
