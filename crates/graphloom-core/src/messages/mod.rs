@@ -281,11 +281,9 @@ where
             pending_removals.push(id);
             continue;
         }
-        let existing = msg.message_id().and_then(|id| {
-            (0..current.seq_len())
-                .rev()
-                .find(|&i| current.item(i).and_then(MessageLike::message_id) == Some(id))
-        });
+        let existing = msg
+            .message_id()
+            .and_then(|id| current.last_position_by_key(id, <S::Item as MessageLike>::message_id));
         match existing {
             Some(i) => {
                 pure_append = false;
