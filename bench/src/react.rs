@@ -105,7 +105,13 @@ pub fn cases() -> Vec<CaseDef> {
             format!("react_agent_100x{}", saver.suffix()),
             move |h: Harness| {
                 let (s, keep) = open_saver(saver)?;
-                Ok(durable_case(graph(100, Some(s))?, input(), h, Durability::Sync, keep))
+                Ok(durable_case(
+                    graph(100, Some(s))?,
+                    input(),
+                    h,
+                    Durability::Sync,
+                    keep,
+                ))
             },
         ));
     }

@@ -86,14 +86,22 @@ proptest! {
 fn a_long_conversation_finds_old_ids_and_appends_new_ones() {
     let mut seq: Seq<Message> = Seq::new();
     for i in 0..3_000 {
-        add_messages_into(&mut seq, vec![Message::ai(format!("a{i}")).with_id(format!("id{i}"))]).unwrap();
+        add_messages_into(
+            &mut seq,
+            vec![Message::ai(format!("a{i}")).with_id(format!("id{i}"))],
+        )
+        .unwrap();
     }
     let snapshot = seq.clone();
     add_messages_into(&mut seq, vec![Message::ai("again").with_id("id17")]).unwrap();
     assert_eq!(seq.len(), 3_000);
     assert_eq!(seq.get(17).unwrap().text(), "again");
     assert_eq!(snapshot.get(17).unwrap().text(), "a17");
-    add_messages_into(&mut seq, vec![Message::remove("id5"), Message::ai("new").with_id("id5b")]).unwrap();
+    add_messages_into(
+        &mut seq,
+        vec![Message::remove("id5"), Message::ai("new").with_id("id5b")],
+    )
+    .unwrap();
     assert_eq!(seq.len(), 3_000);
     add_messages_into(&mut seq, vec![Message::ai("again2").with_id("id2999")]).unwrap();
     assert_eq!(seq.get(2_998).unwrap().text(), "again2");

@@ -61,7 +61,13 @@ async fn a_step_copies_no_message_it_does_not_change() {
         .add_edge(START, "agent")
         .add_conditional_edges_map(
             "agent",
-            move |s: &Chat| if s.messages.len() < 2 * rounds { "tool" } else { END },
+            move |s: &Chat| {
+                if s.messages.len() < 2 * rounds {
+                    "tool"
+                } else {
+                    END
+                }
+            },
             [("tool", "tool"), (END, END)],
         )
         .add_edge("tool", "agent")
