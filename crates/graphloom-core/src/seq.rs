@@ -151,10 +151,24 @@ impl<T: Clone> Seq<T> {
     pub fn iter(&self) -> imbl::vector::Iter<'_, T, imbl::shared_ptr::DefaultSharedPtr> {
         self.items.iter()
     }
+    /// Iterate in order from item `start` (none when `start` is past the end).
+    ///
+    /// Unlike `iter().skip(start)`, which steps over the first `start` items one by one,
+    /// this starts at `start` directly, so reading the newest items of a long sequence does
+    /// not pay for the older ones.
+    pub fn iter_from(&self, start: usize) -> imbl::vector::Iter<'_, T, imbl::shared_ptr::DefaultSharedPtr> {
+        let start = start.min(self.items.len());
+        self.items.focus().narrow(start..).into_iter()
+    }
     /// Copy into a `Vec`.
     #[must_use]
     pub fn to_vec(&self) -> Vec<T> {
-        self.items.iter().cloned().collect()
+        // Chunk by chunk: a clone per item, not a tree lookup per item as well.
+        let mut out = Vec::with_capacity(self.items.len());
+        for chunk in self.items.leaves() {
+            out.extend_from_slice(chunk);
+        }
+        out
     }
     /// The underlying persistent vector.
     #[must_use]
@@ -210,8 +224,7 @@ impl<T: Clone> SeqLike for Seq<T> {
         }
     }
     fn tail(&self, n: usize) -> Box<dyn Iterator<Item = &T> + '_> {
-        let start = self.items.len().saturating_sub(n);
-        Box::new(self.items.iter().skip(start))
+        Box::new(self.iter_from(self.items.len().saturating_sub(n)))
     }
     fn item(&self, idx: usize) -> Option<&T> {
         self.items.get(idx)
@@ -282,5 +295,33 @@ impl<T: Clone + schemars::JsonSchema> schemars::JsonSchema for Seq<T> {
     }
     fn inline_schema() -> bool {
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iter_from_and_tail_read_what_skip_reads() {
+        // Long enough for a tree of chunks, not only the inline head.
+        let seq: Seq<usize> = (0..5_000).collect();
+        for start in [0, 1, 63, 64, 65, 1_000, 4_999, 5_000, 7_000] {
+            let a: Vec<usize> = seq.iter_from(start).copied().collect();
+            let b: Vec<usize> = seq.iter().skip(start).copied().collect();
+            assert_eq!(a, b, "from {start}");
+            let t: Vec<usize> = seq.tail(start).copied().collect();
+            let expected: Vec<usize> = seq
+                .iter()
+                .skip(5_000usize.saturating_sub(start))
+                .copied()
+                .collect();
+            assert_eq!(t, expected, "tail {start}");
+        }
+        assert_eq!(Seq::<usize>::new().iter_from(3).count(), 0);
+        assert_eq!(seq.to_vec(), seq.iter().copied().collect::<Vec<_>>());
+        let mut grown = seq.clone();
+        grown.push(5_000);
+        assert_eq!(grown.to_vec(), (0..5_001).collect::<Vec<_>>());
     }
 }
