@@ -1,5 +1,5 @@
-//! `bench_agent_plot`: the agent cases' time per tool round against the number of rounds,
-//! from the `{"case": median_seconds}` JSON of `graphloom-bench --json`, as an SVG. A flat
+//! `bench_agent_plot`: the agent cases' time per tool round against the number of rounds
+//! (both axes log-scaled), from the `{"case": median_seconds}` JSON of `graphloom-bench --json`, as an SVG. A flat
 //! line is an agent whose step cost does not grow with the conversation. With a second
 //! JSON (an earlier build's run of the same cases), its lines are drawn dashed beside.
 //!
@@ -50,13 +50,16 @@ fn main() -> anyhow::Result<()> {
     };
     let after = read(json)?;
     let before = args.get(2).map(|p| read(p)).transpose()?;
-    let top = after
-        .values()
-        .chain(before.iter().flat_map(BTreeMap::values))
-        .flatten()
-        .map(|p| p.1)
-        .fold(1.0, f64::max)
-        * 1.15;
+    let values = || {
+        after
+            .values()
+            .chain(before.iter().flat_map(BTreeMap::values))
+            .flatten()
+            .map(|p| p.1)
+    };
+    // Both axes log-scaled: a flat line stays flat, and a before 10x above is still legible.
+    let top = values().fold(1.0, f64::max) * 1.5;
+    let bottom = values().fold(top, f64::min) / 1.5;
     let root = SVGBackend::new(svg, (900, 520)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| anyhow::anyhow!("{e}"))?;
     let mut chart = ChartBuilder::on(&root)
@@ -67,13 +70,14 @@ fn main() -> anyhow::Result<()> {
         .margin(15)
         .x_label_area_size(40)
         .y_label_area_size(70)
-        .build_cartesian_2d((8.0f64..1250.0f64).log_scale(), 0.0..top)
+        .build_cartesian_2d((8.0f64..1250.0f64).log_scale(), (bottom..top).log_scale())
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     chart
         .configure_mesh()
         .x_desc("tool rounds per run (log scale)")
-        .y_desc("microseconds per round (median run / rounds)")
+        .y_desc("microseconds per round (median run / rounds, log scale)")
         .x_label_formatter(&|x| format!("{x:.0}"))
+        .y_label_formatter(&|y| format!("{y:.0}"))
         .draw()
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     for (i, family) in FAMILIES.iter().enumerate() {
