@@ -8,6 +8,8 @@
 # LangGraph's results are merged into bench/out/langgraph.json (a filtered run refreshes its
 # own cases and keeps the others). Environment:
 #   LANGGRAPH_VERSION  langgraph version installed in bench/.venv (default 1.2.22)
+#   LANGCHAIN_VERSION  langchain version (its `create_agent`, for `create_agent_react_*`;
+#                      default 1.5.2)
 #   LG_MODE            sync | async | best (default best: the faster of LangGraph's sync and
 #                      async runs counts)
 #   SKIP_LANGGRAPH=1   reuse bench/out/langgraph.json instead of running Python again
@@ -26,6 +28,7 @@ cd "$(dirname "$0")/.."
 VENV=bench/.venv
 OUT=bench/out
 LANGGRAPH_VERSION=${LANGGRAPH_VERSION:-1.2.22}
+LANGCHAIN_VERSION=${LANGCHAIN_VERSION:-1.5.2}
 LG_MODE=${LG_MODE:-best}
 LG_CHECKPOINT_SQLITE_VERSION=3.1.2
 LG_CHECKPOINT_POSTGRES_VERSION=3.2.0
@@ -89,17 +92,17 @@ if [ "${SKIP_LANGGRAPH:-0}" != 1 ]; then
         python3 -m venv "$VENV"
     fi
     if ! "$VENV/bin/python" - "$LANGGRAPH_VERSION" "$LG_CHECKPOINT_SQLITE_VERSION" \
-        "$LG_CHECKPOINT_POSTGRES_VERSION" "$PSYCOPG_VERSION" <<'EOF' 2>/dev/null; then
+        "$LG_CHECKPOINT_POSTGRES_VERSION" "$PSYCOPG_VERSION" "$LANGCHAIN_VERSION" <<'EOF' 2>/dev/null; then
 import importlib.metadata as m, sys
-names = ["langgraph", "langgraph-checkpoint-sqlite", "langgraph-checkpoint-postgres", "psycopg"]
+names = ["langgraph", "langgraph-checkpoint-sqlite", "langgraph-checkpoint-postgres", "psycopg", "langchain"]
 sys.exit(0 if all(m.version(k) == v for k, v in zip(names, sys.argv[1:])) else 1)
 EOF
         "$VENV/bin/pip" install -q --disable-pip-version-check "langgraph==$LANGGRAPH_VERSION" uvloop \
             "langgraph-checkpoint-sqlite==$LG_CHECKPOINT_SQLITE_VERSION" \
             "langgraph-checkpoint-postgres==$LG_CHECKPOINT_POSTGRES_VERSION" \
-            "psycopg[binary]==$PSYCOPG_VERSION"
+            "psycopg[binary]==$PSYCOPG_VERSION" "langchain==$LANGCHAIN_VERSION"
     fi
-    echo "== LangGraph $LANGGRAPH_VERSION ($LG_MODE)"
+    echo "== LangGraph $LANGGRAPH_VERSION, LangChain $LANGCHAIN_VERSION ($LG_MODE)"
     "$VENV/bin/python" bench/langgraph/run.py --mode "$LG_MODE" \
         --json "$OUT/langgraph.json" --detail-json "$OUT/langgraph_detail.json" "$@"
 fi

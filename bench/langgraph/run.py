@@ -199,6 +199,21 @@ class ScriptedChatModel(BaseChatModel):
 
 
 def react_graph(n_tools: int, checkpoint: bool, is_async: bool):  # noqa: ARG001
+    model, tool = react_script(n_tools)
+    return create_react_agent(model, [tool], checkpointer=saver(checkpoint))
+
+
+def create_agent_graph(n_tools: int, checkpoint: bool, middleware: int):
+    """The react script on LangChain's ``create_agent`` (``create_agent_cases.py``)."""
+    from create_agent_cases import create_agent_graph as build
+
+    model, tool = react_script(n_tools)
+    return build(model, tool, saver(checkpoint), middleware)
+
+
+def react_script(n_tools: int):
+    """The scripted model (n tool calls, then an answer) and its tool."""
+
     def lookup(query: str) -> str:
         return f"result for query: {query}" * 10
 
@@ -218,8 +233,7 @@ def react_graph(n_tools: int, checkpoint: bool, is_async: bool):  # noqa: ARG001
         for _ in range(n_tools)
     ]
     script.append(AIMessage(content="answer" * 100, id=str(uuid.uuid4())))
-    model = ScriptedChatModel(responses=script)
-    return create_react_agent(model, [tool], checkpointer=saver(checkpoint))
+    return ScriptedChatModel(responses=script), tool
 
 
 def react_input() -> dict:
@@ -486,6 +500,15 @@ def registry() -> dict[str, Callable[[bool], Any]]:
         for ck in (False, True):
             name = f"react_agent_{n}x" + ("_checkpoint" if ck else "")
             cases[name] = lambda a, n=n, ck=ck: GraphCase(react_graph(n, ck, a), react_input())
+    for n in (10, 100):
+        for ck in (False, True):
+            name = f"create_agent_react_{n}x" + ("_checkpoint" if ck else "")
+            cases[name] = lambda a, n=n, ck=ck: GraphCase(
+                create_agent_graph(n, ck, 0), react_input()
+            )
+    cases["create_agent_react_100x_mw6"] = lambda a: GraphCase(
+        create_agent_graph(100, False, 6), react_input()
+    )
     for kind in ("sqlite", "postgres"):
         cases[f"fanout_to_subgraph_100x_{kind}"] = lambda a, k=kind: GraphCase(
             fanout_graph(k, a), fanout_input(100), durability="sync"

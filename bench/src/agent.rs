@@ -3,53 +3,31 @@
 //! command), with and without six no-op `wrap_model_call` middlewares, and the cost of a
 //! stack of six no-op wrappers per model call measured on its own.
 //!
-//! - `create_agent_react_{10x,100x}[_checkpoint]`: the same script, tool and input as
-//!   `react_agent_*` (n tool rounds with a 3,600-character query, a 36 KB tool result, a
-//!   final answer), 2n+1 supersteps.
+//! - `create_agent_react_{10x,100x}[_checkpoint]`, `create_agent_react_1000x`: the same
+//!   script, tool and input as `react_agent_*` (n tool rounds with a 3,600-character query,
+//!   a 36 KB tool result, a final answer), 2n+1 supersteps. The model gets the whole
+//!   conversation on every call (the `ChatModel` API takes a slice of messages); messages
+//!   share their bodies, so that list is n reference counts, not n copies.
 //! - `create_agent_react_100x_mw6`: the 100x agent with six no-op middlewares around the
 //!   model call.
-//! - `create_react_agent_100x`: the same script on the prebuilt `create_react_agent` (what
-//!   `create_agent` replaces), for the cost of the agent machinery itself: both hand the
-//!   model a fresh copy of the conversation on every call, as the `ChatModel` API takes a
-//!   slice (`react_agent_*`'s model reads the state's shared list instead).
 //! - `model_call_chain_{0,6}_noop_x10000`: one node calls the model chain 10,000 times with
 //!   0 or 6 no-op wrappers around a model call that answers at once; the difference of the
 //!   two, divided by 10,000, is what six wrappers add to one model call.
 
 use crate::common::{case_name, fresh_config, graph_case, CaseDef, Harness, RunFn};
-use crate::react::ScriptedModel as Script;
+use crate::react::{tool, BenchModel};
 use futures::future::BoxFuture;
-use graphloom_core::{CompiledGraph, Message, NodeError, Runtime, Seq, StateGraph, END, START};
-use graphloom_llm::{ChatModel, ChatOptions, ChunkStream};
+use graphloom_core::{CompiledGraph, Message, NodeError, Runtime, StateGraph, END, START};
+use graphloom_llm::ChatOptions;
 use graphloom_prebuilt::middleware::{
     Hook, Hooks, Middleware, ModelExec, ModelNext, ModelRequest, ModelResponse,
 };
-use graphloom_prebuilt::{create_agent, AgentGraphState, AgentGraphUpdate, FnTool, ToolError};
+use graphloom_prebuilt::{create_agent, AgentGraphState, AgentGraphUpdate};
 use std::sync::Arc;
 use std::time::Instant;
 
 /// Model calls per run of the chain cases.
 const CHAIN_CALLS: usize = 10_000;
-
-/// The `react_agent_*` script as a chat model.
-struct BenchModel(Script);
-
-impl ChatModel for BenchModel {
-    fn model_name(&self) -> &str {
-        "bench"
-    }
-    fn provider(&self) -> &str {
-        "bench"
-    }
-    async fn invoke(&self, _messages: &[Message], _options: &ChatOptions) -> graphloom_llm::Result<Message> {
-        self.0
-            .invoke(&Seq::new())
-            .map_err(|e| graphloom_llm::Error::Scripted(e.to_string()))
-    }
-    fn stream(&self, _messages: &[Message], _options: &ChatOptions) -> ChunkStream {
-        Box::pin(futures::stream::empty())
-    }
-}
 
 /// A middleware whose only hook is a `wrap_model_call` that calls `next`.
 struct Noop(String);
@@ -76,11 +54,6 @@ fn noops(n: usize) -> Vec<Arc<dyn Middleware>> {
         .collect()
 }
 
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-struct Query {
-    query: String,
-}
-
 /// The agent: `n_tools` rounds, `middleware` no-op wrappers, an in-memory saver with
 /// `checkpoint`.
 pub fn graph(
@@ -89,11 +62,8 @@ pub fn graph(
     middleware: usize,
 ) -> anyhow::Result<CompiledGraph<AgentGraphState>> {
     let tool_name = crate::common::uuid4();
-    let model = BenchModel(Script::new(n_tools, &tool_name));
-    let tool = FnTool::new(tool_name, "A tool", |a: Query, _rt| async move {
-        Ok::<_, ToolError>(format!("result for query: {}", a.query).repeat(10))
-    });
-    let mut b = create_agent(Arc::new(model), [tool.arc()]);
+    let model = BenchModel::new(n_tools, &tool_name);
+    let mut b = create_agent(Arc::new(model), [tool(tool_name)]);
     for m in noops(middleware) {
         b = b.middleware_arc(m);
     }
@@ -101,20 +71,6 @@ pub fn graph(
         b = b.checkpointer(graphloom_core::checkpoint::InMemorySaver::new());
     }
     Ok(b.build()?)
-}
-
-/// The same agent on `create_react_agent`.
-fn react_graph(n_tools: usize) -> anyhow::Result<CompiledGraph<graphloom_prebuilt::AgentState>> {
-    let tool_name = crate::common::uuid4();
-    let model = BenchModel(Script::new(n_tools, &tool_name));
-    let tool = FnTool::new(tool_name, "A tool", |a: Query, _rt| async move {
-        Ok::<_, ToolError>(format!("result for query: {}", a.query).repeat(10))
-    });
-    Ok(graphloom_prebuilt::create_react_agent(
-        Arc::new(model),
-        [tool.arc()],
-        graphloom_prebuilt::AgentOptions::new(),
-    )?)
 }
 
 fn input() -> AgentGraphUpdate {
@@ -133,7 +89,7 @@ fn chain_graph(wrappers: usize) -> anyhow::Result<CompiledGraph<AgentGraphState>
         .add_node("calls", move |s: Arc<AgentGraphState>, rt: Runtime| {
             let next = ModelNext::new(Arc::clone(&chain), Arc::clone(&exec));
             async move {
-                let model: Arc<dyn graphloom_llm::DynChatModel> = Arc::new(BenchModel(Script::new(0, "t")));
+                let model: Arc<dyn graphloom_llm::DynChatModel> = Arc::new(BenchModel::new(0, "t"));
                 let request = ModelRequest {
                     model,
                     system_prompt: None,
@@ -178,12 +134,11 @@ pub fn cases() -> Vec<CaseDef> {
             }));
         }
     }
+    out.push(CaseDef::new("create_agent_react_1000x", |h: Harness| {
+        Ok(graph_case(graph(1000, false, 0)?, input(), h))
+    }));
     out.push(CaseDef::new("create_agent_react_100x_mw6", |h: Harness| {
         Ok(graph_case(graph(100, false, 6)?, input(), h))
-    }));
-    out.push(CaseDef::new("create_react_agent_100x", |h: Harness| {
-        let input = graphloom_prebuilt::AgentStateUpdate::new().messages(vec![Message::human("hi?")]);
-        Ok(graph_case(react_graph(100)?, input, h))
     }));
     for wrappers in [0usize, 6] {
         out.push(CaseDef::new(
@@ -219,14 +174,5 @@ mod tests {
         }
         let g = chain_graph(6).unwrap();
         g.invoke(AgentGraphUpdate::new(), fresh_config()).await.unwrap();
-        let g = react_graph(10).unwrap();
-        let out = g
-            .invoke(
-                graphloom_prebuilt::AgentStateUpdate::new().messages(vec![Message::human("hi?")]),
-                fresh_config().recursion_limit(21),
-            )
-            .await
-            .unwrap();
-        assert_eq!(out.values.messages.len(), 22);
     }
 }

@@ -4,7 +4,7 @@
 use anyhow::{bail, Context as _};
 use futures::future::BoxFuture;
 use futures::StreamExt as _;
-use graphloom_core::checkpoint::InMemorySaver;
+use graphloom_core::checkpoint::{DynCheckpointer, InMemorySaver};
 use graphloom_core::{
     CompiledGraph, Durability, RunConfig, RunEvent, RunInput, RunOutput, State, StateGraph, StreamMode,
     StreamOptions,
@@ -100,6 +100,16 @@ fn block_on<F: std::future::Future>(fut: F) -> F::Output {
 /// # Errors
 /// If the SQLite file or the PostgreSQL database cannot be created or opened.
 pub fn attach_saver<S: State>(builder: StateGraph<S>, saver: Saver) -> anyhow::Result<(StateGraph<S>, Keep)> {
+    let (s, keep) = open_saver(saver)?;
+    Ok((builder.checkpointer_dyn(s), keep))
+}
+
+/// The checkpointer `saver` names, for graphs built by a prebuilt agent; returns what must
+/// outlive the graph.
+///
+/// # Errors
+/// If the SQLite file or the PostgreSQL database cannot be created or opened.
+pub fn open_saver(saver: Saver) -> anyhow::Result<(Arc<dyn DynCheckpointer>, Keep)> {
     Ok(match saver {
         Saver::Sqlite => {
             let dir = tempfile::Builder::new()
@@ -109,7 +119,7 @@ pub fn attach_saver<S: State>(builder: StateGraph<S>, saver: Saver) -> anyhow::R
             let path = dir.path().join("checkpoints.sqlite");
             let s =
                 block_on(graphloom_sqlite::SqliteSaver::open(path)).context("opening the SQLite saver")?;
-            (builder.checkpointer(s), Box::new(dir))
+            (Arc::new(s), Box::new(dir))
         }
         Saver::Postgres => {
             let (url, db) = block_on(async {
@@ -120,7 +130,7 @@ pub fn attach_saver<S: State>(builder: StateGraph<S>, saver: Saver) -> anyhow::R
             .context("creating a PostgreSQL database (set GRAPHLOOM_PG_URL or install postgresql)")?;
             let s = block_on(graphloom_postgres::PostgresSaver::connect(&url))
                 .context("connecting the PostgreSQL saver")?;
-            (builder.checkpointer(s), Box::new(db))
+            (Arc::new(s), Box::new(db))
         }
     })
 }

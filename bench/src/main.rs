@@ -8,6 +8,7 @@ mod agent;
 mod common;
 mod fanout;
 mod react;
+mod react_loop;
 mod runner;
 mod sequential;
 mod wide_dict;

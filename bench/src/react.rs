@@ -1,115 +1,82 @@
-//! `react_agent_{10x,100x}[_checkpoint]`: a ReAct loop (`agent` <-> `tools`) over a messages
-//! state, with a scripted model.
+//! `react_agent_{10x,100x}[_checkpoint]`, `react_agent_1000x`,
+//! `react_agent_100x_{sqlite,postgres}`: graphloom's prebuilt `create_react_agent`, as
+//! LangGraph's `react_agent_*` cases run its prebuilt `create_react_agent`.
 //!
 //! The model answers with `n` AI messages, each calling the one tool once with
 //! `{"query": uuid * 100}` (3,600 characters), then a final `"answer" * 100`; the script is
 //! built before timing and replayed in a cycle, like LangGraph's fake chat model. The tool
-//! returns `"result for query: <query>"` ten times (about 36 KB) as a tool message.
+//! returns `"result for query: <query>"` ten times (about 36 KB) as a tool message. The
+//! agent hands the model the whole conversation on every call, through the `ChatModel` API
+//! (a slice of messages), and runs the tool through its `ToolNode` (argument checks,
+//! timeout). The same loop written by hand is `react_loop_*` (`react_loop.rs`).
 
-use crate::common::{
-    attach_saver, case_name, durable_case, graph_case, uuid4, with_saver, CaseDef, Harness, Saver,
-};
-use graphloom_core::{
-    CompiledGraph, Durability, Message, NodeError, NodeOutput, Route, Seq, State, StateGraph, ToolCall, END,
-    START,
-};
-use serde_json::json;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use crate::common::{case_name, durable_case, graph_case, open_saver, CaseDef, Harness, Saver};
+use crate::react_loop::ScriptedModel as Script;
+use graphloom_core::checkpoint::{DynCheckpointer, InMemorySaver};
+use graphloom_core::{CompiledGraph, Durability, Message, Seq};
+use graphloom_llm::{ChatModel, ChatOptions, ChunkStream};
+use graphloom_prebuilt::{AgentOptions, AgentState, AgentStateUpdate, FnTool, Tool, ToolError};
 use std::sync::Arc;
 
-/// The agent's state.
-#[derive(State, Clone, Default, Debug)]
-pub struct AgentState {
-    /// The conversation.
-    #[reducer(add_messages)]
-    pub messages: Seq<Message>,
-}
+/// The `react_loop_*` script as a chat model.
+pub struct BenchModel(pub Script);
 
-/// A scripted chat model: returns its responses in order, then starts over.
-pub struct ScriptedModel {
-    responses: Vec<Message>,
-    next: AtomicUsize,
-}
-
-impl ScriptedModel {
-    /// `n_tools` tool-calling responses for `tool`, then a final answer.
+impl BenchModel {
+    /// `n_tools` tool-calling answers for `tool`, then a final answer.
     #[must_use]
     pub fn new(n_tools: usize, tool: &str) -> Self {
-        let mut responses: Vec<Message> = (0..n_tools)
-            .map(|_| {
-                let call = ToolCall {
-                    id: uuid4(),
-                    name: tool.to_owned(),
-                    args: json!({ "query": uuid4().repeat(100) }),
-                };
-                Message::ai_with_tool_calls("", vec![call]).with_id(uuid4())
-            })
-            .collect();
-        responses.push(Message::ai("answer".repeat(100)).with_id(uuid4()));
-        Self {
-            responses,
-            next: AtomicUsize::new(0),
-        }
-    }
-
-    /// The next response (a copy, as a model returns a new message each call).
-    pub fn invoke(&self, _messages: &Seq<Message>) -> Result<Message, NodeError> {
-        let i = self
-            .next
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |i| {
-                Some(if i + 1 < self.responses.len() { i + 1 } else { 0 })
-            })
-            .unwrap_or(0);
-        self.responses
-            .get(i)
-            .cloned()
-            .ok_or_else(|| NodeError::fatal("the scripted model has no responses"))
+        Self(Script::new(n_tools, tool))
     }
 }
 
-/// The tool: `"result for query: <query>"` ten times.
-fn run_tool(call: &ToolCall) -> Result<Message, NodeError> {
-    let query = call
-        .args
-        .get("query")
-        .and_then(serde_json::Value::as_str)
-        .ok_or_else(|| NodeError::fatal("tool call without a `query` string"))?;
-    let mut m = Message::tool(format!("result for query: {query}").repeat(10), call.id.clone());
-    m.name = Some(call.name.clone());
-    Ok(m)
+impl ChatModel for BenchModel {
+    fn model_name(&self) -> &str {
+        "bench"
+    }
+    fn provider(&self) -> &str {
+        "bench"
+    }
+    async fn invoke(&self, _messages: &[Message], _options: &ChatOptions) -> graphloom_llm::Result<Message> {
+        self.0
+            .invoke(&Seq::new())
+            .map_err(|e| graphloom_llm::Error::Scripted(e.to_string()))
+    }
+    fn stream(&self, _messages: &[Message], _options: &ChatOptions) -> ChunkStream {
+        Box::pin(futures::stream::empty())
+    }
 }
 
-/// The compiled agent.
-pub fn graph(n_tools: usize, checkpoint: bool) -> anyhow::Result<CompiledGraph<AgentState>> {
-    Ok(with_saver(builder(n_tools), checkpoint).compile()?)
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Query {
+    query: String,
 }
 
-/// The agent, not yet compiled.
-pub fn builder(n_tools: usize) -> StateGraph<AgentState> {
-    let model = Arc::new(ScriptedModel::new(n_tools, &uuid4()));
-    StateGraph::<AgentState>::new()
-        .add_node("agent", move |s: Arc<AgentState>, _rt| {
-            let model = Arc::clone(&model);
-            async move {
-                let reply = model.invoke(&s.messages)?;
-                Ok(NodeOutput::Update(AgentStateUpdate::new().messages(vec![reply])))
-            }
-        })
-        .add_node("tools", |s: Arc<AgentState>, _rt| async move {
-            let last = s.messages.last().ok_or_else(|| NodeError::fatal("no messages"))?;
-            let results = last
-                .tool_calls
-                .iter()
-                .map(run_tool)
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok(NodeOutput::Update(AgentStateUpdate::new().messages(results)))
-        })
-        .add_edge(START, "agent")
-        .add_conditional_edges("agent", |s: &AgentState| {
-            let calls_tools = s.messages.last().is_some_and(|m| !m.tool_calls.is_empty());
-            Route::from(if calls_tools { "tools" } else { END })
-        })
-        .add_edge("tools", "agent")
+/// The tool named `name`: `"result for query: <query>"` ten times.
+#[must_use]
+pub fn tool(name: String) -> Arc<dyn Tool> {
+    FnTool::new(name, "A tool", |a: Query, _rt| async move {
+        Ok::<_, ToolError>(format!("result for query: {}", a.query).repeat(10))
+    })
+    .arc()
+}
+
+/// The agent: `n_tools` rounds, with `saver` when given.
+///
+/// # Errors
+/// When the graph does not compile.
+pub fn graph(
+    n_tools: usize,
+    saver: Option<Arc<dyn DynCheckpointer>>,
+) -> anyhow::Result<CompiledGraph<AgentState>> {
+    let tool_name = crate::common::uuid4();
+    let model = BenchModel::new(n_tools, &tool_name);
+    let mut options = AgentOptions::new();
+    options.checkpointer = saver;
+    Ok(graphloom_prebuilt::create_react_agent(
+        Arc::new(model),
+        [tool(tool_name)],
+        options,
+    )?)
 }
 
 /// The input: one human message.
@@ -125,16 +92,26 @@ pub fn cases() -> Vec<CaseDef> {
         for checkpoint in [false, true] {
             let name = case_name(&format!("react_agent_{n}x"), checkpoint);
             out.push(CaseDef::new(name, move |h: Harness| {
-                Ok(graph_case(graph(n, checkpoint)?, input(), h))
+                let saver = checkpoint.then(|| Arc::new(InMemorySaver::new()) as Arc<dyn DynCheckpointer>);
+                Ok(graph_case(graph(n, saver)?, input(), h))
             }));
         }
     }
+    out.push(CaseDef::new("react_agent_1000x", |h: Harness| {
+        Ok(graph_case(graph(1000, None)?, input(), h))
+    }));
     for saver in [Saver::Sqlite, Saver::Postgres] {
         out.push(CaseDef::new(
             format!("react_agent_100x{}", saver.suffix()),
             move |h: Harness| {
-                let (b, keep) = attach_saver(builder(100), saver)?;
-                Ok(durable_case(b.compile()?, input(), h, Durability::Sync, keep))
+                let (s, keep) = open_saver(saver)?;
+                Ok(durable_case(
+                    graph(100, Some(s))?,
+                    input(),
+                    h,
+                    Durability::Sync,
+                    keep,
+                ))
             },
         ));
     }
@@ -146,12 +123,13 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
     use crate::common::fresh_config;
-    use graphloom_core::{Error, MessageKind};
+    use graphloom_core::MessageKind;
 
     #[tokio::test]
     async fn ten_tool_rounds_make_22_messages_in_21_supersteps() {
         for checkpoint in [false, true] {
-            let g = graph(10, checkpoint).unwrap();
+            let saver = checkpoint.then(|| Arc::new(InMemorySaver::new()) as Arc<dyn DynCheckpointer>);
+            let g = graph(10, saver).unwrap();
             let out = g
                 .invoke(input(), fresh_config().recursion_limit(21))
                 .await
@@ -162,12 +140,6 @@ mod tests {
             let tool = msgs.get(2).unwrap().text();
             assert_eq!(tool.len(), ("result for query: ".len() + 3600) * 10);
             assert_eq!(msgs.last().unwrap().text(), "answer".repeat(100));
-            // The script cycles: the next run starts over.
-            let err = g
-                .invoke(input(), fresh_config().recursion_limit(20))
-                .await
-                .unwrap_err();
-            assert!(matches!(err, Error::RecursionLimit { .. }), "{err}");
         }
     }
 }

@@ -2,7 +2,7 @@
 //! minimum are reached, print a table and optionally write `{"case": median_seconds}`.
 
 use crate::common::{CaseDef, Drive, Harness};
-use crate::{agent, fanout, react, sequential, wide_dict, wide_state};
+use crate::{agent, fanout, react, react_loop, sequential, wide_dict, wide_state};
 use anyhow::Context as _;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -34,6 +34,7 @@ pub struct Options {
 pub fn all_cases() -> Vec<CaseDef> {
     let mut v = fanout::cases();
     v.extend(react::cases());
+    v.extend(react_loop::cases());
     v.extend(wide_state::cases());
     v.extend(wide_dict::cases());
     v.extend(sequential::cases());
@@ -170,7 +171,7 @@ mod tests {
         sorted.sort();
         sorted.dedup();
         assert_eq!(sorted.len(), names.len());
-        assert_eq!(names.len(), 37);
+        assert_eq!(names.len(), 45);
         for n in [
             "fanout_to_subgraph_100x_checkpoint",
             "react_agent_10x",
@@ -182,6 +183,10 @@ mod tests {
             "first_event_latency_sequential_1000",
             "react_agent_100x_sqlite",
             "react_agent_100x_postgres",
+            "react_agent_1000x",
+            "react_loop_100x",
+            "react_loop_100x_sqlite",
+            "create_agent_react_1000x",
             "fanout_to_subgraph_100x_sqlite",
             "fanout_to_subgraph_100x_postgres",
         ] {

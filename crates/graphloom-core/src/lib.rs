@@ -74,7 +74,7 @@ pub use graph::{
 };
 pub use graphloom_derive::State;
 pub use json_state::{JsonReduceFn, JsonReduceSharedFn, JsonReducer, JsonState, JsonUpdate, JsonWrite};
-pub use messages::{content_text, Message, MessageKind, MessageLike, ToolCall};
+pub use messages::{content_text, Message, MessageBody, MessageKind, MessageLike, ToolCall};
 pub use reducers::{Add, AddMessages, Append, LastValue, MergeMap, Reducer, ReducerError};
 pub use runtime::Runtime;
 pub use seq::{Seq, SeqLike};

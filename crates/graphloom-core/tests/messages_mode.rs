@@ -119,7 +119,8 @@ async fn streamed_and_input_messages_are_not_emitted_again() {
         .add_node("edit", |s: Arc<Chat>, _rt| async move {
             // Rewrites a message it was given: not news, so not emitted.
             let first = s.messages.get(0).cloned().unwrap();
-            Ok(ChatUpdate::new().messages(vec![Message::human("hi there").with_id(first.id.unwrap())]))
+            Ok(ChatUpdate::new()
+                .messages(vec![Message::human("hi there").with_id(first.id.clone().unwrap())]))
         })
         .add_edge(START, "talk")
         .add_edge("talk", "edit")

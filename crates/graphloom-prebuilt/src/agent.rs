@@ -133,11 +133,11 @@ pub fn create_react_agent(
         let opts = chat_options.clone();
         let system = system.clone();
         async move {
-            let mut history: Vec<Message> = Vec::with_capacity(s.messages.len() + 1);
+            // The conversation's messages share their bodies: this is a reference count each.
+            let mut history: Vec<Message> = s.messages.to_vec();
             if let Some(p) = system {
-                history.push(Message::system(p));
+                history.insert(0, Message::system(p));
             }
-            history.extend(s.messages.iter().cloned());
             let answer = stream_into(&rt, model.as_ref(), &history, &opts).await.node()?;
             Ok(AgentStateUpdate::new().messages(vec![answer]))
         }

@@ -197,6 +197,22 @@ impl ToolOutput {
             other => other.to_string(),
         }
     }
+    /// [`ToolOutput::to_text`] without copying a text content.
+    #[must_use]
+    pub fn into_text(self) -> String {
+        match self.content {
+            Value::String(s) => s,
+            other => other.to_string(),
+        }
+    }
+    /// The length in bytes of [`ToolOutput::to_text`], without copying a text content.
+    #[must_use]
+    pub fn text_len(&self) -> usize {
+        match &self.content {
+            Value::String(s) => s.len(),
+            other => other.to_string().len(),
+        }
+    }
 }
 
 impl From<String> for ToolOutput {

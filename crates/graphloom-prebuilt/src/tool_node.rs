@@ -413,7 +413,9 @@ impl ToolNode {
                     command,
                 }),
                 Ok(output) => out.push(ToolAnswer::Message(success_message(
-                    &call.id, &call.name, &output,
+                    &call.id,
+                    &call.name,
+                    output.into_text(),
                 ))),
                 Err(e) => {
                     if !self.handle_errors && !was_rejected {
@@ -531,7 +533,7 @@ impl ToolNode {
                 Err(_join) => Err(ToolError::execution(format!("`{name}` crashed"))),
             };
             let result = result.and_then(|output| {
-                let size = output.to_text().len();
+                let size = output.text_len();
                 if size > cap {
                     return Err(ToolError::execution(format!(
                         "the result of `{name}` is {size} bytes, over the limit of {cap} bytes; ask for less (narrow the query or page through the results)"
@@ -542,7 +544,8 @@ impl ToolNode {
             if let Some(ev) = events {
                 match &result {
                     Ok(output) => ev.end(
-                        serde_json::to_value(success_message(&call_id, &name, output)).unwrap_or(Value::Null),
+                        serde_json::to_value(success_message(&call_id, &name, output.to_text()))
+                            .unwrap_or(Value::Null),
                     ),
                     Err(e) => ev.error("ToolError", e.to_string(), Some(&call_id)),
                 }
@@ -633,8 +636,8 @@ fn tool_span(call: &ToolCall) -> tracing::Span {
     span
 }
 
-fn success_message(call_id: &str, name: &str, output: &ToolOutput) -> Message {
-    let mut m = Message::tool(output.to_text(), call_id);
+fn success_message(call_id: &str, name: &str, text: String) -> Message {
+    let mut m = Message::tool(text, call_id);
     m.name = Some(name.to_owned());
     m.extra.insert("status".into(), Value::String("success".into()));
     m

@@ -18,7 +18,7 @@
 //! `{"type": "image_url", ..}`, LangChain's blocks) and is kept as given. A tool call whose
 //! `arguments` text is not JSON is kept in `invalid_tool_calls`, as LangChain keeps it.
 
-use super::{Message, MessageKind, ToolCall};
+use super::{Message, MessageBody, MessageKind, ToolCall};
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
@@ -185,7 +185,7 @@ impl MessageObject {
                 }
             }
         }
-        Ok(Message {
+        Ok(Message::from(MessageBody {
             kind,
             content: self.content,
             id: self.id,
@@ -193,7 +193,7 @@ impl MessageObject {
             tool_calls,
             tool_call_id: self.tool_call_id,
             extra,
-        })
+        }))
     }
 }
 

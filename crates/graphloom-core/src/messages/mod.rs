@@ -13,6 +13,9 @@ use crate::change::{FieldChange, ReducerError};
 use crate::seq::SeqLike;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use std::fmt;
+use std::ops::{Deref, DerefMut};
+use std::sync::Arc;
 
 /// Id of a removal marker that clears every message before it.
 pub const REMOVE_ALL_MESSAGES: &str = "__remove_all__";
@@ -58,10 +61,20 @@ impl Serialize for ToolCall {
     }
 }
 
-/// One chat message. Serialised in LangChain's `type` form; read from any form in
-/// [`input`].
+/// One chat message: a shared, copy-on-write handle to its [`MessageBody`].
+///
+/// Serialised in LangChain's `type` form; read from any form in [`input`]. The fields are
+/// reached through the body (`m.kind`, `m.content = ..`), so a message reads and writes like
+/// a plain struct; cloning one is a reference-count bump, not a copy of its content, and
+/// writing to a field of a shared message copies that one body first. A conversation held
+/// by a checkpoint, a stream consumer and the request handed to a chat model is therefore
+/// one set of bodies, however many times it is cloned.
+#[derive(Clone, PartialEq)]
+pub struct Message(Arc<MessageBody>);
+
+/// The fields of a [`Message`].
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Message {
+pub struct MessageBody {
     /// Who it is from.
     #[serde(rename = "type")]
     pub kind: MessageKind,
@@ -85,9 +98,50 @@ pub struct Message {
     pub extra: Map<String, Value>,
 }
 
+impl Deref for Message {
+    type Target = MessageBody;
+    fn deref(&self) -> &MessageBody {
+        &self.0
+    }
+}
+
+impl DerefMut for Message {
+    /// The body, copied first when another message shares it.
+    fn deref_mut(&mut self) -> &mut MessageBody {
+        Arc::make_mut(&mut self.0)
+    }
+}
+
+impl From<MessageBody> for Message {
+    fn from(body: MessageBody) -> Self {
+        Self(Arc::new(body))
+    }
+}
+
+impl fmt::Debug for Message {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let b = &*self.0;
+        f.debug_struct("Message")
+            .field("kind", &b.kind)
+            .field("content", &b.content)
+            .field("id", &b.id)
+            .field("name", &b.name)
+            .field("tool_calls", &b.tool_calls)
+            .field("tool_call_id", &b.tool_call_id)
+            .field("extra", &b.extra)
+            .finish()
+    }
+}
+
+impl Serialize for Message {
+    fn serialize<Ser: serde::Serializer>(&self, s: Ser) -> Result<Ser::Ok, Ser::Error> {
+        self.0.serialize(s)
+    }
+}
+
 impl Message {
     fn with(kind: MessageKind, content: impl Into<String>) -> Self {
-        Self {
+        Self::from(MessageBody {
             kind,
             content: Value::String(content.into()),
             id: None,
@@ -95,7 +149,17 @@ impl Message {
             tool_calls: Vec::new(),
             tool_call_id: None,
             extra: Map::new(),
-        }
+        })
+    }
+    /// The body, without copying it when this message is its only holder.
+    #[must_use]
+    pub fn into_body(self) -> MessageBody {
+        Arc::unwrap_or_clone(self.0)
+    }
+    /// True when `a` and `b` share one body (a clone, not an equal copy).
+    #[must_use]
+    pub fn shares_body(a: &Self, b: &Self) -> bool {
+        Arc::ptr_eq(&a.0, &b.0)
     }
     /// A user message.
     #[must_use]
@@ -217,11 +281,9 @@ where
             pending_removals.push(id);
             continue;
         }
-        let existing = msg.message_id().and_then(|id| {
-            (0..current.seq_len())
-                .rev()
-                .find(|&i| current.item(i).and_then(MessageLike::message_id) == Some(id))
-        });
+        let existing = msg
+            .message_id()
+            .and_then(|id| current.last_position_by_key(id, <S::Item as MessageLike>::message_id));
         match existing {
             Some(i) => {
                 pure_append = false;

@@ -135,8 +135,7 @@ pub(crate) fn route_after_turn(
 /// Ids of the tool messages after message `i`.
 pub(crate) fn answered_ids(messages: &graphloom_core::Seq<Message>, i: usize) -> HashSet<&str> {
     messages
-        .iter()
-        .skip(i + 1)
+        .iter_from(i + 1)
         .filter(|m| m.kind == MessageKind::Tool)
         .filter_map(|m| m.tool_call_id.as_deref())
         .collect()

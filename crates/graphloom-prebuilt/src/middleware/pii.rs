@@ -382,8 +382,7 @@ impl Middleware for Pii {
                 let from = last_ai(&state.messages).map_or(0, |(i, _)| i + 1);
                 for m in state
                     .messages
-                    .iter()
-                    .skip(from)
+                    .iter_from(from)
                     .filter(|m| m.kind == MessageKind::Tool)
                 {
                     if let Some(new) = self.process(m)? {
