@@ -426,6 +426,9 @@ pub async fn run(
         .await?
         .and_then(|s| s.get("interrupts").and_then(Value::as_array).cloned())
         .unwrap_or_default();
+    if matches!(start, Start::Continue) && !json {
+        println!("↻ continuing from the thread's last checkpoint");
+    }
     let mut input = match start {
         Start::Input(v) if pending.is_empty() => Some(v),
         _ => None,
