@@ -18,7 +18,8 @@ fn id(name: &str) -> String {
 
 /// Mermaid `graph TD` text: solid arrows for edges and joins, dotted for conditional edges
 /// (to their declared destinations) and declared `Command` destinations, labelled with
-/// their path-map key where it differs from the target; START and END as round nodes.
+/// their path-map key where it differs from the target, else their router's name; START and
+/// END as round nodes.
 pub(crate) fn draw(d: &Drawing) -> String {
     let mut out = String::from("---\nconfig:\n  flowchart:\n    curve: linear\n---\ngraph TD;\n");
     for n in &d.nodes {

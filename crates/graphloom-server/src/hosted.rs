@@ -485,11 +485,19 @@ fn drawing_json<S: State>(g: &CompiledGraph<S>) -> Value {
         }));
     }
     nodes.push(json!({"id": END, "type": "schema", "data": END}));
+    // A labelled edge carries its label as `data`, as LangGraph's graph JSON does; one edge
+    // per source, target and kind (the first key's label).
+    let mut seen = std::collections::BTreeSet::new();
     let edges: Vec<Value> = g
-        .edges()
+        .drawing()
+        .edges
         .into_iter()
-        .map(|(source, target, conditional)| {
-            json!({"source": source, "target": target, "conditional": conditional})
+        .filter(|e| seen.insert((e.source.clone(), e.target.clone(), e.conditional)))
+        .map(|e| match e.label {
+            Some(label) => {
+                json!({"source": e.source, "target": e.target, "conditional": e.conditional, "data": label})
+            }
+            None => json!({"source": e.source, "target": e.target, "conditional": e.conditional}),
         })
         .collect();
     json!({"nodes": nodes, "edges": edges})
@@ -522,7 +530,7 @@ fn drawing_from_json(v: &Value) -> graphloom_core::draw::Drawing {
             source: text(e, "source"),
             target: text(e, "target"),
             conditional: e.get("conditional").and_then(Value::as_bool).unwrap_or(false),
-            label: None,
+            label: e.get("data").and_then(Value::as_str).map(str::to_owned),
         })
         .collect();
     Drawing::new("graph", nodes, edges)

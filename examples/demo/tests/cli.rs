@@ -147,27 +147,28 @@ fn draw_shows_only_declared_destinations() {
     let out = graphloom(dir.path(), &["draw", "permit_filing"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let m = text(&out.stdout);
-    let mut dotted: Vec<&str> = m.lines().map(str::trim).filter(|l| l.contains("-.->")).collect();
+    // Each conditional edge is labelled with the name of the router that takes it.
+    let mut dotted: Vec<&str> = m.lines().map(str::trim).filter(|l| l.contains(" .-> ")).collect();
     dotted.sort_unstable();
     let expected = [
-        "approval_node -.-> output_format;",
-        "approval_node -.-> synthesis_llm_call;",
-        "initial_llm_call -.-> output_format;",
-        "initial_llm_call -.-> skill_select_node;",
-        "initial_llm_call -.-> tool_node;",
-        "output_format -.-> __end__;",
-        "output_format -.-> approval_node;",
-        "output_format -.-> system_prompt_node;",
-        "resume_guard -.-> initial_llm_call;",
-        "resume_guard -.-> output_format;",
-        "resume_guard -.-> tool_node;",
-        "skill_select_node -.-> approval_node;",
-        "skill_select_node -.-> skill_inject_node;",
-        "synthesis_llm_call -.-> output_format;",
-        "synthesis_llm_call -.-> tool_node;",
-        "tool_node -.-> initial_llm_call;",
-        "tool_node -.-> output_format;",
-        "tool_node -.-> synthesis_llm_call;",
+        "approval_node -. &nbsp;route_after_approval&nbsp; .-> output_format;",
+        "approval_node -. &nbsp;route_after_approval&nbsp; .-> synthesis_llm_call;",
+        "initial_llm_call -. &nbsp;route_after_initial&nbsp; .-> output_format;",
+        "initial_llm_call -. &nbsp;route_after_initial&nbsp; .-> skill_select_node;",
+        "initial_llm_call -. &nbsp;route_after_initial&nbsp; .-> tool_node;",
+        "output_format -. &nbsp;route_after_output&nbsp; .-> __end__;",
+        "output_format -. &nbsp;route_after_output&nbsp; .-> approval_node;",
+        "output_format -. &nbsp;route_after_output&nbsp; .-> system_prompt_node;",
+        "resume_guard -. &nbsp;route_after_resume_guard&nbsp; .-> initial_llm_call;",
+        "resume_guard -. &nbsp;route_after_resume_guard&nbsp; .-> output_format;",
+        "resume_guard -. &nbsp;route_after_resume_guard&nbsp; .-> tool_node;",
+        "skill_select_node -. &nbsp;route_after_skill_select&nbsp; .-> approval_node;",
+        "skill_select_node -. &nbsp;route_after_skill_select&nbsp; .-> skill_inject_node;",
+        "synthesis_llm_call -. &nbsp;route_after_synthesis&nbsp; .-> output_format;",
+        "synthesis_llm_call -. &nbsp;route_after_synthesis&nbsp; .-> tool_node;",
+        "tool_node -. &nbsp;route_after_tool&nbsp; .-> initial_llm_call;",
+        "tool_node -. &nbsp;route_after_tool&nbsp; .-> output_format;",
+        "tool_node -. &nbsp;route_after_tool&nbsp; .-> synthesis_llm_call;",
     ];
     assert_eq!(dotted, expected, "{m}");
     for (graph, most) in [
@@ -209,6 +210,7 @@ fn draw_writes_svg_and_png_without_external_tools() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let svg = std::fs::read_to_string(dir.path().join("g.svg")).unwrap();
     assert!(svg.starts_with("<svg"), "{svg}");
+
     for node in [
         "supervisor",
         "memory_writer|score",
@@ -217,6 +219,13 @@ fn draw_writes_svg_and_png_without_external_tools() {
     ] {
         assert!(svg.contains(&format!("data-node=\"{node}\"")), "{node} missing");
     }
+    let out = graphloom(dir.path(), &["draw", "permit_filing", "--format", "svg"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let svg = std::fs::read_to_string(dir.path().join("permit_filing.svg")).unwrap();
+    assert!(
+        svg.contains(">route_after_tool</text>"),
+        "conditional edges carry their router's name: {svg}"
+    );
     let out = graphloom(dir.path(), &["draw", "permit_filing", "--format", "png"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let png = std::fs::read(dir.path().join("permit_filing.png")).unwrap();

@@ -68,7 +68,8 @@ pub struct DrawEdge {
     /// A conditional edge (drawn dotted): a router's destination or a declared `Command`
     /// destination.
     pub conditional: bool,
-    /// The path-map key that leads here, when it differs from the target's name.
+    /// What leads here: the path-map key when it differs from the target's name, else the
+    /// router's name when it is a named function.
     pub label: Option<String>,
 }
 

@@ -200,6 +200,9 @@ fn block(d: &Drawing, prefix: &str, options: &SvgOptions) -> Block {
         exit: index.get(crate::END).copied(),
     };
     let l = layout(&input);
+    // Expanded subgraphs' frames first, then edges, then boxes: an edge passing a frame
+    // stays visible all the way (one hidden under a frame seemed to leave from it).
+    let mut frames = String::new();
     let mut body = String::new();
     // Edges below boxes.
     for (k, (_, e)) in edges.iter().enumerate() {
@@ -262,7 +265,7 @@ fn block(d: &Drawing, prefix: &str, options: &SvgOptions) -> Block {
         match (&children[i], n.kind) {
             (Some(c), _) => {
                 let _ = write!(
-                    body,
+                    frames,
                     r##"<g class="gl-node gl-subgraph gl-expanded" data-node="{path}" data-subgraph="{path}"><rect x="{}" y="{}" width="{}" height="{}" rx="8" fill="#fbfaff" stroke="{NODE_STROKE}" stroke-width="1.2" stroke-dasharray="2 3"/><text x="{}" y="{}" font-weight="bold" fill="{LABEL}">{}</text><g transform="translate({} {})">{}</g></g>"##,
                     f(x),
                     f(y),
@@ -335,10 +338,11 @@ fn block(d: &Drawing, prefix: &str, options: &SvgOptions) -> Block {
             }
         }
     }
+    frames.push_str(&body);
     Block {
         w: l.width,
         h: l.height,
-        body,
+        body: frames,
     }
 }
 

@@ -350,32 +350,31 @@ impl<S: State> StateGraph<S> {
     }
     /// After `from`, call `router` on the new state; it returns node names, `END`, or
     /// `Send` packets.
-    pub fn add_conditional_edges<R>(
-        mut self,
-        from: impl Into<String>,
-        router: impl Fn(&S) -> R + Send + Sync + 'static,
-    ) -> Self
+    pub fn add_conditional_edges<R, F>(mut self, from: impl Into<String>, router: F) -> Self
     where
         R: Into<Routes>,
+        F: Fn(&S) -> R + Send + Sync + 'static,
     {
         self.branches.push((
             from.into(),
             Branch {
                 router: Arc::new(move |s| router(s).into()),
                 path_map: None,
+                name: super::node::router_name::<F>(),
             },
         ));
         self
     }
     /// Like [`Self::add_conditional_edges`], with the router returning keys of `path_map`.
-    pub fn add_conditional_edges_map<R, I, K, V>(
+    pub fn add_conditional_edges_map<R, F, I, K, V>(
         mut self,
         from: impl Into<String>,
-        router: impl Fn(&S) -> R + Send + Sync + 'static,
+        router: F,
         path_map: I,
     ) -> Self
     where
         R: Into<Routes>,
+        F: Fn(&S) -> R + Send + Sync + 'static,
         I: IntoIterator<Item = (K, V)>,
         K: Into<String>,
         V: Into<String>,
@@ -385,6 +384,7 @@ impl<S: State> StateGraph<S> {
             Branch {
                 router: Arc::new(move |s| router(s).into()),
                 path_map: Some(path_map.into_iter().map(|(k, v)| (k.into(), v.into())).collect()),
+                name: super::node::router_name::<F>(),
             },
         ));
         self
@@ -413,14 +413,15 @@ impl<S: State> StateGraph<S> {
     /// assert!(g.edges().contains(&("triage".into(), "answer".into(), true)));
     /// assert!(!g.edges().contains(&("triage".into(), "triage".into(), true)));
     /// ```
-    pub fn add_conditional_edges_to<R, I, T>(
+    pub fn add_conditional_edges_to<R, F, I, T>(
         self,
         from: impl Into<String>,
-        router: impl Fn(&S) -> R + Send + Sync + 'static,
+        router: F,
         destinations: I,
     ) -> Self
     where
         R: Into<Routes>,
+        F: Fn(&S) -> R + Send + Sync + 'static,
         I: IntoIterator<Item = T>,
         T: Into<String>,
     {

@@ -1,6 +1,6 @@
 //! [`CompiledGraph`]: run it, stream it, inspect and edit its threads.
 
-use super::node::SubgraphInfo;
+use super::node::{Branch, SubgraphInfo};
 use super::spec::GraphInner;
 use crate::checkpoint::{CheckpointConfig, DynCheckpointer};
 use crate::config::{RunConfig, RunInput, StreamOptions};
@@ -470,7 +470,14 @@ impl<S: State> CompiledGraph<S> {
             source: source.to_owned(),
             target: target.to_owned(),
             conditional,
-            label: label.filter(|l| *l != target).map(str::to_owned),
+            label: label.map(str::to_owned),
+        };
+        // A path-map key names the edge; where it is just the target's name, the router's
+        // name (a named function) says which condition leads there.
+        let branch_label = |key: Option<&str>, target: &str, b: &Branch<S>| -> Option<String> {
+            key.filter(|k| *k != target)
+                .map(str::to_owned)
+                .or_else(|| b.name.clone())
         };
         let mut edges = Vec::new();
         for (a, b) in &g.declared_edges {
@@ -486,12 +493,14 @@ impl<S: State> CompiledGraph<S> {
                 match &b.path_map {
                     Some(map) => {
                         for (key, target) in map {
-                            edges.push(edge(src, target, true, Some(key)));
+                            let label = branch_label(Some(key), target, b);
+                            edges.push(edge(src, target, true, label.as_deref()));
                         }
                     }
                     None => {
                         for target in g.node_names.iter().map(String::as_str).chain([crate::types::END]) {
-                            edges.push(edge(src, target, true, None));
+                            let label = branch_label(None, target, b);
+                            edges.push(edge(src, target, true, label.as_deref()));
                         }
                     }
                 }

@@ -88,6 +88,21 @@ pub(crate) struct Branch<S> {
     pub router: RouterFn<S>,
     /// Router keys to node names; `None` means the router returns node names.
     pub path_map: Option<BTreeMap<String, String>>,
+    /// The router's name, when it is a named function (drawings label its edges with it).
+    pub name: Option<String>,
+}
+
+/// The name of a router of type `F`: its last path segment when it is a named function
+/// (`route_after_tool`), `None` for a closure.
+pub(crate) fn router_name<F>() -> Option<String> {
+    let full = std::any::type_name::<F>();
+    if full.contains("{{closure}}") || full.contains('<') || full.contains('(') {
+        return None;
+    }
+    full.rsplit("::")
+        .next()
+        .filter(|n| !n.is_empty())
+        .map(str::to_owned)
 }
 
 impl<S> Clone for Branch<S> {
@@ -95,6 +110,29 @@ impl<S> Clone for Branch<S> {
         Self {
             router: Arc::clone(&self.router),
             path_map: self.path_map.clone(),
+            name: self.name.clone(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::router_name;
+
+    fn route_after_review(_: &u8) -> &'static str {
+        "end"
+    }
+
+    fn name_of<F: Fn(&u8) -> &'static str>(_: &F) -> Option<String> {
+        router_name::<F>()
+    }
+
+    #[test]
+    fn a_named_router_is_named_and_a_closure_is_not() {
+        assert_eq!(
+            name_of(&route_after_review).as_deref(),
+            Some("route_after_review")
+        );
+        assert_eq!(name_of(&|_: &u8| "end"), None);
     }
 }
