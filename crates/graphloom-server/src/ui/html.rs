@@ -47,10 +47,28 @@ pub(crate) fn badge(status: &str) -> Markup {
     html! { span class={ "badge " (status) } { (status) } }
 }
 
-/// The first 8 characters of an id, with the whole as a tooltip.
+/// What tells an id apart from its neighbours: a UUID's last 8 characters (a UUIDv7 starts
+/// with its creation time, the same for everything made in one second; it ends random), a
+/// short id whole, a long one's head and tail.
+pub(crate) fn distinct(id: &str) -> String {
+    let b = id.as_bytes();
+    let uuid = b.len() == 36 && [8, 13, 18, 23].iter().all(|&i| b[i] == b'-');
+    let n = id.chars().count();
+    if uuid {
+        format!("…{}", &id[28..])
+    } else if n <= 20 {
+        id.to_owned()
+    } else {
+        let head: String = id.chars().take(10).collect();
+        let tail: String = id.chars().skip(n - 6).collect();
+        format!("{head}…{tail}")
+    }
+}
+
+/// An id as [`distinct`] shows it, the whole as a tooltip; the console copies the whole
+/// when it is clicked (outside a link).
 pub(crate) fn short(id: &str) -> Markup {
-    let s: String = id.chars().take(8).collect();
-    html! { code title=(id) { (s) } }
+    html! { code.id title=(id) data-copy=(id) { (distinct(id)) } }
 }
 
 /// An RFC 3339 time as `YYYY-MM-DD HH:MM:SS` (UTC), the whole as a tooltip.

@@ -157,6 +157,10 @@ try {
   const listed = await page.$$eval("tr[data-thread]", (r) => r.map((e) => e.dataset.thread));
   assert.ok(listed.length >= 1);
   assert.ok(!listed.includes(THREADS.bob), "Bob's thread is not listed");
+  step("ids show what tells them apart");
+  const shownIds = await page.$$eval("tr[data-thread] td a code", (c) => c.map((e) => e.textContent));
+  assert.ok(shownIds.length >= 2, `threads listed: ${shownIds}`);
+  assert.equal(new Set(shownIds).size, shownIds.length, `every thread reads differently: ${shownIds}`);
   await page.fill("form.search input[name=q]", "graph_id=permit_filing");
   await page.selectOption("form.search select[name=status]", "idle");
   await rendered(() => page.click("form.search button"));
@@ -176,6 +180,12 @@ try {
   assert.ok(success >= 1, `runs that succeeded: ${success}`);
   await shot("overview");
   await go(threadUrl);
+  step("a click on the thread's id copies it whole");
+  const wholeId = decodeURIComponent(threadUrl.split("/").pop());
+  await page.click(".thread h1 code[data-copy]");
+  await page.locator(".thread h1 code[data-copied]").waitFor({ timeout: WAIT });
+  assert.equal(await page.getAttribute(".thread h1 code", "data-copied"), wholeId);
+  assert.notEqual(wholeId.length, 0);
 
   // ---- limits: HTML, large state, long history, 1,000 tokens --------------------------------
   step("HTML planted in a message and a state value is shown, never run");

@@ -119,7 +119,46 @@
   }
 
   // ---- what the fragments do -------------------------------------------------------------
+  // An id shows only what tells it apart; a click copies it whole (and does not follow the
+  // link it may sit in).
+  function bindCopy(root) {
+    root.querySelectorAll("code[data-copy]").forEach((c) => {
+      if (c.closest("a")) return; // a link's id navigates; its tooltip has the whole
+      c.title = `${c.dataset.copy} · click to copy`;
+      c.classList.add("copyable");
+      c.addEventListener("click", async (e) => {
+        e.preventDefault();
+        e.stopPropagation();
+        const whole = c.dataset.copy;
+        try {
+          await navigator.clipboard.writeText(whole);
+        } catch (_) {
+          // Without clipboard access: select the whole id for a manual copy.
+          const range = document.createRange();
+          c.textContent = whole;
+          range.selectNodeContents(c);
+          const sel = window.getSelection();
+          sel.removeAllRanges();
+          sel.addRange(range);
+        }
+        c.classList.add("copied");
+        c.dataset.copied = whole;
+        setTimeout(() => c.classList.remove("copied"), 1200);
+      });
+    });
+  }
+
+  // What tells an id apart (as the server's pages show it): a UUID's last 8 characters, a
+  // short id whole, a long one's head and tail.
+  function distinct(id) {
+    const s = String(id || "");
+    if (/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(s)) return `…${s.slice(28)}`;
+    if (s.length <= 20) return s;
+    return `${s.slice(0, 10)}…${s.slice(-6)}`;
+  }
+
   function hydrate(root, my) {
+    bindCopy(root);
     root.querySelectorAll("form.search").forEach((f) =>
       f.addEventListener("submit", (e) => {
         e.preventDefault();
@@ -212,16 +251,16 @@
   // A run started from a thread's page: say so, wait for its end, then show the thread again.
   async function awaitRun(threadId, runId) {
     const my = generation;
-    setBanner(`Run ${runId.slice(0, 8)} is running…`, "info", { href: `/ui/runs/${threadId}/${runId}`, text: "watch it live" });
+    setBanner(`Run ${distinct(runId)} is running…`, "info", { href: `/ui/runs/${threadId}/${runId}`, text: "watch it live" });
     try {
       await api("GET", `/threads/${threadId}/runs/${runId}/join`);
       const run = await api("GET", `/threads/${threadId}/runs/${runId}`);
-      setBanner(`Run ${runId.slice(0, 8)} ended: ${run.status}.`, run.status === "error" ? "error" : "ok", {
+      setBanner(`Run ${distinct(runId)} ended: ${run.status}.`, run.status === "error" ? "error" : "ok", {
         href: `/ui/runs/${threadId}/${runId}`,
         text: "see it",
       });
     } catch (err) {
-      setBanner(`Run ${runId.slice(0, 8)}: ${err.message}`, "error");
+      setBanner(`Run ${distinct(runId)}: ${err.message}`, "error");
     }
     if (my === generation) render();
   }
@@ -236,7 +275,7 @@
       if (f.elements.as_node.value.trim()) body.as_node = f.elements.as_node.value.trim();
       const saved = await api("POST", `/threads/${thread.dataset.thread}/state`, body);
       const id = saved.checkpoint.checkpoint_id;
-      setBanner(`Forked: checkpoint ${id.slice(0, 8)} branches from ${f.dataset.checkpoint.slice(0, 8)}.`, "ok");
+      setBanner(`Forked: checkpoint ${distinct(id)} branches from ${distinct(f.dataset.checkpoint)}.`, "ok");
       if (f.elements.run.checked) {
         const run = await api("POST", `/threads/${thread.dataset.thread}/runs`, runBody(thread.dataset.graph, { checkpoint_id: id, input: null }));
         history.pushState(null, "", `/ui/threads/${thread.dataset.thread}?at=${id}`);
@@ -254,7 +293,7 @@
     b.disabled = true;
     try {
       await api("POST", `/threads/${thread}/runs/${b.dataset.run}/cancel?wait=true&action=interrupt`);
-      setBanner(`Run ${b.dataset.run.slice(0, 8)} cancelled.`, "ok");
+      setBanner(`Run ${distinct(b.dataset.run)} cancelled.`, "ok");
     } catch (err) {
       setBanner(err.message, "error");
     }
@@ -374,7 +413,7 @@
       const li = document.createElement("li");
       li.dataset.run = run;
       const code = document.createElement("code");
-      code.textContent = run.slice(0, 8);
+      code.textContent = distinct(run);
       const a = document.createElement("a");
       a.href = `/ui/runs/${thread}/${run}`;
       a.dataset.nav = "";
