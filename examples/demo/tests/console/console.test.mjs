@@ -158,8 +158,15 @@ try {
   assert.ok(listed.length >= 1);
   assert.ok(!listed.includes(THREADS.bob), "Bob's thread is not listed");
   step("ids show what tells them apart");
+  // Two more threads made in the same second: UUIDv7s that start alike.
+  await page.evaluate(async (k) => {
+    for (let i = 0; i < 2; i++) {
+      await fetch("/threads", { method: "POST", headers: { "x-api-key": k, "content-type": "application/json" }, body: "{}" });
+    }
+  }, KEY);
+  await go(`${URL}/ui/threads`);
   const shownIds = await page.$$eval("tr[data-thread] td a code", (c) => c.map((e) => e.textContent));
-  assert.ok(shownIds.length >= 2, `threads listed: ${shownIds}`);
+  assert.ok(shownIds.length >= 3, `threads listed: ${shownIds}`);
   assert.equal(new Set(shownIds).size, shownIds.length, `every thread reads differently: ${shownIds}`);
   await page.fill("form.search input[name=q]", "graph_id=permit_filing");
   await page.selectOption("form.search select[name=status]", "idle");
