@@ -46,7 +46,7 @@ pub(crate) async fn page(
             div.columns {
                 section.card.live-graph {
                     h2 { "Graph" }
-                    @if let Some(svg) = svg { div.svg-wrap { (svg) } }
+                    @if let Some(svg) = svg { div.svg-wrap.fit { (svg) } }
                 }
                 section.card.live-output {
                     h2 { "Output" }

@@ -110,6 +110,13 @@ try {
   assert.ok((await page.locator("#timings tr").count()) >= 5, "node timings");
   assert.ok((await page.locator("svg .gl-node.gl-done").count()) >= 5, "nodes lit as they ran");
   assert.match(await page.textContent(".run-status"), /interrupted|success/);
+  assert.doesNotMatch(await page.textContent("#usage"), /No model call yet/, "the model's calls are counted");
+  const fit = await page.$eval(".svg-wrap.fit", (w) => {
+    const wrap = w.getBoundingClientRect();
+    const svg = w.querySelector("svg").getBoundingClientRect();
+    return { wrapBottom: wrap.bottom, svgBottom: svg.bottom, svgHeight: svg.height, viewport: window.innerHeight };
+  });
+  assert.ok(fit.svgBottom <= fit.wrapBottom + 1 && fit.svgHeight <= fit.viewport, `the whole graph is in view: ${JSON.stringify(fit)}`);
   await page.evaluate(() => window.scrollTo(0, 0));
   await shot("run");
   await rendered(() => page.click("#run-end a"));

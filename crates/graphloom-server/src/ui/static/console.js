@@ -511,6 +511,7 @@
     const seenTools = new Set();
     const usage = new Map(); // model -> [in, out]
     const usageSeen = new Set();
+    const answers = new Set(); // ids of the model's answers seen
     const stats = (window.__glLive = { run: runId, tokens: 0, events: 0, text: "", firstEventMs: null, lastTokenMs: null, done: false });
     const t0 = performance.now();
     const box = (ns, name) => (svg ? svg.querySelector(`[data-node="${CSS.escape(nodePath(ns, name))}"]`) : null);
@@ -538,16 +539,35 @@
         seenTools.add("result:" + m.tool_call_id);
         addTool(m.tool_call_id, `← ${m.name || "result"}${m.status === "error" ? " (error)" : ""}`, textOf(m.content), "result");
       }
+      if ((type === "ai" || type === "assistant") && m.id && !answers.has(m.id)) {
+        answers.add(m.id);
+        usageSoon();
+      }
       const u = m.usage_metadata;
       if (u && (m.id ? !usageSeen.has(m.id) : true)) {
         if (m.id) usageSeen.add(m.id);
         const model = (m.response_metadata && m.response_metadata.model_name) || "unknown";
         const cur = usage.get(model) || [0, 0];
         usage.set(model, [cur[0] + (u.input_tokens || 0), cur[1] + (u.output_tokens || 0)]);
+        usageSoon();
       }
     };
+    // Tokens and cost follow the run: refreshed shortly after each model answer.
+    let usageTimer = null;
+    const usageSoon = () => {
+      if (usageTimer === null) usageTimer = setTimeout(() => ((usageTimer = null), showUsage()), 300);
+    };
     const showUsage = async () => {
-      if (!usage.size) return;
+      if (my !== generation) return;
+      if (!usage.size) {
+        if (answers.size) {
+          const p = document.createElement("p");
+          p.className = "muted";
+          p.textContent = `${answers.size} model answer${answers.size === 1 ? "" : "s"}; no token usage reported.`;
+          root.querySelector("#usage").replaceChildren(p);
+        }
+        return;
+      }
       const q = Array.from(usage, ([m, [i, o]]) => `m=${encodeURIComponent(`${m}:${i}:${o}`)}`).join("&");
       const res = await fetch(`/ui/frag/usage?${q}`, { headers: headers() });
       if (res.ok && my === generation) root.querySelector("#usage").innerHTML = await res.text();
