@@ -242,8 +242,13 @@ fn block(d: &Drawing, prefix: &str, options: &SvgOptions) -> Block {
             dst = esc(&child_path(prefix, &e.target)),
         );
     }
+    // A router's name on several edges from one node is said once.
+    let mut said = std::collections::BTreeSet::new();
     for (k, (_, e)) in edges.iter().enumerate() {
         let Some(label) = &e.label else { continue };
+        if !said.insert((e.source.as_str(), label.as_str())) {
+            continue;
+        }
         let (x, y) = label_point(&l.paths[k], l.pos[input.edges[k].0]);
         let w = text_width(label) * 0.85 + 8.0;
         let _ = write!(
