@@ -13,6 +13,7 @@
 mod backend;
 mod core;
 mod runtime;
+mod store;
 
 use pyo3::prelude::*;
 
@@ -28,10 +29,11 @@ pub(crate) fn storage_error(e: &graphloom_core::Error) -> PyErr {
     StorageError::new_err(e.to_string())
 }
 
-/// The module: the savers' core and the error type.
+/// The module: the savers' and the stores' cores, and the error type.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<core::Core>()?;
+    m.add_class::<store::StoreCore>()?;
     m.add("StorageError", m.py().get_type::<StorageError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
