@@ -88,6 +88,24 @@ lg_src="$cache/langgraph-$lg_version"
   fi
 ) 7>"$lg_src.lock"
 
+fetch_sdist() {
+  # fetch_sdist NAME VERSION: the source package's directory in the cache.
+  local name="$1" version="$2" dir="$cache/$1-$2"
+  (
+    flock 6
+    if [ ! -f "$dir/.complete" ]; then
+      echo "== python: fetching $name $version's source package for its tests" >&2
+      rm -rf "$dir"
+      mkdir -p "$dir"
+      "$venv/bin/python" -m pip download --quiet --disable-pip-version-check \
+        --no-binary :all: --no-deps "$name==$version" -d "$dir/sdist"
+      tar xzf "$dir"/sdist/*.tar.gz -C "$dir"
+      touch "$dir/.complete"
+    fi
+  ) 6>"$dir.lock"
+  find "$dir" -mindepth 1 -maxdepth 1 -type d ! -name sdist | head -n 1
+}
+
 echo "== python: LangGraph $lg_version's own tests on graphloom's SQLite savers"
 plugin_dir="$PWD/crates/graphloom-python/langgraph_suite"
 (
@@ -100,4 +118,28 @@ plugin_dir="$PWD/crates/graphloom-python/langgraph_suite"
     tests/test_subgraph_persistence.py tests/test_subgraph_persistence_async.py \
     tests/test_large_cases.py tests/test_large_cases_async.py \
     tests/test_interruption.py
+)
+
+# LangGraph's own store tests come with langgraph-checkpoint-sqlite's source package; the
+# plugin puts graphloom's stores under LangGraph's names. Left out: the tests of LangGraph's
+# own SQL (its migration list, its glob and regex helpers, the query it builds for
+# list_namespaces, a raw cursor on its `store` table) and the one that wants filter keys
+# refused as an SQL-injection defence (graphloom never puts a filter key in SQL; any JSON
+# key may be filtered on).
+sqlite_pkg="langgraph-checkpoint-sqlite"
+sqlite_version="$("$venv/bin/python" -c "import importlib.metadata as m; print(m.version('$sqlite_pkg'))")"
+sqlite_src="$(fetch_sdist "$sqlite_pkg" "$sqlite_version")"
+store_plugin_dir="$PWD/crates/graphloom-python/langgraph_suite"
+echo "== python: $sqlite_pkg $sqlite_version's store tests on graphloom's SQLite stores"
+(
+  cd "$sqlite_src"
+  PYTHONPATH="$run/site:$store_plugin_dir" PYTHONDONTWRITEBYTECODE=1 \
+    "$venv/bin/python" -m pytest -p graphloom_store_plugin -p no:cacheprovider -q \
+    --deselect tests/test_store.py::test_vector_store_initialization \
+    --deselect tests/test_store.py::test_nonnull_migrations \
+    --deselect tests/test_store.py::test_escape_glob_literal \
+    --deselect tests/test_store.py::test_namespace_match_pattern \
+    --deselect tests/test_store.py::test_list_namespaces_prefix_uses_indexable_condition \
+    -k "not test_sql_injection_vulnerability" \
+    tests/test_store.py tests/test_async_store.py tests/test_ttl.py
 )

@@ -12,6 +12,9 @@ instead of LangGraph's container address.
 from __future__ import annotations
 
 import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import langgraph.store.postgres as lg_postgres
@@ -20,6 +23,7 @@ import langgraph.store.postgres.base as lg_postgres_base
 import langgraph.store.sqlite as lg_sqlite
 import langgraph.store.sqlite.aio as lg_sqlite_aio
 import langgraph.store.sqlite.base as lg_sqlite_base
+import psycopg
 import pytest
 
 from graphloom.store.postgres import PostgresStore
@@ -33,6 +37,23 @@ OURS = {
     "PostgresStore": PostgresStore,
     "AsyncPostgresStore": AsyncPostgresStore,
 }
+
+# LangGraph's PostgreSQL fixtures edit the store's migration list before `setup()`, and the
+# async one drops LangGraph's migration table through `_cursor()`: give graphloom's stores
+# an empty list (their migrations are graphloom's, in Rust) and a cursor on a connection of
+# their own to the same database, for the fixtures only.
+PostgresStore.MIGRATIONS = []
+AsyncPostgresStore.MIGRATIONS = []
+
+
+@asynccontextmanager
+async def _cursor(self: AsyncPostgresStore) -> AsyncIterator[Any]:
+    async with await psycopg.AsyncConnection.connect(self.url, autocommit=True) as conn:
+        async with conn.cursor() as cur:
+            yield cur
+
+
+AsyncPostgresStore._cursor = _cursor
 
 for module in (lg_sqlite, lg_sqlite_aio, lg_sqlite_base, lg_postgres, lg_postgres_aio, lg_postgres_base):
     for name, cls in OURS.items():

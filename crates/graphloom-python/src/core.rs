@@ -99,7 +99,12 @@ impl Core {
     fn postgres(py: Python<'_>, url: &str) -> PyResult<Self> {
         let url = url.to_owned();
         let saver = py
-            .detach(|| block_on(graphloom_postgres::typed::TypedSaver::connect(&url)))?
+            .detach(|| {
+                block_on(async {
+                    let pool = crate::pg::connect(&url).await?;
+                    graphloom_postgres::typed::TypedSaver::from_pool(pool).await
+                })
+            })?
             .map_err(|e| storage_error(&e))?;
         Ok(Self {
             saver: Backend::Postgres(saver),

@@ -12,6 +12,7 @@
 
 mod backend;
 mod core;
+mod pg;
 mod runtime;
 mod store;
 

@@ -188,7 +188,8 @@ impl StoreCore {
         let store = py
             .detach(|| {
                 block_on(async {
-                    let store = graphloom_postgres::PostgresStore::connect(&url).await?;
+                    let pool = crate::pg::connect(&url).await?;
+                    let store = graphloom_postgres::PostgresStore::from_pool(pool);
                     store.migrate().await?;
                     Ok::<_, Error>(store)
                 })
@@ -233,7 +234,7 @@ impl StoreCore {
     /// Close the database connections (PostgreSQL's pool); later calls fail.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         if let Some(store) = &self.handles.postgres {
-            py.detach(|| block_on(store.pool().close()))?;
+            py.detach(|| block_on(crate::pg::close(store.pool())))?;
         }
         Ok(())
     }

@@ -19,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from typing import Any
+
 from langgraph.store.base import IndexConfig, TTLConfig
 
 from graphloom._native import StoreCore
@@ -45,6 +47,7 @@ class PostgresStore(GraphloomStore):
     ) -> None:
         config, native = index_arg(index, lambda: None)
         super().__init__(StoreCore.postgres(str(url), native), index=config, ttl=ttl)
+        self.url = str(url)
 
     @classmethod
     @contextmanager
@@ -54,8 +57,12 @@ class PostgresStore(GraphloomStore):
         *,
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
+        pipeline: bool = False,
+        pool_config: dict[str, Any] | None = None,
     ) -> Iterator[PostgresStore]:
-        """A store on the database at ``conn_string``, closed at the end of the block."""
+        """A store on the database at ``conn_string``, closed at the end of the block.
+        ``pipeline`` and ``pool_config`` (psycopg's) are accepted for code written against
+        LangGraph's store and ignored: graphloom's store always uses its own pool."""
         store = cls(conn_string, index=index, ttl=ttl)
         try:
             yield store

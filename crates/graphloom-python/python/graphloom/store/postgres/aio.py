@@ -18,6 +18,8 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+from typing import Any
+
 from langgraph.store.base import IndexConfig, TTLConfig
 
 from graphloom._native import StoreCore
@@ -37,6 +39,7 @@ class AsyncPostgresStore(AsyncGraphloomStore):
         self.loop = _running_loop()
         config, native = index_arg(index, lambda: self.loop)
         super().__init__(StoreCore.postgres(str(url), native), index=config, ttl=ttl)
+        self.url = str(url)
 
     @classmethod
     @asynccontextmanager
@@ -46,15 +49,20 @@ class AsyncPostgresStore(AsyncGraphloomStore):
         *,
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
+        pipeline: bool = False,
+        pool_config: dict[str, Any] | None = None,
     ) -> AsyncIterator[AsyncPostgresStore]:
         """A store on the database at ``conn_string``; connecting runs off the event
-        loop, and the pool is closed at the end of the block."""
+        loop, and the pool is closed at the end of the block. ``pipeline`` and
+        ``pool_config`` (psycopg's) are accepted for code written against LangGraph's
+        store and ignored: graphloom's store always uses its own pool."""
         loop = asyncio.get_running_loop()
         store = cls.__new__(cls)
         store.loop = loop
         config, native = index_arg(index, lambda: store.loop)
         core = await loop.run_in_executor(None, StoreCore.postgres, conn_string, native)
         AsyncGraphloomStore.__init__(store, core, index=config, ttl=ttl)
+        store.url = conn_string
         try:
             yield store
         finally:
