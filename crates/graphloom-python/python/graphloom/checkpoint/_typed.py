@@ -235,6 +235,17 @@ class TypedSaver(BaseCheckpointSaver[str]):
     ) -> RunnableConfig:
         return await self._run(self.put, config, checkpoint, metadata, new_versions)
 
+    def _writes_lock(self) -> asyncio.Lock:
+        """One lock per event loop: concurrent tasks' writes complete in the order they
+        were issued (on a pool of executor threads they could finish out of order, and a
+        graph's stream order follows them), as on LangGraph's one-connection saver."""
+        loop = asyncio.get_running_loop()
+        held = getattr(self, "_writes_lock_of", None)
+        if held is None or held[0] is not loop:
+            held = (loop, asyncio.Lock())
+            self._writes_lock_of = held
+        return held[1]
+
     async def aput_writes(
         self,
         config: RunnableConfig,
@@ -242,7 +253,8 @@ class TypedSaver(BaseCheckpointSaver[str]):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        await self._run(self.put_writes, config, writes, task_id, task_path)
+        async with self._writes_lock():
+            await self._run(self.put_writes, config, writes, task_id, task_path)
 
     async def adelete_thread(self, thread_id: str) -> None:
         await self._run(self.delete_thread, thread_id)
