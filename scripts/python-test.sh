@@ -120,16 +120,17 @@ plugin_dir="$PWD/crates/graphloom-python/langgraph_suite"
     tests/test_interruption.py
 )
 
-# The same files on the PostgreSQL savers (`postgres`, `postgres_aio`), on the server of
-# GRAPHLOOM_PG_URL; LangGraph's conftest makes and drops a database per test there. Left
-# out: the `_pipe` and `_pool` variants (they hand the saver a psycopg pipeline or pool,
-# which graphloom's savers do not take) and the Redis cache ones (no Redis here).
+# The same files on the PostgreSQL savers (`postgres`, `postgres_aio`, and `postgres_pool`,
+# `postgres_aio_pool`: the saver given a psycopg pool), on the server of GRAPHLOOM_PG_URL;
+# LangGraph's conftest makes and drops a database per test there. Left out: the `_pipe`
+# variants (they set a psycopg pipeline on the saver's own psycopg connection, which
+# graphloom's savers do not have) and the Redis cache ones (no Redis here).
 echo "== python: LangGraph $lg_version's own tests on graphloom's PostgreSQL savers"
 (
   cd "$lg_src/langgraph-$lg_version"
   PYTHONPATH="$run/site:$plugin_dir" PYTHONDONTWRITEBYTECODE=1 \
     "$venv/bin/python" -m pytest -p graphloom_langgraph_plugin -p no:cacheprovider -q \
-    -k "postgres and not pipe and not pool and not redis" \
+    -k "postgres and not pipe and not redis" \
     tests/test_pregel.py tests/test_pregel_async.py \
     tests/test_time_travel.py tests/test_time_travel_async.py \
     tests/test_subgraph_persistence.py tests/test_subgraph_persistence_async.py \
