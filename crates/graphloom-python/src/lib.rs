@@ -7,6 +7,9 @@
 //! the GIL while Rust works (SQLite reads on the calling thread, writes waiting for the
 //! writer thread's group commit), so other Python threads and the event loop keep running.
 //!
+//! The stores (`graphloom.store.sqlite`, `graphloom.store.postgres`) wrap graphloom's
+//! [`graphloom_core::store::Store`] implementations the same way (see `store.rs`).
+//!
 //! Build it with maturin (`pip install .` from the repository root); the `extension-module`
 //! feature is maturin's to turn on.
 

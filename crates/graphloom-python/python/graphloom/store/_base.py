@@ -141,7 +141,7 @@ def encode_op(op: Op) -> dict[str, Any]:
             "op": "search",
             "ns": list(op.namespace_prefix),
             "filter": _finite(op.filter) if op.filter else None,
-            "query": op.query,
+            "query": op.query or None,
             "limit": int(op.limit),
             "offset": int(op.offset),
             "refresh": bool(op.refresh_ttl),
