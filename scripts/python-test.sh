@@ -161,3 +161,22 @@ echo "== python: $sqlite_pkg $sqlite_version's store tests on graphloom's SQLite
     -k "not test_sql_injection_vulnerability" \
     tests/test_store.py tests/test_async_store.py tests/test_ttl.py
 )
+
+# And langgraph-checkpoint-postgres's store tests on graphloom's PostgreSQL stores, on the
+# server of GRAPHLOOM_PG_URL. Left out: the `pipe` and `pool` fixture variants (graphloom's
+# store takes a URL and ignores `pipeline` and `pool_config`, so they would run the
+# `default` variant again), pgvector's `l2` and `inner_product` distances (graphloom ranks
+# by cosine similarity), and the `omit_expired` tests, which write LangGraph's own `store`
+# table through a raw cursor and expect expired items to stay readable (graphloom's never
+# are).
+pg_pkg="langgraph-checkpoint-postgres"
+pg_version="$("$venv/bin/python" -c "import importlib.metadata as m; print(m.version('$pg_pkg'))")"
+pg_src="$(fetch_sdist "$pg_pkg" "$pg_version")"
+echo "== python: $pg_pkg $pg_version's store tests on graphloom's PostgreSQL stores"
+(
+  cd "$pg_src"
+  PYTHONPATH="$run/site:$store_plugin_dir" PYTHONDONTWRITEBYTECODE=1 \
+    "$venv/bin/python" -m pytest -p graphloom_store_plugin -p no:cacheprovider -q \
+    -k "not pipe and not pool and not l2 and not inner_product and not omit_expired" \
+    tests/test_store.py tests/test_async_store.py
+)

@@ -12,8 +12,8 @@ instead of LangGraph's container address.
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -39,7 +39,7 @@ OURS = {
 }
 
 # LangGraph's PostgreSQL fixtures edit the store's migration list before `setup()`, and the
-# async one drops LangGraph's migration table through `_cursor()`: give graphloom's stores
+# vector and async ones drop LangGraph's migration table through `_cursor()`: give graphloom's stores
 # an empty list (their migrations are graphloom's, in Rust) and a cursor on a connection of
 # their own to the same database, for the fixtures only.
 PostgresStore.MIGRATIONS = []
@@ -53,7 +53,15 @@ async def _cursor(self: AsyncPostgresStore) -> AsyncIterator[Any]:
             yield cur
 
 
+@contextmanager
+def _sync_cursor(self: PostgresStore) -> Iterator[Any]:
+    with psycopg.connect(self.url, autocommit=True) as conn:
+        with conn.cursor() as cur:
+            yield cur
+
+
 AsyncPostgresStore._cursor = _cursor
+PostgresStore._cursor = _sync_cursor
 
 for module in (lg_sqlite, lg_sqlite_aio, lg_sqlite_base, lg_postgres, lg_postgres_aio, lg_postgres_base):
     for name, cls in OURS.items():

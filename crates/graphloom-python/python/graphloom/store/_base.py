@@ -332,6 +332,10 @@ class AsyncGraphloomStore(GraphloomStore):
         try:
             asyncio.get_running_loop()
         except RuntimeError:
+            on_loop = False
+        else:
+            on_loop = True
+        if not on_loop:
             return run_batch(self._core, ops, self._refresh())
         raise asyncio.InvalidStateError(
             f"Synchronous calls to {type(self).__name__} detected in the main event loop. "
