@@ -88,6 +88,24 @@ lg_src="$cache/langgraph-$lg_version"
   fi
 ) 7>"$lg_src.lock"
 
+fetch_sdist() {
+  # fetch_sdist NAME VERSION: the source package's directory in the cache.
+  local name="$1" version="$2" dir="$cache/$1-$2"
+  (
+    flock 6
+    if [ ! -f "$dir/.complete" ]; then
+      echo "== python: fetching $name $version's source package for its tests" >&2
+      rm -rf "$dir"
+      mkdir -p "$dir"
+      "$venv/bin/python" -m pip download --quiet --disable-pip-version-check \
+        --no-binary :all: --no-deps "$name==$version" -d "$dir/sdist"
+      tar xzf "$dir"/sdist/*.tar.gz -C "$dir"
+      touch "$dir/.complete"
+    fi
+  ) 6>"$dir.lock"
+  find "$dir" -mindepth 1 -maxdepth 1 -type d ! -name sdist | head -n 1
+}
+
 echo "== python: LangGraph $lg_version's own tests on graphloom's SQLite savers"
 plugin_dir="$PWD/crates/graphloom-python/langgraph_suite"
 (
@@ -100,4 +118,65 @@ plugin_dir="$PWD/crates/graphloom-python/langgraph_suite"
     tests/test_subgraph_persistence.py tests/test_subgraph_persistence_async.py \
     tests/test_large_cases.py tests/test_large_cases_async.py \
     tests/test_interruption.py
+)
+
+# The same files on the PostgreSQL savers (`postgres`, `postgres_aio`, and `postgres_pool`,
+# `postgres_aio_pool`: the saver given a psycopg pool), on the server of GRAPHLOOM_PG_URL;
+# LangGraph's conftest makes and drops a database per test there. Left out: the `_pipe`
+# variants (they set a psycopg pipeline on the saver's own psycopg connection, which
+# graphloom's savers do not have) and the Redis cache ones (no Redis here).
+echo "== python: LangGraph $lg_version's own tests on graphloom's PostgreSQL savers"
+(
+  cd "$lg_src/langgraph-$lg_version"
+  PYTHONPATH="$run/site:$plugin_dir" PYTHONDONTWRITEBYTECODE=1 \
+    "$venv/bin/python" -m pytest -p graphloom_langgraph_plugin -p no:cacheprovider -q \
+    -k "postgres and not pipe and not redis" \
+    tests/test_pregel.py tests/test_pregel_async.py \
+    tests/test_time_travel.py tests/test_time_travel_async.py \
+    tests/test_subgraph_persistence.py tests/test_subgraph_persistence_async.py \
+    tests/test_large_cases.py tests/test_large_cases_async.py \
+    tests/test_interruption.py
+)
+
+# LangGraph's own store tests come with langgraph-checkpoint-sqlite's source package; the
+# plugin puts graphloom's stores under LangGraph's names. Left out: the tests of LangGraph's
+# own SQL (its migration list, its glob and regex helpers, the query it builds for
+# list_namespaces, a raw cursor on its `store` table) and the one that wants filter keys
+# refused as an SQL-injection defence (graphloom never puts a filter key in SQL; any JSON
+# key may be filtered on).
+sqlite_pkg="langgraph-checkpoint-sqlite"
+sqlite_version="$("$venv/bin/python" -c "import importlib.metadata as m; print(m.version('$sqlite_pkg'))")"
+sqlite_src="$(fetch_sdist "$sqlite_pkg" "$sqlite_version")"
+store_plugin_dir="$PWD/crates/graphloom-python/langgraph_suite"
+echo "== python: $sqlite_pkg $sqlite_version's store tests on graphloom's SQLite stores"
+(
+  cd "$sqlite_src"
+  PYTHONPATH="$run/site:$store_plugin_dir" PYTHONDONTWRITEBYTECODE=1 \
+    "$venv/bin/python" -m pytest -p graphloom_store_plugin -p no:cacheprovider -q \
+    --deselect tests/test_store.py::test_vector_store_initialization \
+    --deselect tests/test_store.py::test_nonnull_migrations \
+    --deselect tests/test_store.py::test_escape_glob_literal \
+    --deselect tests/test_store.py::test_namespace_match_pattern \
+    --deselect tests/test_store.py::test_list_namespaces_prefix_uses_indexable_condition \
+    -k "not test_sql_injection_vulnerability" \
+    tests/test_store.py tests/test_async_store.py tests/test_ttl.py
+)
+
+# And langgraph-checkpoint-postgres's store tests on graphloom's PostgreSQL stores, on the
+# server of GRAPHLOOM_PG_URL. Left out: the `pipe` and `pool` fixture variants (graphloom's
+# store takes a URL and ignores `pipeline` and `pool_config`, so they would run the
+# `default` variant again), pgvector's `l2` and `inner_product` distances (graphloom ranks
+# by cosine similarity), and the `omit_expired` tests, which write LangGraph's own `store`
+# table through a raw cursor and expect expired items to stay readable (graphloom's never
+# are).
+pg_pkg="langgraph-checkpoint-postgres"
+pg_version="$("$venv/bin/python" -c "import importlib.metadata as m; print(m.version('$pg_pkg'))")"
+pg_src="$(fetch_sdist "$pg_pkg" "$pg_version")"
+echo "== python: $pg_pkg $pg_version's store tests on graphloom's PostgreSQL stores"
+(
+  cd "$pg_src"
+  PYTHONPATH="$run/site:$store_plugin_dir" PYTHONDONTWRITEBYTECODE=1 \
+    "$venv/bin/python" -m pytest -p graphloom_store_plugin -p no:cacheprovider -q \
+    -k "not pipe and not pool and not l2 and not inner_product and not omit_expired" \
+    tests/test_store.py tests/test_async_store.py
 )

@@ -3,8 +3,9 @@
 LangGraph's tests build their SQLite checkpointers (`sqlite`, `sqlite_aes`, `sqlite_aio`)
 from `langgraph.checkpoint.sqlite.SqliteSaver` and
 `langgraph.checkpoint.sqlite.aio.AsyncSqliteSaver`, and their PostgreSQL ones (`postgres`,
-`postgres_aio`; the `_pipe` and `_pool` variants hand the saver a psycopg pipeline or pool,
-which graphloom's savers do not take) from `langgraph.checkpoint.postgres`. Loaded with
+`postgres_aio`, and the `_pool` variants, which hand the saver a psycopg pool; the `_pipe`
+variants set a pipeline on the saver's psycopg connection, which graphloom's savers do not
+have) from `langgraph.checkpoint.postgres`. Loaded with
 `-p`, before their conftest is imported, this plugin puts graphloom's classes under those
 names, and refuses to run if the suite's fixtures would still get LangGraph's. With
 GRAPHLOOM_PG_URL set, the PostgreSQL variants create their databases on that server

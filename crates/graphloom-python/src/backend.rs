@@ -78,7 +78,7 @@ impl Backend {
     /// committed.
     pub(crate) async fn close(&self) {
         if let Self::Postgres(s) = self {
-            s.pool().close().await;
+            crate::pg::close(s.pool()).await;
         }
     }
 }

@@ -58,6 +58,17 @@ fn json_object(text: &str, what: &str) -> PyResult<Map<String, Value>> {
     }
 }
 
+/// SQLite's `synchronous` setting from its Python name, `"full"` or `"normal"`.
+pub(crate) fn synchronous_setting(name: &str) -> PyResult<Synchronous> {
+    match name {
+        "full" => Ok(Synchronous::Full),
+        "normal" => Ok(Synchronous::Normal),
+        other => Err(PyValueError::new_err(format!(
+            "synchronous must be \"full\" or \"normal\", not {other:?}"
+        ))),
+    }
+}
+
 /// The typed checkpoint tables of one database: a SQLite file (WAL, written through
 /// graphloom's writer thread) or a PostgreSQL database (over a connection pool). Safe to
 /// share between threads.
@@ -74,16 +85,7 @@ impl Core {
     #[staticmethod]
     #[pyo3(signature = (path, synchronous="full"))]
     fn sqlite(py: Python<'_>, path: String, synchronous: &str) -> PyResult<Self> {
-        let synchronous = match synchronous {
-            "full" => Synchronous::Full,
-            "normal" => Synchronous::Normal,
-            other => {
-                return Err(PyValueError::new_err(format!(
-                    "synchronous must be \"full\" or \"normal\", not {other:?}"
-                )))
-            }
-        };
-        let opts = SqliteOptions::new(path).synchronous(synchronous);
+        let opts = SqliteOptions::new(path).synchronous(synchronous_setting(synchronous)?);
         let saver = py
             .detach(|| block_on(graphloom_sqlite::typed::TypedSaver::open(opts)))?
             .map_err(|e| storage_error(&e))?;
@@ -97,7 +99,12 @@ impl Core {
     fn postgres(py: Python<'_>, url: &str) -> PyResult<Self> {
         let url = url.to_owned();
         let saver = py
-            .detach(|| block_on(graphloom_postgres::typed::TypedSaver::connect(&url)))?
+            .detach(|| {
+                block_on(async {
+                    let pool = crate::pg::connect(&url).await?;
+                    graphloom_postgres::typed::TypedSaver::from_pool(pool).await
+                })
+            })?
             .map_err(|e| storage_error(&e))?;
         Ok(Self {
             saver: Backend::Postgres(saver),

@@ -7,12 +7,17 @@
 //! the GIL while Rust works (SQLite reads on the calling thread, writes waiting for the
 //! writer thread's group commit), so other Python threads and the event loop keep running.
 //!
+//! The stores (`graphloom.store.sqlite`, `graphloom.store.postgres`) wrap graphloom's
+//! [`graphloom_core::store::Store`] implementations the same way (see `store.rs`).
+//!
 //! Build it with maturin (`pip install .` from the repository root); the `extension-module`
 //! feature is maturin's to turn on.
 
 mod backend;
 mod core;
+mod pg;
 mod runtime;
+mod store;
 
 use pyo3::prelude::*;
 
@@ -28,10 +33,11 @@ pub(crate) fn storage_error(e: &graphloom_core::Error) -> PyErr {
     StorageError::new_err(e.to_string())
 }
 
-/// The module: the savers' core and the error type.
+/// The module: the savers' and the stores' cores, and the error type.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<core::Core>()?;
+    m.add_class::<store::StoreCore>()?;
     m.add("StorageError", m.py().get_type::<StorageError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

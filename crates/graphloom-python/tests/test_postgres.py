@@ -78,3 +78,26 @@ def test_an_encrypted_serde_keeps_values_sealed_in_postgres(pg_url):
         )
     assert raw and secret.encode() not in raw
 
+
+
+def test_a_saver_on_a_psycopg_pool_or_connection_closes_with_it(pg_url):
+    from urllib.parse import urlsplit
+
+    from psycopg_pool import ConnectionPool
+
+    with ConnectionPool(pg_url, min_size=1, max_size=2, kwargs={"autocommit": True}) as pool:
+        saver = PostgresSaver(pool)
+        graph = approval_graph().compile(checkpointer=saver)
+        graph.invoke({"request": "refund"}, cfg("p4"))
+    # A key=value conninfo, as psycopg connections report theirs, reaches the same database.
+    parts = urlsplit(pg_url)
+    conninfo = f"host={parts.hostname} port={parts.port} user={parts.username} dbname={parts.path[1:]}"
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        saver = PostgresSaver(conn)
+        assert saver.get_tuple(cfg("p4")) is not None
+    # Both closed their graphloom pools with them: no session of the database is left.
+    with psycopg.connect(pg_url.rsplit("/", 1)[0] + "/postgres", autocommit=True) as admin:
+        (left,) = admin.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = %s", (parts.path[1:],)
+        ).fetchone()
+    assert left == 0

@@ -204,10 +204,20 @@ impl PostgresStore {
                 .iter()
                 .map(|f| (super::encode_ns(&f.item.namespace), f.item.key.clone()))
                 .unzip();
+            // The rows are locked in key order first: concurrent refreshes of overlapping
+            // results (whose order differs) would otherwise lock them in the join's order
+            // and could deadlock each other.
             sqlx::query(
-                "UPDATE graphloom_store s SET expires_at = now() + s.ttl
-                 FROM unnest($1::text[], $2::text[]) AS r(prefix, key)
-                 WHERE s.ttl IS NOT NULL AND s.prefix = r.prefix AND s.key = r.key",
+                "WITH target AS (
+                     SELECT s.prefix, s.key FROM graphloom_store s
+                     JOIN unnest($1::text[], $2::text[]) AS r(prefix, key)
+                       ON s.prefix = r.prefix AND s.key = r.key
+                     WHERE s.ttl IS NOT NULL
+                     ORDER BY s.prefix, s.key
+                     FOR UPDATE OF s
+                 )
+                 UPDATE graphloom_store s SET expires_at = now() + s.ttl
+                 FROM target t WHERE s.prefix = t.prefix AND s.key = t.key",
             )
             .bind(prefixes)
             .bind(keys)

@@ -208,9 +208,23 @@ class TypedSaver(BaseCheckpointSaver[str]):
 
     # --- async ---------------------------------------------------------------------------
 
+    def _calls_lock(self) -> asyncio.Lock:
+        """One lock per event loop: a saver's async calls run one at a time, in the order
+        they were made, as on LangGraph's one-connection async savers. On a pool of
+        executor threads they could finish out of order, and the order of a graph's
+        stream follows them. (Concurrent graphs with savers of their own still share the
+        SQLite writer's group commits.)"""
+        loop = asyncio.get_running_loop()
+        held = getattr(self, "_calls_lock_of", None)
+        if held is None or held[0] is not loop:
+            held = (loop, asyncio.Lock())
+            self._calls_lock_of = held
+        return held[1]
+
     async def _run(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(None, functools.partial(fn, *args, **kwargs))
+        async with self._calls_lock():
+            return await loop.run_in_executor(None, functools.partial(fn, *args, **kwargs))
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return await self._run(self.get_tuple, config)

@@ -8,19 +8,22 @@ A drop-in for ``langgraph.checkpoint.postgres.PostgresSaver``::
         saver.setup()
         graph = builder.compile(checkpointer=saver)
 
-One difference: the constructor takes a connection URL, not a psycopg connection or pool
-(graphloom keeps its own pool of connections, in Rust).
+The constructor takes a connection URL, or a psycopg connection or pool as LangGraph's
+does: graphloom reads its connection parameters (password included) and keeps its own pool
+of connections to that database, in Rust, closed when the psycopg object closes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 from contextlib import contextmanager
 
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from graphloom._native import Core
 from graphloom.checkpoint._typed import TypedSaver
+from graphloom.checkpoint.postgres._conn import close_with, database_url
 
 __all__ = ["PostgresSaver"]
 
@@ -31,15 +34,18 @@ class PostgresSaver(TypedSaver):
     Thread-safe: one saver may serve many threads and graphs.
 
     Args:
-        url: the database URL (``postgres://`` or ``postgresql://``); its tables are
-            created on connect if missing.
+        url: the database URL (``postgres://`` or ``postgresql://``), or a psycopg
+            connection or ``psycopg_pool`` pool on the database (its parameters are read;
+            graphloom's pool closes when it does); the tables are created on connect if
+            missing.
         serde: the serializer of checkpoint values (LangGraph's ``JsonPlusSerializer`` by
             default; an ``EncryptedSerializer`` encrypts values before they reach the
             database).
     """
 
-    def __init__(self, url: str, *, serde: SerializerProtocol | None = None) -> None:
-        super().__init__(Core.postgres(str(url)), serde=serde)
+    def __init__(self, url: Any, *, serde: SerializerProtocol | None = None) -> None:
+        super().__init__(Core.postgres(database_url(url)), serde=serde)
+        close_with(url, self.close)
 
     @classmethod
     @contextmanager

@@ -17,11 +17,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from graphloom._native import Core
 from graphloom.checkpoint._typed import TypedSaver
+from graphloom.checkpoint.postgres._conn import close_with, database_url
 
 __all__ = ["AsyncPostgresSaver"]
 
@@ -30,8 +32,11 @@ class AsyncPostgresSaver(TypedSaver):
     """A LangGraph checkpoint saver keeping checkpoints in PostgreSQL, for async graphs.
     See ``graphloom.checkpoint.postgres.PostgresSaver`` for its guarantees."""
 
-    def __init__(self, url: str, *, serde: SerializerProtocol | None = None) -> None:
-        super().__init__(Core.postgres(str(url)), serde=serde)
+    def __init__(self, url: Any, *, serde: SerializerProtocol | None = None) -> None:
+        """``url``: a URL, or a psycopg async connection or pool (see ``PostgresSaver``).
+        Connecting blocks: construct it off the event loop, or use ``from_conn_string``."""
+        super().__init__(Core.postgres(database_url(url)), serde=serde)
+        close_with(url, self.close)
 
     @classmethod
     @asynccontextmanager
