@@ -325,8 +325,9 @@ async fn drawing_lists_nodes_and_edges() {
     edges.sort_by_key(|e| e.to_string());
     let mut want = vec![
         json!({"source": "__start__", "target": "a", "conditional": false}),
-        json!({"source": "a", "target": "b", "conditional": true}),
-        json!({"source": "a", "target": "__end__", "conditional": true}),
+        // Path-map keys name their edges, as LangGraph's graph JSON does.
+        json!({"source": "a", "target": "b", "conditional": true, "data": "go"}),
+        json!({"source": "a", "target": "__end__", "conditional": true, "data": "stop"}),
         json!({"source": "b", "target": "__end__", "conditional": false}),
     ];
     want.sort_by_key(|e| e.to_string());
