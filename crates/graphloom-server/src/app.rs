@@ -150,7 +150,7 @@ impl ServerBuilder {
             custom: self.custom,
             config: self.config,
             file_lock: Mutex::new(file_lock),
-            thread_signals: crate::protocol::ThreadSignals::default(),
+            thread_signals: crate::signals::ThreadSignals::default(),
             samples: self.samples,
             models: self.models,
         });

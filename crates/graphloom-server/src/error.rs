@@ -168,6 +168,12 @@ impl From<graphloom_core::Error> for ApiError {
     }
 }
 
+impl From<ApiError> for graphloom_server_wire::protocol::ProtocolError {
+    fn from(e: ApiError) -> Self {
+        Self::from_status(e.status.as_u16(), e.detail)
+    }
+}
+
 /// Result of handlers.
 pub type ApiResult<T> = Result<T, ApiError>;
 

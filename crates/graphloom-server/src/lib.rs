@@ -30,18 +30,22 @@ pub mod metrics;
 pub mod models;
 mod outage;
 mod owner_store;
-pub mod protocol;
 pub mod retention;
-pub mod run;
 pub mod scheduler;
 mod service;
+mod signals;
 mod start_error;
 mod state;
 pub mod telemetry;
 mod ui;
 pub mod webhook;
-pub mod wire;
+#[cfg(test)]
+mod wire_tests;
 mod worker;
+
+// The wire format lives in `graphloom-server-wire`; the server reads it under these names.
+use graphloom_server_wire::stream as wire;
+use graphloom_server_wire::{protocol, run};
 
 pub use app::{Server, ServerBuilder, StartError};
 pub use config::{ConfigError, Database, ServerConfig};

@@ -65,7 +65,7 @@ pub struct AppState {
     /// The user's routes and layers.
     pub(crate) custom: crate::custom::Custom,
     /// Wakes the thread-protocol followers of a thread when a command queues a run on it.
-    pub(crate) thread_signals: crate::protocol::ThreadSignals,
+    pub(crate) thread_signals: crate::signals::ThreadSignals,
     /// Example inputs by graph id, for the console's start form.
     pub(crate) samples: BTreeMap<String, serde_json::Value>,
     /// The model each graph answers with (`scripted`, `openai:gpt-4o-mini`), when told.

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 /// `...Chunk`), the only kind this channel reads: a message a node returns whole is not
 /// streamed on it (as the reference server does not), it shows in `updates` and `values`.
 #[must_use]
-pub(crate) fn is_model_chunk(event: &Value) -> bool {
+pub fn is_model_chunk(event: &Value) -> bool {
     let Some([message, _]) = event.as_array().map(Vec::as_slice) else {
         return false;
     };

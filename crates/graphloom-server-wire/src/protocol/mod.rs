@@ -26,12 +26,10 @@
 
 pub mod filter;
 mod messages;
-pub mod signals;
 pub mod translate;
 
 pub use filter::{Channel, Filter};
-pub(crate) use messages::is_model_chunk;
-pub use signals::ThreadSignals;
+pub use messages::is_model_chunk;
 
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -168,7 +166,7 @@ impl Event {
     /// The event as one SSE frame: `event: <method>`, `data: <json>`, `id: <seq>`.
     #[must_use]
     pub fn sse_frame(&self) -> String {
-        crate::wire::sse_text_frame(self.method.as_str(), &self.to_text(), Some(&self.seq.to_string()))
+        crate::stream::sse_text_frame(self.method.as_str(), &self.to_text(), Some(&self.seq.to_string()))
     }
 }
 
@@ -242,14 +240,16 @@ impl ProtocolError {
     }
 }
 
-impl From<crate::error::ApiError> for ProtocolError {
-    fn from(e: crate::error::ApiError) -> Self {
-        let code = match e.status.as_u16() {
+impl ProtocolError {
+    /// The error frame of an HTTP error answer with this status and detail: 401 and 403
+    /// are `permission_denied`, other 4xx `invalid_argument`, the rest `unknown_error`.
+    pub fn from_status(status: u16, detail: impl Into<String>) -> Self {
+        let code = match status {
             403 | 401 => ErrorCode::PermissionDenied,
             400..=499 => ErrorCode::InvalidArgument,
             _ => ErrorCode::UnknownError,
         };
-        Self::new(code, e.detail)
+        Self::new(code, detail)
     }
 }
 

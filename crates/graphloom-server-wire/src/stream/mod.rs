@@ -32,7 +32,7 @@ mod modes;
 
 pub use modes::{parse_stream_modes, WireMode, WireModes};
 
-use crate::hosted::{JsonRunEvent, JsonRunOutput};
+use crate::json::{JsonRunEvent, JsonRunOutput};
 use graphloom_core::{Error, StreamMode};
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;

@@ -219,7 +219,7 @@ pub enum GotoTarget {
 }
 
 impl GotoTarget {
-    /// The JSON a hosted graph reads (see [`crate::hosted::command_from_json`]).
+    /// The JSON a hosted graph reads (see `graphloom_server::hosted::command_from_json`).
     fn to_json(&self) -> Value {
         match self {
             Self::Node(n) => Value::String(n.clone()),
@@ -245,8 +245,8 @@ pub struct Command {
 impl Command {
     /// The command a hosted graph runs.
     #[must_use]
-    pub fn to_json_command(&self) -> crate::hosted::JsonCommand {
-        crate::hosted::JsonCommand {
+    pub fn to_json_command(&self) -> crate::json::JsonCommand {
+        crate::json::JsonCommand {
             update: self.update.clone(),
             resume: self.resume.clone(),
             goto: self
@@ -279,16 +279,16 @@ mod tests {
 
     #[test]
     fn one_or_many_keeps_the_form_and_names_the_bad_element() {
-        let one: OneOrMany<crate::wire::WireMode> = parse(json!("values")).unwrap();
+        let one: OneOrMany<crate::stream::WireMode> = parse(json!("values")).unwrap();
         assert_eq!(serde_json::to_value(&one).unwrap(), json!("values"));
-        let many: OneOrMany<crate::wire::WireMode> = parse(json!(["values", "messages-tuple"])).unwrap();
+        let many: OneOrMany<crate::stream::WireMode> = parse(json!(["values", "messages-tuple"])).unwrap();
         assert_eq!(
             serde_json::to_value(&many).unwrap(),
             json!(["values", "messages-tuple"])
         );
-        let e = parse::<OneOrMany<crate::wire::WireMode>>(json!(["values", "telepathy"])).unwrap_err();
+        let e = parse::<OneOrMany<crate::stream::WireMode>>(json!(["values", "telepathy"])).unwrap_err();
         assert!(e.starts_with("[1]: unknown variant `telepathy`"), "{e}");
-        assert!(parse::<OneOrMany<crate::wire::WireMode>>(json!(3)).is_err());
+        assert!(parse::<OneOrMany<crate::stream::WireMode>>(json!(3)).is_err());
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! [`RunKwargs`]: what a run row keeps of its request, and how the worker reads it.
 
 use super::options::{Command, Durability, NodeSelection, OnDisconnect};
-use crate::hosted::JsonRunRequest;
-use crate::wire::{WireMode, WireModes};
+use crate::json::JsonRunRequest;
+use crate::stream::{WireMode, WireModes};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 

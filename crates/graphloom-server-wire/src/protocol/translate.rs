@@ -19,8 +19,8 @@
 
 use super::messages::{is_model_chunk, FinishedCall, MessageStreams};
 use super::{now_ms, seq, Channel, Event, Filter, Method};
-use crate::broker::RunEventRecord;
-use crate::models::RunStatus;
+use graphloom_server_db::models::RunStatus;
+use graphloom_server_db::RunEventRecord;
 use serde_json::{json, Map, Value};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;

@@ -3,8 +3,8 @@
 use super::options::{
     CheckpointRef, Command, Durability, IfNotExists, NodeSelection, OnCompletion, OnDisconnect, OneOrMany,
 };
-use crate::models::MultitaskStrategy;
-use crate::wire::WireMode;
+use crate::stream::WireMode;
+use graphloom_server_db::models::MultitaskStrategy;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
