@@ -9,6 +9,7 @@ pub(crate) mod auth;
 mod bounds;
 mod cors;
 mod crons;
+pub(crate) mod error;
 mod extract;
 mod mcp;
 mod openapi;
@@ -23,7 +24,7 @@ mod thread_ws;
 mod threads;
 mod whole_body;
 
-use crate::error::ApiError;
+use crate::api::error::ApiError;
 use crate::state::AppRef;
 use axum::extract::Request;
 use axum::http::StatusCode;

@@ -4,7 +4,7 @@
 
 use super::rules::{rule_of, Check, Empty, Rule, Stamp};
 use super::{AuthRequest, Grant, Identity};
-use crate::error::ApiError;
+use crate::api::error::ApiError;
 use crate::state::AppRef;
 use axum::body::{Body, Bytes};
 use axum::extract::{MatchedPath, RawPathParams, Request, State};

@@ -62,7 +62,6 @@ pub use filter::Filter;
 pub use jwt::{Jwt, JwtError};
 
 use axum::http::request::Parts;
-use axum::http::StatusCode;
 use futures::future::BoxFuture;
 use serde_json::{json, Map, Value};
 use std::future::Future;
@@ -304,19 +303,6 @@ impl AuthError {
     }
 }
 
-impl From<AuthError> for crate::error::ApiError {
-    fn from(e: AuthError) -> Self {
-        match e {
-            AuthError::Unauthenticated(d) => Self::new(StatusCode::UNAUTHORIZED, d),
-            AuthError::Forbidden(d) => Self::new(StatusCode::FORBIDDEN, d),
-            AuthError::Unavailable(source) => {
-                tracing::error!(error = %source, "the authenticator failed");
-                Self::new(StatusCode::SERVICE_UNAVAILABLE, "authentication is unavailable")
-            }
-        }
-    }
-}
-
 /// Authentication and authorisation of the server's requests (see the [module
 /// docs](self)). Set with [`ServerBuilder::auth`](crate::ServerBuilder::auth); without it
 /// the server uses [`ApiKeys`] when [`ServerConfig::api_keys`](crate::ServerConfig) has
@@ -451,7 +437,7 @@ pub(crate) async fn check(
     action: Action,
     id: Option<&str>,
     body: &Value,
-) -> Result<Grant, crate::error::ApiError> {
+) -> Result<Grant, crate::error::ServiceError> {
     if !state.auth.authorizes() {
         return Ok(Grant::allow());
     }

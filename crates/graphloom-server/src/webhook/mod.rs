@@ -27,7 +27,7 @@ mod deliver;
 pub mod guard;
 
 use crate::db::{NewWebhook, ThreadOutcome};
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ServiceError, ServiceResult};
 use crate::models::{rfc3339_from_micros, Run, RunStatus};
 use crate::state::AppState;
 use graphloom_server_db::kit::now_micros;
@@ -90,12 +90,12 @@ impl WebhookConfig {
 ///
 /// # Errors
 /// 422 when the URL is refused by [`guard::check`].
-pub(crate) fn check_url(config: &WebhookConfig, url: Option<&str>) -> ApiResult<()> {
+pub(crate) fn check_url(config: &WebhookConfig, url: Option<&str>) -> ServiceResult<()> {
     match url {
         None => Ok(()),
         Some(u) => guard::check(config, u)
             .map(|_| ())
-            .map_err(|e| ApiError::invalid(e.to_string())),
+            .map_err(|e| ServiceError::invalid(e.to_string())),
     }
 }
 
