@@ -8,7 +8,6 @@
 //! being handled (the `x-request-id` of the request and its response), and nothing of its
 //! cause goes to the client.
 
-use crate::auth::AuthError;
 use crate::db::DbError;
 use graphloom_core::BackendErrorKind;
 use graphloom_server_wire::protocol::{ErrorCode, ProtocolError};
@@ -171,19 +170,6 @@ impl From<graphloom_core::Error> for ServiceError {
                 _ => Self::internal(e),
             },
             _ => Self::internal(e),
-        }
-    }
-}
-
-impl From<AuthError> for ServiceError {
-    fn from(e: AuthError) -> Self {
-        match e {
-            AuthError::Unauthenticated(d) => Self::new(ErrorKind::Unauthenticated, d),
-            AuthError::Forbidden(d) => Self::new(ErrorKind::Forbidden, d),
-            AuthError::Unavailable(source) => {
-                tracing::error!(error = %source, "the authenticator failed");
-                Self::new(ErrorKind::Unavailable, "authentication is unavailable")
-            }
         }
     }
 }

@@ -1,5 +1,5 @@
 //! Tests of the wire encoding of real runs of hosted graphs.
-use crate::hosted::{hosted, HostedGraph, JsonCommand, JsonRunRequest};
+use crate::host::{hosted, HostedGraph, JsonCommand, JsonRunRequest};
 use futures::StreamExt;
 use graphloom_core::checkpoint::InMemorySaver;
 use graphloom_core::Error;

@@ -53,9 +53,8 @@
 
 mod api_keys;
 mod filter;
-pub(crate) mod gate;
 mod jwt;
-mod rules;
+pub(crate) mod rules;
 
 pub use api_keys::ApiKeys;
 pub use filter::Filter;
@@ -303,6 +302,22 @@ impl AuthError {
     }
 }
 
+impl From<AuthError> for crate::error::ServiceError {
+    fn from(e: AuthError) -> Self {
+        match e {
+            AuthError::Unauthenticated(d) => Self::new(crate::error::ErrorKind::Unauthenticated, d),
+            AuthError::Forbidden(d) => Self::new(crate::error::ErrorKind::Forbidden, d),
+            AuthError::Unavailable(source) => {
+                tracing::error!(error = %source, "the authenticator failed");
+                Self::new(
+                    crate::error::ErrorKind::Unavailable,
+                    "authentication is unavailable",
+                )
+            }
+        }
+    }
+}
+
 /// Authentication and authorisation of the server's requests (see the [module
 /// docs](self)). Set with [`ServerBuilder::auth`](crate::ServerBuilder::auth); without it
 /// the server uses [`ApiKeys`] when [`ServerConfig::api_keys`](crate::ServerConfig) has
@@ -431,14 +446,14 @@ pub(crate) fn stamp_run(owner: &str, configurable: &mut Option<Value>, context: 
 /// Authorise one action of `identity` outside the routes' table (the MCP and A2A
 /// endpoints run assistants and search them): the grant, or the 403.
 pub(crate) async fn check(
-    state: &crate::state::AppState,
+    auth: &dyn DynAuth,
     identity: &Identity,
     resource: Resource,
     action: Action,
     id: Option<&str>,
     body: &Value,
 ) -> Result<Grant, crate::error::ServiceError> {
-    if !state.auth.authorizes() {
+    if !auth.authorizes() {
         return Ok(Grant::allow());
     }
     let thread_id = if resource == Resource::Threads || resource == Resource::Runs {
@@ -455,7 +470,7 @@ pub(crate) async fn check(
         body,
         query: None,
     };
-    Ok(state.auth.authorize(&req).await?)
+    Ok(auth.authorize(&req).await?)
 }
 
 /// Which action on which resource a route of the server is authorised as (`path` as

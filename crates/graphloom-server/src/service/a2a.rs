@@ -357,7 +357,7 @@ pub(crate) async fn get(
     history_length: Option<usize>,
 ) -> Result<Task, RpcError> {
     let grant = crate::auth::check(
-        state,
+        &*state.auth,
         identity,
         crate::auth::Resource::Runs,
         crate::auth::Action::Read,

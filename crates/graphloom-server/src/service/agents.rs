@@ -19,7 +19,7 @@ pub(crate) const MESSAGES_TEXT: &str = "The user message to send to the agent.";
 /// grant's filter), oldest first.
 pub(crate) async fn visible(state: &AppRef, identity: &Identity) -> ServiceResult<Vec<Assistant>> {
     let grant = auth::check(
-        state,
+        &*state.auth,
         identity,
         Resource::Assistants,
         Action::Search,
@@ -43,7 +43,7 @@ pub(crate) async fn visible(state: &AppRef, identity: &Identity) -> ServiceResul
 /// The assistant `id` as `identity` may read it (404 when hidden by its grant's filter).
 pub(crate) async fn readable(state: &AppRef, identity: &Identity, id: &str) -> ServiceResult<Assistant> {
     let grant = auth::check(
-        state,
+        &*state.auth,
         identity,
         Resource::Assistants,
         Action::Read,
@@ -129,7 +129,7 @@ pub(crate) async fn start(
         "if_not_exists": "create",
     });
     let grant = auth::check(
-        state,
+        &*state.auth,
         identity,
         Resource::Runs,
         Action::Create,

@@ -3,7 +3,7 @@
 
 use crate::db::{AssistantPatch, AssistantQuery, DbError, SortOrder};
 use crate::error::{ServiceError, ServiceResult};
-use crate::hosted::HostedGraph;
+use crate::host::HostedGraph;
 use crate::models::{now_rfc3339, Assistant};
 use crate::state::AppState;
 use serde_json::{json, Map, Value};

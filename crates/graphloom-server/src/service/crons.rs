@@ -9,7 +9,7 @@ use crate::db::{CronPatch, CronQuery, CronTick, DueCron, Fired, NewCron};
 use crate::error::{ServiceError, ServiceResult};
 use crate::models::{now_rfc3339, Cron};
 use crate::run::{OnCompletion, RunRequest};
-use crate::scheduler::schedule::{parse_time_micros, Schedule};
+use crate::service::schedule::{parse_time_micros, Schedule};
 use crate::state::AppRef;
 use graphloom_server_db::kit::now_micros;
 use serde_json::{json, Map, Value};
@@ -84,7 +84,7 @@ async fn check_payload(
         return Err(ServiceError::not_found(format!("graph {}", assistant.graph_id)));
     }
     runs::check_input(state, &assistant.graph_id, request.input.as_ref())?;
-    crate::webhook::check_url(&state.config.webhooks, request.webhook.as_deref())?;
+    crate::service::url_guard::check_url(&state.config.webhooks, request.webhook.as_deref())?;
     if request.has_input_and_command() {
         return Err(ServiceError::invalid("give either input or command, not both"));
     }

@@ -11,6 +11,8 @@
 //! | [`runs`] | enqueueing a run (claimed at creation when a worker slot is free), finding, listing, cancelling, waiting for a run's end and following its events |
 //! | [`store`] | the store as an owner sees it (under the owner's hidden label) |
 //! | [`crons`] | crons: creating, changing, searching them, and firing their due ticks |
+//! | [`schedule`] | cron expressions: parsing them, their next times in a time zone |
+//! | [`url_guard`] | which webhook URLs the server may call: the check of a request's URL and the resolver that refuses private addresses |
 //! | [`system`] | the graphs served, the metrics |
 //!
 //! Services take the shared [`AppState`](crate::state::AppState) and the owner the request
@@ -23,10 +25,12 @@ pub(crate) mod agents;
 pub(crate) mod assistants;
 pub(crate) mod crons;
 pub(crate) mod runs;
+pub mod schedule;
 pub(crate) mod store;
 pub(crate) mod system;
 pub(crate) mod thread_stream;
 pub(crate) mod threads;
+pub mod url_guard;
 pub(crate) mod xray;
 
 use crate::error::{ServiceError, ServiceResult};

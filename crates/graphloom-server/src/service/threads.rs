@@ -3,7 +3,7 @@
 
 use crate::db::{DbError, ThreadOutcome, ThreadQuery};
 use crate::error::{ServiceError, ServiceResult};
-use crate::hosted::HostedGraph;
+use crate::host::HostedGraph;
 use crate::models::{now_rfc3339, CancelAction, Thread, ThreadStatus};
 use crate::state::AppState;
 use graphloom_core::checkpoint::CheckpointConfig;

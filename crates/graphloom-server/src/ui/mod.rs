@@ -59,7 +59,7 @@ pub(crate) fn routes(state: &AppRef) -> Router<AppRef> {
         .route("/ui/frag/{*rest}", get(not_found))
         .layer(axum::middleware::from_fn_with_state(
             Arc::clone(state),
-            crate::auth::gate::gate,
+            crate::api::gate::gate,
         ));
     Router::new()
         .route("/ui", get(shell))

@@ -12,7 +12,6 @@ use crate::models::{
 use crate::run::{IfNotExists, OnCompletion, RunConfig, RunKwargs, RunRequest};
 use crate::service::{assistants, threads};
 use crate::state::AppRef;
-use crate::worker;
 use serde::Deserialize as _;
 use serde_json::{json, Map, Value};
 use std::time::Duration;
@@ -96,7 +95,7 @@ async fn enqueue_at(
         return Err(ServiceError::not_found(format!("graph {}", assistant.graph_id)));
     }
     check_input(state, &assistant.graph_id, s.request.input.as_ref())?;
-    crate::webhook::check_url(&state.config.webhooks, s.request.webhook.as_deref())?;
+    crate::service::url_guard::check_url(&state.config.webhooks, s.request.webhook.as_deref())?;
     let read = std::mem::take(&mut s.read);
     let (thread, new_thread) = thread_of(state, &s, read, &assistant).await?;
     let kwargs = kwargs(&s, &assistant)?;
@@ -333,7 +332,7 @@ async fn create(
     hold: Hold,
     tick: Option<&CronTick>,
 ) -> ServiceResult<Result<(Run, Option<Reader>), Fired>> {
-    let slot = worker::free_slot(state);
+    let slot = state.free_slot();
     if slot.is_some() {
         new.claim = Some((state.worker_id.clone(), state.config.lease));
     }
@@ -370,7 +369,7 @@ async fn create(
                 run: run.clone(),
                 attempt: 1,
             };
-            worker::spawn_claimed(state, claimed, Ok(kwargs), slot);
+            (state.start_claimed)(state, claimed, Ok(kwargs), slot);
             // As the reference server answers: the run as queued.
             Run {
                 status: RunStatus::Pending,

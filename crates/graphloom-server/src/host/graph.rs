@@ -139,7 +139,7 @@ pub trait HostedGraph: Send + Sync + 'static {
     /// What the server calls when a run of the graph ends (see
     /// [`Hosting::on_run_end`](crate::Hosting::on_run_end) for when, and how often).
     /// None by default.
-    fn run_end_hook(&self) -> Option<crate::hosting::RunEndHook> {
+    fn run_end_hook(&self) -> Option<super::run_end::RunEndHook> {
         None
     }
     /// Run and stream.

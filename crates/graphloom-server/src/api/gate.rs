@@ -1,10 +1,10 @@
 //! The gate of the routes behind auth: authenticate, then authorise the route's action
-//! ([`super::rules`]), applying the grant's filter and stamping its metadata, then handle
+//! ([`crate::auth::rules`]), applying the grant's filter and stamping its metadata, then handle
 //! the request as its identity.
 
-use super::rules::{rule_of, Check, Empty, Rule, Stamp};
-use super::{AuthRequest, Grant, Identity};
 use crate::api::error::ApiError;
+use crate::auth::rules::{rule_of, Check, Empty, Rule, Stamp};
+use crate::auth::{AuthRequest, Grant, Identity};
 use crate::state::AppRef;
 use axum::body::{Body, Bytes};
 use axum::extract::{MatchedPath, RawPathParams, Request, State};
@@ -32,7 +32,7 @@ pub(crate) async fn gate(State(state): State<AppRef>, req: Request, next: Next) 
     } else {
         Request::from_parts(parts, body)
     };
-    super::scope(identity, next.run(req)).await
+    crate::auth::scope(identity, next.run(req)).await
 }
 
 /// Authorise the request's route; the request to handle (its body maybe rewritten), or
@@ -210,7 +210,7 @@ async fn thread_visible(state: &AppRef, owner: &str, grant: &Grant, id: &str) ->
 
 /// Authorise one thread-protocol command that arrived over the thread's WebSocket (whose
 /// upgrade was authorised as a thread read) as `POST /threads/{id}/commands` authorises
-/// it: the action asked of the [`Auth`](super::Auth), the grant's filter applied to the
+/// it: the action asked of the [`Auth`](crate::auth::Auth), the grant's filter applied to the
 /// thread, its metadata stamped into the command's parameters.
 pub(crate) async fn authorize_command(
     state: &AppRef,

@@ -3,7 +3,8 @@
 //! the host (a name that resolves to a blocked address is refused then, and the connection
 //! goes only to the addresses checked).
 
-use super::WebhookConfig;
+use crate::config::WebhookConfig;
+use crate::error::{ServiceError, ServiceResult};
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
@@ -89,6 +90,19 @@ fn allowed(config: &WebhookConfig, host: &str) -> bool {
     })
 }
 
+/// Check the `webhook` of a request (a run's or a cron's): a 422 naming what is wrong.
+///
+/// # Errors
+/// 422 when the URL is refused by [`check`].
+pub(crate) fn check_url(config: &WebhookConfig, url: Option<&str>) -> ServiceResult<()> {
+    match url {
+        None => Ok(()),
+        Some(u) => check(config, u)
+            .map(|_| ())
+            .map_err(|e| ServiceError::invalid(e.to_string())),
+    }
+}
+
 /// Check a webhook URL as far as can be done without resolving its host.
 ///
 /// # Errors
@@ -127,8 +141,8 @@ pub fn check(config: &WebhookConfig, url: &str) -> Result<reqwest::Url, Refused>
 /// The resolver of the delivery client: resolves a host and keeps only addresses the guard
 /// lets through (all of them for a host allowed by configuration); a host left with none
 /// fails, so the request is never sent.
-pub(super) struct GuardedResolver {
-    pub(super) config: Arc<WebhookConfig>,
+pub(crate) struct GuardedResolver {
+    pub(crate) config: Arc<WebhookConfig>,
 }
 
 impl Resolve for GuardedResolver {

@@ -4,6 +4,10 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
+mod jobs;
+
+pub use jobs::{CronConfig, RetentionConfig, WebhookConfig};
+
 /// Where the server keeps everything (checkpoints, store, assistants, threads, the run queue).
 #[derive(Clone, Debug)]
 pub enum Database {
@@ -73,11 +77,11 @@ pub struct ServerConfig {
     /// built-in list prices by default; models not in it add nothing.
     pub prices: graphloom_llm::PriceTable,
     /// The cron scheduler (on by default).
-    pub crons: crate::scheduler::CronConfig,
+    pub crons: CronConfig,
     /// Webhook deliveries: signature secret, address guard, timeout, retries.
-    pub webhooks: crate::webhook::WebhookConfig,
+    pub webhooks: WebhookConfig,
     /// Thread and store item expiry, and the sweeper's pace.
-    pub retention: crate::retention::RetentionConfig,
+    pub retention: RetentionConfig,
     /// The store's vector index: with one, a store search's `query` ranks the items by
     /// similarity (the seeds' memory searches); without, the query is ignored. Graphloom's
     /// command reads it from `GRAPHLOOM_EMBEDDINGS` (`graphloom_llm::index_from_spec`).
@@ -108,9 +112,9 @@ impl ServerConfig {
             cors_origins: DEFAULT_CORS_ORIGINS.iter().map(|o| (*o).to_owned()).collect(),
             shutdown_grace: Duration::from_secs(10),
             prices: graphloom_llm::PriceTable::builtin(),
-            crons: crate::scheduler::CronConfig::default(),
-            webhooks: crate::webhook::WebhookConfig::default(),
-            retention: crate::retention::RetentionConfig::default(),
+            crons: CronConfig::default(),
+            webhooks: WebhookConfig::default(),
+            retention: RetentionConfig::default(),
             store_index: None,
         }
     }
