@@ -31,6 +31,7 @@ mod hosted;
 mod interop_bad_input;
 mod jwt_auth;
 mod keep_alive;
+mod layers;
 mod mcp;
 mod message_forms;
 mod no_5xx;
