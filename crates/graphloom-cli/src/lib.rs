@@ -145,9 +145,20 @@ enum Cmd {
         /// Resume value for an interrupt, as JSON (non-interactive).
         #[arg(long)]
         resume: Option<String>,
+        /// Continue the thread from its last checkpoint instead of giving it new input
+        /// (after a failed or stopped run). The default when the thread stopped part-way
+        /// and no --input is given.
+        #[arg(long = "continue", conflicts_with = "input")]
+        continue_: bool,
         /// Print the raw events as JSON lines, for scripts.
         #[arg(long)]
         json: bool,
+        /// Also print the graph's custom stream events.
+        #[arg(long)]
+        custom: bool,
+        /// End with the whole final state, not a summary.
+        #[arg(long)]
+        full: bool,
         #[command(flatten)]
         db: DbArgs,
     },
@@ -271,6 +282,16 @@ fn check_model() -> anyhow::Result<ModelChoice> {
     Ok(choice)
 }
 
+/// How `graphloom run`'s first line names the model that answers.
+fn model_line(choice: &ModelChoice) -> String {
+    match choice {
+        ModelChoice::Spec(spec) => spec.clone(),
+        ModelChoice::Unset | ModelChoice::Scripted => "scripted (canned answers, no LLM is called; \
+             set GRAPHLOOM_MODEL for a real one)"
+            .to_owned(),
+    }
+}
+
 /// What `graphloom serve` prints on standard error when its graphs answer with the
 /// scripted demo model.
 const SCRIPTED_BANNER: &str = "\
@@ -328,6 +349,49 @@ fn seconds(flag: &str, secs: f64) -> anyhow::Result<std::time::Duration> {
     }
 }
 
+/// Listen on `addr`; a taken address says how to pick another.
+async fn bind(addr: &str) -> anyhow::Result<tokio::net::TcpListener> {
+    match tokio::net::TcpListener::bind(addr).await {
+        Ok(l) => Ok(l),
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
+            let other = match addr.rsplit_once(':') {
+                Some((host, port)) => port
+                    .parse::<u16>()
+                    .ok()
+                    .and_then(|p| p.checked_add(1))
+                    .map_or_else(|| format!("{host}:2025"), |p| format!("{host}:{p}")),
+                None => "127.0.0.1:2025".to_owned(),
+            };
+            bail!(
+                "cannot listen on {addr}: the address is in use (another graphloom serve, or \
+                 langgraph dev?). Stop that server, or listen elsewhere with --addr {other}"
+            )
+        }
+        Err(e) => Err(anyhow::Error::new(e).context(format!("cannot listen on {addr}"))),
+    }
+}
+
+/// An error and its causes on one line, each cause once: a message that already ends
+/// with its cause's text does not repeat it.
+fn error_line(e: &anyhow::Error) -> String {
+    let msgs: Vec<String> = e.chain().map(ToString::to_string).collect();
+    let mut out: Vec<&str> = Vec::new();
+    for (i, m) in msgs.iter().enumerate() {
+        let mut m = m.as_str();
+        // Cut the text the next causes repeat at this message's end.
+        for next in &msgs[i + 1..] {
+            if let Some(head) = m.strip_suffix(next.as_str()) {
+                m = head.trim_end_matches([':', ' ']);
+                break;
+            }
+        }
+        if !m.is_empty() && !out.iter().any(|o| o.ends_with(m)) {
+            out.push(m);
+        }
+    }
+    out.join(": ")
+}
+
 async fn serve(args: ServeArgs, graphs: &Graphs) -> anyhow::Result<()> {
     let ServeArgs {
         model,
@@ -383,10 +447,9 @@ async fn serve(args: ServeArgs, graphs: &Graphs) -> anyhow::Result<()> {
         builder = builder.sample_input(e.id, (e.sample)());
         builder = builder.model(e.id, model.label());
     }
+    // Bound before the database is opened: a taken port leaves no database behind.
+    let listener = bind(&addr).await?;
     let server = builder.build().await?;
-    let listener = tokio::net::TcpListener::bind(&addr)
-        .await
-        .with_context(|| format!("cannot listen on {addr}"))?;
     let local = listener.local_addr()?;
     require_explicit_model(&model, false, Some(local))?;
     if model.label() == graphloom_llm::SCRIPTED_MODEL {
@@ -491,19 +554,39 @@ async fn main_inner(cli: Cli, graphs: &Graphs) -> anyhow::Result<()> {
             input,
             thread,
             resume,
+            continue_,
             json,
+            custom,
+            full,
             db,
         } => {
             let entry = graphs.find(&graph)?;
-            check_model()?;
-            let input = match input {
-                Some(arg) => parse_json_arg("input", &arg)?,
-                None => (entry.sample)(),
-            };
+            let model = model_line(&check_model()?);
+            let given = input.map(|arg| parse_json_arg("input", &arg)).transpose()?;
             let resume = resume.map(|r| parse_json_arg("resume", &r)).transpose()?;
+            if continue_ && thread.is_none() {
+                bail!("--continue needs the --thread to continue");
+            }
             let deps = open_deps(&db).await?;
             let g = (entry.factory)(&deps)?;
-            render::run(g, entry.id, input, thread, resume, json).await
+            if let Some(input) = &given {
+                g.check_input(input)
+                    .map_err(|e| anyhow::anyhow!("--input does not fit graph `{}`: {e}", entry.id))?;
+            }
+            let stopped_part_way = match &thread {
+                Some(t) if given.is_none() && !continue_ => threads::stopped_part_way(&g, t).await?,
+                _ => false,
+            };
+            let start = if continue_ || stopped_part_way {
+                render::Start::Continue
+            } else {
+                render::Start::Input(given.unwrap_or_else(|| (entry.sample)()))
+            };
+            let show = render::Show { json, custom, full };
+            if !render::run(g, entry.id, start, thread, resume, &model, show).await? {
+                bail!("the graph finished and reports a failure");
+            }
+            Ok(())
         }
         Cmd::Threads { what, db } => threads::run(what, &db, graphs).await,
         Cmd::Draw {
@@ -566,7 +649,7 @@ async fn main_async(graphs: Graphs) -> ExitCode {
     match main_inner(cli, &graphs).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", error_line(&e));
             ExitCode::from(1)
         }
     }
@@ -578,4 +661,43 @@ pub(crate) fn require_thread(id: &str) -> anyhow::Result<()> {
         bail!("a thread id is required");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::error_line;
+
+    #[derive(Debug)]
+    struct Inner;
+    impl std::fmt::Display for Inner {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("unable to open database file")
+        }
+    }
+    impl std::error::Error for Inner {}
+
+    /// Displays its cause too, and returns it as its source.
+    #[derive(Debug)]
+    struct Outer(Inner);
+    impl std::fmt::Display for Outer {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "sqlite: {}", self.0)
+        }
+    }
+    impl std::error::Error for Outer {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    #[test]
+    fn each_cause_is_said_once() {
+        let e = anyhow::Error::new(Outer(Inner)).context("cannot open x.db");
+        assert_eq!(
+            error_line(&e),
+            "cannot open x.db: sqlite: unable to open database file"
+        );
+        let plain = anyhow::anyhow!("no such graph");
+        assert_eq!(error_line(&plain), "no such graph");
+    }
 }

@@ -5,7 +5,7 @@ use graphloom_core::StreamMode;
 use graphloom_server::hosted::{HostedGraph, JsonCommand, JsonRunEvent, JsonRunRequest};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{json, Map, Value};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::{BufRead as _, IsTerminal as _, Write as _};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -28,10 +28,32 @@ enum Ended {
     Interrupted(Vec<Value>),
 }
 
+/// How `graphloom run` shows a run.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Show {
+    /// Raw events as JSON lines, for scripts.
+    pub json: bool,
+    /// Print the graph's custom stream events too (they often repeat the tokens and tool
+    /// calls already shown).
+    pub custom: bool,
+    /// End with the whole final state instead of a summary.
+    pub full: bool,
+}
+
 struct View {
-    json: bool,
+    show: Show,
     spinners: HashMap<String, (ProgressBar, Instant, String)>,
     streaming: bool,
+    /// Tool calls and tool results already printed (a subgraph's update and its parent
+    /// node's update carry the same messages).
+    seen: HashSet<String>,
+    /// The text of the last message streamed token by token.
+    last_stream: String,
+    /// Custom events not printed.
+    hidden_custom: usize,
+    /// Supersteps' node runs that finished.
+    tasks_done: usize,
+    started: Instant,
 }
 
 impl View {
@@ -57,7 +79,7 @@ impl View {
     }
 
     fn part(&mut self, mode: StreamMode, ns: &[String], data: &Value) {
-        if self.json {
+        if self.show.json {
             println!("{}", json!({"mode": mode.as_str(), "ns": ns, "data": data}));
             return;
         }
@@ -75,6 +97,7 @@ impl View {
                     self.spinners.insert(id, (pb, Instant::now(), name));
                 } else if let Some((pb, t0, name)) = self.spinners.remove(&id) {
                     pb.finish_and_clear();
+                    self.tasks_done += 1;
                     self.end_tokens();
                     let ms = t0.elapsed().as_millis();
                     match data.get("error").filter(|e| !e.is_null()) {
@@ -111,7 +134,9 @@ impl View {
                             .unwrap_or("model");
                         print!("{indent}  {node} ▸ ");
                         self.streaming = true;
+                        self.last_stream.clear();
                     }
+                    self.last_stream.push_str(text);
                     print!("{text}");
                     let _ = std::io::stdout().flush();
                 }
@@ -134,6 +159,13 @@ impl View {
                             .cloned()
                             .unwrap_or_default()
                         {
+                            let key = call
+                                .get("id")
+                                .and_then(Value::as_str)
+                                .map(|id| format!("call {id}"));
+                            if key.as_ref().is_some_and(|k| !self.seen.insert(k.clone())) {
+                                continue;
+                            }
                             self.end_tokens();
                             println!(
                                 "{indent}  → {}({})",
@@ -142,6 +174,14 @@ impl View {
                             );
                         }
                         if m.get("type").and_then(Value::as_str) == Some("tool") {
+                            let key = m
+                                .get("tool_call_id")
+                                .or_else(|| m.get("id"))
+                                .and_then(Value::as_str)
+                                .map(|id| format!("result {id}"));
+                            if key.as_ref().is_some_and(|k| !self.seen.insert(k.clone())) {
+                                continue;
+                            }
                             self.end_tokens();
                             println!(
                                 "{indent}  ← {}: {}",
@@ -152,10 +192,11 @@ impl View {
                     }
                 }
             }
-            StreamMode::Custom => {
+            StreamMode::Custom if self.show.custom => {
                 self.end_tokens();
                 println!("{indent}  • {}", short(data, 200));
             }
+            StreamMode::Custom => self.hidden_custom += 1,
             _ => {}
         }
     }
@@ -209,9 +250,8 @@ fn prompt(interrupts: &[Value]) -> anyhow::Result<Value> {
     }
 }
 
-/// One pass of a run: stream it to the view; how it ended.
+/// One pass of a run: stream it to the view; how it ended (a failed run is an error).
 async fn pass(graph: &Arc<dyn HostedGraph>, req: JsonRunRequest, view: &mut View) -> anyhow::Result<Ended> {
-    let thread = req.thread_id.clone().unwrap_or_default();
     let mut stream = graph.stream(req);
     let mut ended = None;
     while let Some(ev) = stream.next().await {
@@ -229,10 +269,10 @@ async fn pass(graph: &Arc<dyn HostedGraph>, req: JsonRunRequest, view: &mut View
                 for (_, (pb, _, _)) in view.spinners.drain() {
                     pb.finish_and_clear();
                 }
-                if view.json {
+                if view.show.json {
                     println!("{}", json!({"end": "error", "error": e.to_string()}));
                 }
-                anyhow::bail!("run failed: {e} (`graphloom threads show {thread}` shows where it stopped)");
+                return Err(e.into());
             }
         }
     }
@@ -240,25 +280,144 @@ async fn pass(graph: &Arc<dyn HostedGraph>, req: JsonRunRequest, view: &mut View
     ended.ok_or_else(|| anyhow::anyhow!("the run ended without a result"))
 }
 
+/// Field names whose value says how a graph's own work turned out.
+const STATUS_FIELDS: &[&str] = &["status", "outcome", "state", "result_status"];
+
+/// A status value that means the graph's work failed, though the run itself finished.
+fn is_failure(status: &str) -> bool {
+    let s = status.to_ascii_lowercase();
+    ["fail", "error", "abort"].iter().any(|w| s.contains(w))
+}
+
+/// Why a finished run's own state says it failed: its status field, with its `error`.
+#[must_use]
+pub fn reported_failure(values: &Value) -> Option<String> {
+    let status = STATUS_FIELDS
+        .iter()
+        .find_map(|f| values.get(*f).and_then(Value::as_str).map(|v| (*f, v)))
+        .filter(|(_, v)| is_failure(v));
+    let error = values
+        .get("error")
+        .filter(|e| !e.is_null() && e.as_str() != Some(""));
+    match (status, error) {
+        (Some((f, v)), Some(e)) => Some(format!("{f} {v}: {}", short(e, 300))),
+        (Some((f, v)), None) => Some(format!("{f} {v}")),
+        _ => None,
+    }
+}
+
+/// A short view of a final state: each scalar field on a line, collections by size.
+#[must_use]
+pub fn summary(values: &Value) -> Vec<String> {
+    let Some(obj) = values.as_object() else {
+        return vec![short(values, 200)];
+    };
+    let mut lines = Vec::new();
+    let mut sizes = Vec::new();
+    for (k, v) in obj {
+        match v {
+            Value::Null => {}
+            Value::Array(a) if !a.is_empty() => sizes.push(format!("{k} [{}]", a.len())),
+            Value::Object(o) if !o.is_empty() => sizes.push(format!("{k} {{{} keys}}", o.len())),
+            Value::Array(_) | Value::Object(_) => {}
+            Value::String(s) if s.is_empty() => {}
+            other => lines.push(format!("  {k}: {}", short(other, 100))),
+        }
+    }
+    if !sizes.is_empty() {
+        lines.push(format!("  also: {}", sizes.join(", ")));
+    }
+    lines
+}
+
+fn last_answer(values: &Value) -> Option<String> {
+    values
+        .get("messages")
+        .and_then(Value::as_array)
+        .and_then(|m| {
+            m.iter()
+                .rev()
+                .find(|m| m.get("type").and_then(Value::as_str) == Some("ai"))
+        })
+        .and_then(|m| m.get("content"))
+        .filter(|c| c.as_str().is_none_or(|s| !s.is_empty()))
+        .map(|c| short(c, 2000))
+}
+
+/// What the person sees when a run finished: the outcome first, then a short view.
+fn finished(view: &View, values: &Value) -> anyhow::Result<bool> {
+    let secs = view.started.elapsed().as_secs_f64();
+    let failure = reported_failure(values);
+    match &failure {
+        Some(why) => println!(
+            "✗ failed: the graph finished and reports {why} ({} node runs, {secs:.1} s)",
+            view.tasks_done
+        ),
+        None => println!("✓ done ({} node runs, {secs:.1} s)", view.tasks_done),
+    }
+    if view.show.full {
+        println!("{}", serde_json::to_string_pretty(values)?);
+    } else {
+        match last_answer(values) {
+            // Streamed token by token above: not again.
+            Some(text) if text.trim() == view.last_stream.trim() => {}
+            Some(text) => println!("last answer:\n{text}"),
+            None => {
+                for l in summary(values) {
+                    println!("{l}");
+                }
+                println!("(--full prints the whole state)");
+            }
+        }
+    }
+    if view.hidden_custom > 0 {
+        println!(
+            "({} custom stream events not shown; --custom shows them)",
+            view.hidden_custom
+        );
+    }
+    Ok(failure.is_none())
+}
+
+/// Where a run starts from.
+pub enum Start {
+    /// New input (a new run on the thread).
+    Input(Value),
+    /// No input: continue from the thread's last checkpoint (after a failure, a drain, or
+    /// a paused interrupt).
+    Continue,
+}
+
 /// Run `graph` on `thread`, resuming interrupts interactively or with `resume`. A thread
-/// paused at an interrupt is resumed instead of given new input.
+/// paused at an interrupt is resumed instead of given new input. The first line names the
+/// graph, the thread and the model that answers (`model`); the last says how the run
+/// ended. `Ok(false)` when the graph finished but its state reports a failure.
 pub async fn run(
     graph: Arc<dyn HostedGraph>,
     graph_id: &str,
-    input: Value,
+    start: Start,
     thread: Option<String>,
     mut resume: Option<Value>,
-    json: bool,
-) -> anyhow::Result<()> {
+    model: &str,
+    show: Show,
+) -> anyhow::Result<bool> {
     let thread = thread.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
     crate::require_thread(&thread)?;
-    if !json {
-        println!("graph {graph_id} · thread {thread}");
+    let json = show.json;
+    if json {
+        eprintln!("graph {graph_id} · thread {thread} · model {model}");
+    } else {
+        println!("graph {graph_id} · thread {thread} · model {model}");
     }
     let mut view = View {
-        json,
+        show,
         spinners: HashMap::new(),
         streaming: false,
+        seen: HashSet::new(),
+        last_stream: String::new(),
+        hidden_custom: 0,
+        tasks_done: 0,
+        started: Instant::now(),
     };
     let mut metadata = Map::new();
     metadata.insert("graph_id".into(), json!(graph_id));
@@ -267,7 +426,13 @@ pub async fn run(
         .await?
         .and_then(|s| s.get("interrupts").and_then(Value::as_array).cloned())
         .unwrap_or_default();
-    let mut input = pending.is_empty().then_some(input);
+    if matches!(start, Start::Continue) && !json {
+        println!("↻ continuing from the thread's last checkpoint");
+    }
+    let mut input = match start {
+        Start::Input(v) if pending.is_empty() => Some(v),
+        _ => None,
+    };
     let mut command: Option<JsonCommand> = None;
     let mut ended = (!pending.is_empty()).then_some(Ended::Interrupted(pending));
     loop {
@@ -288,30 +453,31 @@ pub async fn run(
                     subgraphs: true,
                     ..JsonRunRequest::default()
                 };
-                pass(&graph, req, &mut view).await?
+                match pass(&graph, req, &mut view).await {
+                    Ok(e) => e,
+                    Err(e) if json => return Err(e.context("run failed")),
+                    Err(e) => {
+                        println!(
+                            "✗ failed ({} node runs, {:.1} s): {e}",
+                            view.tasks_done,
+                            view.started.elapsed().as_secs_f64()
+                        );
+                        println!(
+                            "where it stopped: graphloom threads show {thread}\n\
+                             continue it:      graphloom run {graph_id} --thread {thread} --continue"
+                        );
+                        anyhow::bail!("the run failed");
+                    }
+                }
             }
         };
         match this {
             Ended::Done(values) => {
                 if json {
                     println!("{}", json!({"end": "done", "values": values}));
-                    return Ok(());
+                    return Ok(reported_failure(&values).is_none());
                 }
-                let last = values
-                    .get("messages")
-                    .and_then(Value::as_array)
-                    .and_then(|m| {
-                        m.iter()
-                            .rev()
-                            .find(|m| m.get("type").and_then(Value::as_str) == Some("ai"))
-                    })
-                    .and_then(|m| m.get("content"))
-                    .map(|c| short(c, 2000));
-                match last {
-                    Some(text) => println!("done. last answer:\n{text}"),
-                    None => println!("done. final state:\n{}", serde_json::to_string_pretty(&values)?),
-                }
-                return Ok(());
+                return finished(&view, &values);
             }
             Ended::Interrupted(ints) => {
                 if json {
@@ -322,7 +488,7 @@ pub async fn run(
                     None if std::io::stdin().is_terminal() && !json => prompt(&ints)?,
                     None => {
                         if !json {
-                            println!("paused at an interrupt: {}", short(&json!(ints), 400));
+                            println!("⏸ paused at an interrupt: {}", short(&json!(ints), 400));
                         }
                         let hint = format!(
                             "resume with: graphloom run {graph_id} --thread {thread} --resume '<json>'"
@@ -332,7 +498,7 @@ pub async fn run(
                         } else {
                             println!("{hint}");
                         }
-                        return Ok(());
+                        return Ok(true);
                     }
                 };
                 command = Some(JsonCommand {

@@ -111,6 +111,9 @@ pub fn new_crate(dir: &Path) -> anyhow::Result<NewCrate> {
     for (path, text) in &files {
         write(&dir.join(path), text)?;
     }
+    if let (Some(root), true, false) = (&checkout, inside, member) {
+        share_checkout(root, &dir)?;
+    }
     // The checkout's lock: the same dependency versions as graphloom's own build, offline.
     if let (Some(root), false) = (&checkout, member) {
         let lock = root.join("Cargo.lock");
@@ -125,6 +128,43 @@ pub fn new_crate(dir: &Path) -> anyhow::Result<NewCrate> {
         graph_id: crate_name,
         graphloom_source: source,
     })
+}
+
+/// A crate made inside a checkout (a workspace of its own) builds into the checkout's
+/// target directory (`$CARGO_TARGET_DIR` when set, else `<checkout>/target`), so nothing the
+/// checkout built is built again; and git's local exclude list names it, so the checkout's
+/// `git status` stays clean.
+fn share_checkout(root: &Path, dir: &Path) -> anyhow::Result<()> {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .filter(|t| t.is_absolute())
+        .unwrap_or_else(|| root.join("target"));
+    let config = format!(
+        "# Made inside the graphloom checkout {}: build into its target directory.\n[build]\ntarget-dir = {}\n",
+        root.display(),
+        toml_string(&target.display().to_string())
+    );
+    write(&dir.join(".cargo/config.toml"), &config)?;
+    let git = root.join(".git");
+    if git.is_dir() {
+        let exclude = git.join("info/exclude");
+        let rel = dir.strip_prefix(root).unwrap_or(dir).display().to_string();
+        let line = format!("/{rel}/");
+        let mut text = std::fs::read_to_string(&exclude).unwrap_or_default();
+        if !text.lines().any(|l| l == line) {
+            if !text.is_empty() && !text.ends_with('\n') {
+                text.push('\n');
+            }
+            text.push_str(&format!("# made by graphloom new\n{line}\n"));
+            write(&exclude, &text)?;
+        }
+    }
+    Ok(())
+}
+
+/// `s` as a TOML basic string.
+fn toml_string(s: &str) -> String {
+    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
 fn write(path: &Path, text: &str) -> anyhow::Result<()> {
@@ -214,5 +254,27 @@ mod tests {
             absolute(Path::new("/x/./y/../z")).ok(),
             Some(PathBuf::from("/x/z"))
         );
+        assert_eq!(toml_string(r#"C:\a "b""#), r#""C:\\a \"b\"""#);
+    }
+
+    #[test]
+    fn inside_a_checkout_the_crate_shares_its_target_and_stays_out_of_git() {
+        let root = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let root = root.path();
+        for f in ["Cargo.toml", "crates/graphloom-cli/Cargo.toml", "Cargo.lock"] {
+            write(&root.join(f), "").unwrap_or_else(|e| panic!("{e}"));
+        }
+        write(&root.join(".git/info/exclude"), "# git's own\n").unwrap_or_else(|e| panic!("{e}"));
+        let made = new_crate(&root.join("my-agent")).unwrap_or_else(|e| panic!("{e}"));
+        let config = std::fs::read_to_string(made.dir.join(".cargo/config.toml")).unwrap_or_default();
+        assert!(config.contains("target-dir = "), "{config}");
+        let exclude = std::fs::read_to_string(root.join(".git/info/exclude")).unwrap_or_default();
+        assert!(
+            exclude.starts_with("# git's own\n") && exclude.contains("\n/my-agent/\n"),
+            "{exclude}"
+        );
+        // A member folder's crate joins the checkout's workspace instead.
+        let member = new_crate(&root.join("examples/mine")).unwrap_or_else(|e| panic!("{e}"));
+        assert!(!member.dir.join(".cargo").exists());
     }
 }

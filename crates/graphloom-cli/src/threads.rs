@@ -103,6 +103,48 @@ fn line(s: &Value) -> String {
     )
 }
 
+/// The graph id a state's checkpoint metadata names.
+fn graph_id_of(s: &Value) -> &str {
+    s.get("metadata")
+        .and_then(|m| m.get("graph_id"))
+        .and_then(Value::as_str)
+        .unwrap_or("<graph>")
+}
+
+/// The tasks of a state that failed, with their errors.
+fn failed_tasks(s: &Value) -> Vec<(String, String)> {
+    s.get("tasks")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|t| {
+            let error = t.get("error").filter(|e| !e.is_null())?;
+            let name = t.get("name").and_then(Value::as_str).unwrap_or("?");
+            let error = error.as_str().map_or_else(|| error.to_string(), str::to_owned);
+            Some((name.to_owned(), error))
+        })
+        .collect()
+}
+
+/// A thread that stopped part-way: nodes left to run and no interrupt waiting for an answer.
+fn stopped(s: &Value) -> bool {
+    let next = s
+        .get("next")
+        .and_then(Value::as_array)
+        .is_some_and(|n| !n.is_empty());
+    let paused = s
+        .get("interrupts")
+        .and_then(Value::as_array)
+        .is_some_and(|i| !i.is_empty());
+    next && !paused
+}
+
+/// Whether `thread` stopped part-way (a failed, cancelled or drained run): `graphloom run`
+/// continues such a thread rather than giving it new input.
+pub(crate) async fn stopped_part_way(g: &Arc<dyn HostedGraph>, thread: &str) -> anyhow::Result<bool> {
+    Ok(g.get_state(thread, None).await?.is_some_and(|s| stopped(&s)))
+}
+
 /// Run a thread subcommand.
 pub async fn run(cmd: ThreadCmd, db: &DbArgs, graphs: &Graphs) -> anyhow::Result<()> {
     let deps = open_deps(db).await?;
@@ -146,6 +188,13 @@ pub async fn run(cmd: ThreadCmd, db: &DbArgs, graphs: &Graphs) -> anyhow::Result
                 .await?
                 .ok_or_else(|| anyhow::anyhow!("thread `{thread}` has no state"))?;
             println!("{}", line(&s));
+            let graph_id = graph_id_of(&s);
+            for (name, error) in failed_tasks(&s) {
+                println!("failed in {name}: {error}");
+            }
+            if stopped(&s) {
+                println!("continue it: graphloom run {graph_id} --thread {thread} --continue");
+            }
             if let Some(ints) = s
                 .get("interrupts")
                 .and_then(Value::as_array)

@@ -20,6 +20,18 @@ pub struct Budget {
     pub max_cost_usd: Option<f64>,
     /// Longest wall time since the tracker's clock started.
     pub max_wall_time: Option<Duration>,
+    /// What a cost limit means for a model without a price.
+    pub unpriced: UnpricedModels,
+}
+
+/// What a cost limit means for a model the price table does not know.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum UnpricedModels {
+    /// Refuse the budget: its cost limit could never trigger.
+    #[default]
+    Refuse,
+    /// Such a model costs nothing; only the token and call limits apply to it.
+    TokensOnly,
 }
 
 impl Budget {
@@ -56,6 +68,13 @@ impl Budget {
     #[must_use]
     pub fn cost_usd(mut self, usd: f64) -> Self {
         self.max_cost_usd = Some(usd);
+        self
+    }
+    /// Let a model without a price run under this budget: only its token and call limits
+    /// apply to it.
+    #[must_use]
+    pub fn tokens_only_when_unpriced(mut self) -> Self {
+        self.unpriced = UnpricedModels::TokensOnly;
         self
     }
     /// Limit the wall time.

@@ -144,7 +144,7 @@ pub mod http;
 #[cfg(feature = "openai")]
 pub mod openai;
 
-pub use budget::Budget;
+pub use budget::{Budget, UnpricedModels};
 pub use budgeted::BudgetedModel;
 pub use chunk::{ChatChunk, ChunkAssembler, ToolCallChunk};
 pub use dyn_model::DynChatModel;
@@ -158,7 +158,7 @@ pub use graphloom_core::{Message, MessageKind, ToolCall};
 pub use message::{new_call_id, new_message_id, InvalidToolCall, MessageExt};
 pub use model::{collect_stream, ChatModel, ChatModelExt, ChunkStream, WithOptions};
 pub use options::{provider_schema, ChatOptions, ResponseFormat, ToolChoice, ToolSpec};
-pub use pricing::{ModelPrice, PriceTable};
+pub use pricing::{ModelPrice, PriceTable, PRICES_ENV};
 pub use prompt_hash::{canonical_json, prompt_hash, prompt_hash_payload, PROMPT_HASH_VERSION};
 pub use scripted::{RecordedRequest, Reply, ScriptedModel, DEFAULT_KEPT_REQUESTS};
 pub use spec::{

@@ -225,3 +225,137 @@ fn draw_writes_svg_and_png_without_external_tools() {
     let height = u32::from_be_bytes(png[20..24].try_into().unwrap());
     assert!(height > width && width > 400, "{width}x{height}: a tall pipeline");
 }
+
+#[test]
+fn run_names_the_scripted_model_prints_tokens_once_and_ends_with_the_outcome() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = graphloom(dir.path(), &["run", "support_chat"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let first = stdout.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with("graph support_chat")
+            && first.contains("model scripted")
+            && first.contains("no LLM is called"),
+        "{first}"
+    );
+    // The answer streams token by token: once, not again as events or as a final echo.
+    assert_eq!(stdout.matches("e-mailed to you").count(), 1, "{stdout}");
+    assert!(!stdout.contains("on_chat_model_stream"), "{stdout}");
+    assert!(stdout.contains("✓ done ("), "{stdout}");
+    assert!(stdout.contains("--custom shows them"), "{stdout}");
+    let custom = graphloom(dir.path(), &["run", "support_chat", "--custom"]);
+    assert!(text(&custom.stdout).contains("on_chat_model_stream"));
+
+    // A state without messages ends with a summary; --full prints all of it.
+    let short = graphloom(dir.path(), &["run", "fraud_investigation"]);
+    assert!(short.status.success(), "{}", text(&short.stderr));
+    let s = text(&short.stdout);
+    assert!(s.contains("  status: COMPLETED") && s.contains("--full"), "{s}");
+    let full = graphloom(dir.path(), &["run", "fraud_investigation", "--full"]);
+    let f = text(&full.stdout);
+    assert!(
+        s.lines().count() * 5 < f.lines().count(),
+        "the summary is short: {} vs {} lines",
+        s.lines().count(),
+        f.lines().count()
+    );
+    assert!(f.contains("\"status\": \"COMPLETED\""), "{f}");
+}
+
+#[test]
+fn failures_end_as_failures_and_say_how_to_continue() {
+    let dir = tempfile::tempdir().unwrap();
+    // The graph finishes, but its own state says the investigation failed.
+    let out = graphloom(
+        dir.path(),
+        &[
+            "run",
+            "fraud_investigation",
+            "--input",
+            r#"{"transaction_id": "TX-NOPE"}"#,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("✗ failed") && stdout.contains("status FAILED"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("✓ done"), "{stdout}");
+
+    // A node fails (the model's server is not there): the thread says where and how to go on.
+    let out = Command::new(env!("CARGO_BIN_EXE_graphloom"))
+        .current_dir(dir.path())
+        .env("GRAPHLOOM_MODEL", "openai-compatible:absent")
+        .env("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+        .env("OPENAI_API_KEY", "k")
+        .args(["run", "chat_runtime", "--thread", "f1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("model openai-compatible:absent"), "{stdout}");
+    assert!(
+        stdout.contains("✗ failed") && stdout.contains("--continue"),
+        "{stdout}"
+    );
+    let show = text(&graphloom(dir.path(), &["threads", "show", "f1"]).stdout);
+    assert!(
+        show.contains("failed in model:") && show.contains("--thread f1 --continue"),
+        "{show}"
+    );
+    // Without new input the stopped thread continues where it stopped, and finishes.
+    let again = graphloom(dir.path(), &["run", "chat_runtime", "--thread", "f1"]);
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    let stdout = text(&again.stdout);
+    assert!(
+        stdout.contains("continuing from") && stdout.contains("✓ done"),
+        "{stdout}"
+    );
+    let show = text(&graphloom(dir.path(), &["threads", "show", "f1"]).stdout);
+    assert!(!show.contains("failed in") && show.contains("next []"), "{show}");
+}
+
+#[test]
+fn bad_input_and_bad_places_are_refused_before_anything_is_made() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = graphloom(
+        dir.path(),
+        &[
+            "run",
+            "support_chat",
+            "--thread",
+            "x",
+            "--input",
+            r#"{"message": "hi"}"#,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("--input does not fit graph `support_chat`") && err.contains("message"),
+        "{err}"
+    );
+    assert!(text(&out.stdout).is_empty(), "nothing ran: {}", text(&out.stdout));
+    let list = text(&graphloom(dir.path(), &["threads", "list"]).stdout);
+    assert!(!list.contains('x') || list.contains("no threads"), "{list}");
+
+    let out = graphloom(dir.path(), &["run", "chat_runtime", "--db", "/proc/absent/x.db"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert_eq!(err.matches("unable to open database file").count(), 1, "{err}");
+
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let out = Command::new(env!("CARGO_BIN_EXE_graphloom"))
+        .current_dir(dir.path())
+        .env("GRAPHLOOM_MODEL", "scripted")
+        .args(["serve", "--addr", &addr, "--db", "served.db"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(err.contains("in use") && err.contains("--addr"), "{err}");
+    assert!(!dir.path().join("served.db").exists(), "no database was made");
+}

@@ -23,7 +23,7 @@ use futures::future::BoxFuture;
 use graphloom_core::checkpoint::DynCheckpointer;
 use graphloom_core::store::{DynStore, PutOptions};
 use graphloom_core::{CompiledGraph, Runtime};
-use graphloom_llm::{Budget, DynChatModel, PriceTable};
+use graphloom_llm::{Budget, DynChatModel};
 use graphloom_prebuilt::middleware::budget::TokenBudget;
 use graphloom_prebuilt::middleware::hitl::{DecisionType, HumanInTheLoop, InterruptOn};
 use graphloom_prebuilt::middleware::limits::ModelCallLimit;
@@ -177,7 +177,7 @@ pub fn agent_graph(
     agent_type: &str,
 ) -> graphloom_core::Result<CompiledGraph<AgentGraphState>> {
     let (max_tokens, max_cost) = skills::agent_budget(agent_type);
-    let prices = PriceTable::builtin().with_price("scripted", 0.15, 0.60);
+    let prices = crate::prices().map_err(|e| graphloom_core::Error::InvalidGraph(e.to_string()))?;
     let persona = skills::root_skill(agent_type).and_then(|r| r.persona).unwrap_or(
         "You are a careful assistant. You do not do regulatory or oil and gas work without a domain skill.",
     );

@@ -383,6 +383,17 @@ pub async fn raise_budget(
     graph.invoke_input(RunInput::Continue, config).await
 }
 
+/// Prices of the models a run may call: the built-in list, the scripted model priced as
+/// `gpt-4o-mini` (so its cost budget counts something), and `GRAPHLOOM_MODEL_PRICES`.
+///
+/// # Errors
+/// `GRAPHLOOM_MODEL_PRICES` set but malformed.
+pub fn prices() -> graphloom_llm::Result<graphloom_llm::PriceTable> {
+    graphloom_llm::PriceTable::builtin()
+        .with_price(graphloom_llm::SCRIPTED_MODEL, 0.15, 0.60)
+        .with_env_prices()
+}
+
 /// The model `GRAPHLOOM_MODEL` names (`openai:gpt-4o-mini`,
 /// `anthropic:claude-3-5-haiku-latest`, `ollama:llama3.2`, `openai-compatible:<model>`)
 /// through [`graphloom_llm::model_from_env`]; unset or `scripted`: the [`offline::model`]

@@ -5,9 +5,7 @@ use crate::skills::{self, mutating_capability};
 use crate::{status, PendingMutation, PermitState, PermitStateUpdate};
 use graphloom_core::store::{DynStore, PutOptions, SearchQuery};
 use graphloom_core::{Message, MessageKind, NodeError, Runtime, State, ToolCall};
-use graphloom_llm::{
-    Budget, ChatModel, ChatOptions, DynChatModel, MessageExt, NodeResultExt, PriceTable, UsageTotals,
-};
+use graphloom_llm::{Budget, ChatModel, ChatOptions, DynChatModel, MessageExt, NodeResultExt, UsageTotals};
 use graphloom_prebuilt::{Tool, ToolRuntime};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -273,7 +271,12 @@ pub async fn llm_call(
         cost_usd: s.cost_usd,
         ..UsageTotals::default()
     };
-    budget_of(&s).check(&totals, Duration::ZERO).node()?;
+    let budget = budget_of(&s);
+    // A cost limit that could never stop this model is refused before it is called.
+    crate::prices()
+        .and_then(|p| p.check_budget(model.dyn_model_name(), &budget))
+        .map_err(graphloom_llm::Error::into_node_error)?;
+    budget.check(&totals, Duration::ZERO).node()?;
     let tools = skills::all_tools();
     let specs = skills::visible_tools(&s.agent_type, &s.injected_skill_ids)
         .iter()
@@ -287,8 +290,9 @@ pub async fn llm_call(
         Err(e) => return Ok(u.error(Some(format!("{name}: {e}")))),
     };
     let usage = answer.usage().unwrap_or_default();
-    let cost = PriceTable::builtin()
-        .cost(model.dyn_model_name(), &usage)
+    let cost = crate::prices()
+        .ok()
+        .and_then(|p| p.cost(model.dyn_model_name(), &usage))
         .unwrap_or(0.0);
     Ok(u.pending_tool_calls(answer.tool_calls.clone())
         .tokens_used(s.tokens_used + usage.input_tokens + usage.output_tokens)

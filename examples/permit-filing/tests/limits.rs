@@ -284,3 +284,20 @@ async fn an_operator_call_cap_from_budgeted_model_is_typed_and_resumable_too() {
     assert_eq!(done.values.status, status::COMPLETED);
     assert_eq!(tracker.totals().calls, 2);
 }
+
+#[tokio::test]
+async fn a_cost_budget_on_an_unpriced_model_is_refused_before_any_call() {
+    let model = ScriptedModel::new([Reply::text("never sent")]).named("llama3.2");
+    let s = setup(model);
+    let err = s
+        .graph
+        .invoke_input(RunInput::Json(sample_input()), RunConfig::thread("unpriced"))
+        .await
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("llama3.2") && text.contains("GRAPHLOOM_MODEL_PRICES") && text.contains("cost budget"),
+        "{text}"
+    );
+    assert_eq!(s.model.calls(), 0, "the model was not called");
+}

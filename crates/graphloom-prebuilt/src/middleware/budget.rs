@@ -87,13 +87,13 @@ impl TokenBudget {
     pub fn new(budget: Budget) -> Self {
         Self {
             budget: Arc::new(RwLock::new(budget)),
-            prices: PriceTable::builtin(),
+            prices: with_env(PriceTable::builtin()),
             exit: BudgetExit::Error,
         }
     }
     /// Prices for the cost.
     pub fn prices(mut self, prices: PriceTable) -> Self {
-        self.prices = prices;
+        self.prices = with_env(prices);
         self
     }
     /// What happens when the budget is used up.
@@ -129,6 +129,12 @@ impl TokenBudget {
     }
 }
 
+/// `prices` and those `GRAPHLOOM_MODEL_PRICES` gives (when it is well formed; `check`
+/// refuses it otherwise).
+fn with_env(prices: PriceTable) -> PriceTable {
+    prices.clone().with_env_prices().unwrap_or(prices)
+}
+
 impl Middleware for TokenBudget {
     fn name(&self) -> &str {
         "TokenBudgetMiddleware"
@@ -150,16 +156,18 @@ impl Middleware for TokenBudget {
         ]
     }
     fn check(&self, agent: &super::AgentInfo<'_>) -> Result<(), crate::Error> {
-        if self.budget().max_cost_usd.is_some() && self.prices.price(agent.model_name).is_none() {
-            return Err(crate::Error::middleware(
-                self.name(),
-                format!(
-                    "a cost budget is set but model `{}` has no price: give its price with `.prices(PriceTable::builtin().with_price(..))`, or budget tokens instead",
-                    agent.model_name
-                ),
-            ));
-        }
-        Ok(())
+        // A malformed price variable is refused here (the table kept the prices without it).
+        PriceTable::empty()
+            .with_env_prices()
+            .map_err(|e| crate::Error::middleware(self.name(), e.to_string()))?;
+        self.prices
+            .check_budget(agent.model_name, &self.budget())
+            .map_err(|e| {
+                crate::Error::middleware(
+                    self.name(),
+                    format!("{e} (or `.prices(PriceTable::builtin().with_price(..))`)"),
+                )
+            })
     }
     fn before_agent<'a>(&'a self, _state: &'a AgentGraphState, _rt: &'a Runtime) -> HookFuture<'a> {
         // A run from new input starts its count again.
