@@ -3,7 +3,7 @@
 //! mid-call and started again.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::{bounded, call, find, http_process, http_server, text};
 use graphloom_mcp::{Error, HttpServer, McpClient, ServerConfig};

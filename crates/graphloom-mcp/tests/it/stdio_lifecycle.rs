@@ -2,7 +2,7 @@
 //! killed mid-call and reconnected, processes ended on drop and close.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::{alive, bounded, call, find, gone, kill, server_bin, stdio, stdio_server, text};
 use graphloom_mcp::{Error, McpClient, ServerConfig, Stderr, StdioServer};

@@ -3,7 +3,7 @@
 //! HTTP.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::{bounded, call, find, listening, text};
 use graphloom_mcp::{HttpServer, McpClient, ServerConfig, StdioServer};

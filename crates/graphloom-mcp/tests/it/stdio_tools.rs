@@ -2,7 +2,7 @@
 //! results, errors the model reads, filters, prefixes, environment.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::{bounded, call, find, server_bin, stdio, stdio_server, text};
 use graphloom_mcp::{Error, McpClient, ServerConfig, StdioServer};

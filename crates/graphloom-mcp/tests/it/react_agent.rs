@@ -3,7 +3,7 @@
 //! the run goes on, and a mutating MCP tool waits for approval.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::{bounded, stdio_server};
 use graphloom_core::checkpoint::InMemorySaver;
