@@ -673,7 +673,7 @@ pub enum Durability {
     /// planned from, with the writes of the tasks of that step that finished (so they do
     /// not run again on resume) and its interrupts or error. Fastest for short runs; a
     /// process killed mid-run leaves the thread as it was before the run, and that run's
-    /// work is lost. Pinned by `graphloom-core/tests/durability_exit.rs`.
+    /// work is lost. Pinned by `graphloom-core/tests/it/durability_exit.rs`.
     Exit,
 }
 

@@ -2,7 +2,7 @@
 //! ttl arithmetic, JSON containment (PostgreSQL's `@>` semantics, evaluated in Rust where
 //! SQL cannot), sort columns, paging and the text forms of enums. Unit tests of these
 //! pieces are at the end; the conformance suite that drives both backends through the
-//! [`Db`](crate::Db) trait is graphloom-server's integration test `tests/db.rs`.
+//! [`Db`](crate::Db) trait is graphloom-server's integration test `tests/it/db.rs`.
 
 use crate::models::{
     rfc3339_from_micros, Assistant, CancelAction, MultitaskStrategy, Run, RunStatus, ThreadStatus,

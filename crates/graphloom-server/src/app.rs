@@ -4,7 +4,7 @@
 use crate::broker::Broker;
 use crate::config::ServerConfig;
 use crate::db::{Db, DbError};
-use crate::hosted::{GraphDeps, GraphFactory, HostedGraph};
+use crate::host::{GraphDeps, GraphFactory, HostedGraph};
 use crate::metrics::Metrics;
 use crate::models::{now_rfc3339, Assistant};
 use crate::service::assistants::system_assistant_id;
@@ -140,6 +140,7 @@ impl ServerBuilder {
             worker_id: uuid::Uuid::new_v4().to_string(),
             wake: Notify::new(),
             slots: std::sync::OnceLock::new(),
+            start_claimed: crate::worker::spawn_claimed,
             local: Mutex::new(HashMap::new()),
             shutdown,
             validators,
@@ -147,14 +148,16 @@ impl ServerBuilder {
             auth: self
                 .auth
                 .unwrap_or_else(|| crate::auth::from_config(&self.config.api_keys)),
-            custom: self.custom,
             config: self.config,
             file_lock: Mutex::new(file_lock),
-            thread_signals: crate::protocol::ThreadSignals::default(),
+            thread_signals: crate::signals::ThreadSignals::default(),
             samples: self.samples,
             models: self.models,
         });
-        Ok(Server { state })
+        Ok(Server {
+            state,
+            custom: Arc::new(self.custom),
+        })
     }
 }
 
@@ -242,6 +245,8 @@ async fn create_system_assistants(
 #[derive(Clone)]
 pub struct Server {
     pub(crate) state: Arc<AppState>,
+    /// The user's routes and layers, mounted by [`Server::router`].
+    custom: Arc<crate::custom::Custom>,
 }
 
 impl Server {
@@ -253,7 +258,7 @@ impl Server {
 
     /// The HTTP routes.
     pub fn router(&self) -> axum::Router {
-        crate::api::router(Arc::clone(&self.state))
+        crate::http::router(Arc::clone(&self.state), &self.custom)
     }
 
     /// Start the worker pool and the TTL sweeper; they stop at [`Server::shutdown`]. Until

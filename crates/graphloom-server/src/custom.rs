@@ -40,26 +40,26 @@ impl Custom {
 
 /// The routes behind auth: the server's `api`, the interop endpoints and the user's
 /// routes, in the user's layers, behind the auth gate.
-pub(crate) fn secured(api: OpenApiRouter<AppRef>, state: &AppRef) -> OpenApiRouter<AppRef> {
+pub(crate) fn secured(api: OpenApiRouter<AppRef>, state: &AppRef, custom: &Custom) -> OpenApiRouter<AppRef> {
     let mut r = api.merge(OpenApiRouter::from(crate::api::interop(state)));
-    for user in &state.custom.routes {
+    for user in &custom.routes {
         r = r.merge(OpenApiRouter::from(user.clone().with_state::<AppRef>(())));
     }
-    let r = wrap(r, &state.custom);
+    let r = wrap(r, custom);
     r.layer(axum::middleware::from_fn_with_state(
         Arc::clone(state),
-        crate::auth::gate::gate,
+        crate::api::gate::gate,
     ))
 }
 
 /// The routes without auth: the server's `open` ones and the user's public routes, in the
 /// user's layers.
-pub(crate) fn open(open: OpenApiRouter<AppRef>, state: &AppRef) -> OpenApiRouter<AppRef> {
+pub(crate) fn open(open: OpenApiRouter<AppRef>, custom: &Custom) -> OpenApiRouter<AppRef> {
     let mut r = open;
-    for user in &state.custom.public {
+    for user in &custom.public {
         r = r.merge(OpenApiRouter::from(user.clone().with_state::<AppRef>(())));
     }
-    wrap(r, &state.custom)
+    wrap(r, custom)
 }
 
 fn wrap(mut r: OpenApiRouter<AppRef>, custom: &Custom) -> OpenApiRouter<AppRef> {

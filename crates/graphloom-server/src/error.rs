@@ -1,13 +1,16 @@
-//! Typed JSON errors: every failure answers `{"detail": "..."}` with a fitting status.
+//! The server's domain error, [`ServiceError`]: what a service, a job or the auth core
+//! answers when an operation fails, in the server's own terms (not found, invalid,
+//! conflict, ...), with no HTTP in it. The HTTP edge turns it into a status and a typed
+//! JSON body (`api::error::ApiError`); the thread protocol into an error frame; A2A into
+//! a JSON-RPC error.
 //!
-//! A 5xx never tells the client what broke: its body is `{"detail": "internal error",
-//! "request_id": "..."}` and the cause goes to the log under the same request id (the
-//! `x-request-id` header of the request and its response).
+//! An internal error or an outage is logged where it is made, with the id of the request
+//! being handled (the `x-request-id` of the request and its response), and nothing of its
+//! cause goes to the client.
 
 use crate::db::DbError;
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
 use graphloom_core::BackendErrorKind;
+use graphloom_server_wire::protocol::{ErrorCode, ProtocolError};
 use std::future::Future;
 
 tokio::task_local! {
@@ -36,39 +39,67 @@ pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> &str {
 }
 
 /// What a client sees of an internal error.
-const INTERNAL: &str = "internal error";
+pub(crate) const INTERNAL: &str = "internal error";
 
-/// An error answered to a client.
-#[derive(Debug)]
-pub struct ApiError {
-    /// HTTP status.
-    pub status: StatusCode,
-    /// What went wrong, for a person.
+/// What kind of failure a [`ServiceError`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// No identity, or one the authenticator refused.
+    Unauthenticated,
+    /// The identity may not do this.
+    Forbidden,
+    /// What the operation names does not exist (for this owner).
+    NotFound,
+    /// The operation clashes with what exists (a duplicate, a busy thread).
+    Conflict,
+    /// The request is malformed or out of bounds.
+    Invalid,
+    /// A dependency (the database, the authenticator) is out of reach: retry.
+    Unavailable,
+    /// Anything else: the server's fault.
+    Internal,
+}
+
+/// A failed operation: its kind and what went wrong, for a person.
+#[derive(Debug, thiserror::Error)]
+#[error("{detail}")]
+pub struct ServiceError {
+    /// What kind of failure.
+    pub kind: ErrorKind,
+    /// What went wrong, for a person ("internal error" for an internal one).
     pub detail: String,
 }
 
-impl ApiError {
-    /// An error with this status and detail.
-    pub fn new(status: StatusCode, detail: impl Into<String>) -> Self {
+/// Result of a service.
+pub type ServiceResult<T> = Result<T, ServiceError>;
+
+impl ServiceError {
+    /// An error of this kind with this detail.
+    pub fn new(kind: ErrorKind, detail: impl Into<String>) -> Self {
         Self {
-            status,
+            kind,
             detail: detail.into(),
         }
     }
-    /// 404.
+    /// `<what> not found`.
     pub fn not_found(what: impl std::fmt::Display) -> Self {
-        Self::new(StatusCode::NOT_FOUND, format!("{what} not found"))
+        Self::new(ErrorKind::NotFound, format!("{what} not found"))
     }
-    /// 422.
+    /// Invalid input.
     pub fn invalid(detail: impl Into<String>) -> Self {
-        Self::new(StatusCode::UNPROCESSABLE_ENTITY, detail)
+        Self::new(ErrorKind::Invalid, detail)
     }
-    /// 409.
+    /// A conflict.
     pub fn conflict(detail: impl Into<String>) -> Self {
-        Self::new(StatusCode::CONFLICT, detail)
+        Self::new(ErrorKind::Conflict, detail)
     }
-    /// 500: the cause is logged with the request id; the client gets a generic message
-    /// (and the request id, to quote).
+    /// Forbidden.
+    pub fn forbidden(detail: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Forbidden, detail)
+    }
+    /// The server's fault: the cause is logged with the request id; the client gets a
+    /// generic message (and the request id, to quote).
     pub fn internal(e: impl std::fmt::Display) -> Self {
         let request_id = current_request_id();
         tracing::error!(
@@ -76,10 +107,10 @@ impl ApiError {
             error = %e,
             "internal error"
         );
-        Self::new(StatusCode::INTERNAL_SERVER_ERROR, INTERNAL)
+        Self::new(ErrorKind::Internal, INTERNAL)
     }
-    /// A 503 for a database that could not be reached: the cause logged once, the client
-    /// told to retry (nothing of the cause, which may name hosts, goes out).
+    /// A database that could not be reached: the cause logged once, the client told to
+    /// retry (nothing of the cause, which may name hosts, goes out).
     pub fn unavailable(e: impl std::fmt::Display) -> Self {
         let request_id = current_request_id();
         tracing::warn!(
@@ -88,134 +119,68 @@ impl ApiError {
             "database unavailable"
         );
         Self::new(
-            StatusCode::SERVICE_UNAVAILABLE,
+            ErrorKind::Unavailable,
             "the database is unavailable; retry the request",
         )
     }
-    /// The 500 of a handler that panicked: logged with the request id, answered like
-    /// [`internal`](Self::internal).
-    pub(crate) fn panicked(panic: &(dyn std::any::Any + Send)) -> Self {
-        let request_id = current_request_id();
-        tracing::error!(
-            request_id = request_id.as_deref().unwrap_or("-"),
-            panic = panic_message(panic),
-            "a request handler panicked"
-        );
-        Self::new(StatusCode::INTERNAL_SERVER_ERROR, INTERNAL)
+    /// Whether the request is at fault (fixing it, not retrying it, helps).
+    #[must_use]
+    pub fn is_client_error(&self) -> bool {
+        matches!(
+            self.kind,
+            ErrorKind::Unauthenticated
+                | ErrorKind::Forbidden
+                | ErrorKind::NotFound
+                | ErrorKind::Conflict
+                | ErrorKind::Invalid
+        )
     }
 }
 
-/// The body of every error answer.
-#[derive(serde::Serialize, utoipa::ToSchema)]
-pub struct ErrorBody {
-    /// What went wrong, for a person (for a 422: the field and why; for a 500 only
-    /// "internal error").
-    pub detail: String,
-    /// For a 5xx: the `x-request-id` the cause is logged under.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub request_id: Option<String>,
-}
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let request_id = if self.status.is_server_error() {
-            current_request_id()
-        } else {
-            None
-        };
-        let body = ErrorBody {
-            detail: self.detail,
-            request_id,
-        };
-        (self.status, axum::Json(body)).into_response()
-    }
-}
-
-impl From<DbError> for ApiError {
+impl From<DbError> for ServiceError {
     fn from(e: DbError) -> Self {
         match e {
-            DbError::Conflict(what) => ApiError::conflict(format!("{what} already exists")),
-            DbError::Busy(thread) => ApiError::conflict(format!(
+            DbError::Conflict(what) => Self::conflict(format!("{what} already exists")),
+            DbError::Busy(thread) => Self::conflict(format!(
                 "thread {thread} is already running a run; use multitask_strategy \
                  \"enqueue\", \"interrupt\" or \"rollback\" to run another"
             )),
-            DbError::Invalid(m) => ApiError::invalid(m),
-            DbError::Unavailable(m) => ApiError::unavailable(m),
-            DbError::Backend(m) => ApiError::internal(m),
+            DbError::Invalid(m) => Self::invalid(m),
+            DbError::Unavailable(m) => Self::unavailable(m),
+            DbError::Backend(m) => Self::internal(m),
         }
     }
 }
 
-impl From<graphloom_core::Error> for ApiError {
+impl From<graphloom_core::Error> for ServiceError {
     fn from(e: graphloom_core::Error) -> Self {
         use graphloom_core::Error as E;
         match &e {
-            E::NotFound(_) => ApiError::new(StatusCode::NOT_FOUND, e.to_string()),
+            E::NotFound(_) => Self::new(ErrorKind::NotFound, e.to_string()),
             E::UnknownNode(_) | E::InvalidResume(_) | E::Decode(_) | E::State { .. } => {
-                ApiError::invalid(e.to_string())
+                Self::invalid(e.to_string())
             }
             // What a checkpointer or store refuses as the request's fault (a malformed
             // store filter, a bad namespace, a value the database will not hold) is the
             // client's to fix.
             E::Backend(b) => match b.kind() {
-                BackendErrorKind::InvalidInput => ApiError::invalid(b.message.clone()),
-                BackendErrorKind::NotFound => ApiError::new(StatusCode::NOT_FOUND, b.message.clone()),
-                BackendErrorKind::Connection => ApiError::unavailable(e),
-                _ => ApiError::internal(e),
+                BackendErrorKind::InvalidInput => Self::invalid(b.message.clone()),
+                BackendErrorKind::NotFound => Self::new(ErrorKind::NotFound, b.message.clone()),
+                BackendErrorKind::Connection => Self::unavailable(e),
+                _ => Self::internal(e),
             },
-            _ => ApiError::internal(e),
+            _ => Self::internal(e),
         }
     }
 }
 
-/// Result of handlers.
-pub type ApiResult<T> = Result<T, ApiError>;
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use graphloom_core::BackendError;
-    use serde_json::json;
-
-    async fn body_of(e: ApiError) -> (StatusCode, serde_json::Value) {
-        let res = e.into_response();
-        let status = res.status();
-        let bytes = axum::body::to_bytes(res.into_body(), 1 << 16).await.unwrap();
-        (status, serde_json::from_slice(&bytes).unwrap())
-    }
-
-    #[tokio::test]
-    async fn an_internal_error_tells_the_client_nothing_but_the_request_id() {
-        let (status, body) = with_request_id("req-1".into(), async {
-            body_of(ApiError::internal("database: disk I/O error at /secret/path")).await
-        })
-        .await;
-        assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
-        assert_eq!(body, json!({"detail": "internal error", "request_id": "req-1"}));
-        let (_, body) = body_of(ApiError::from(DbError::Backend("secret".into()))).await;
-        assert_eq!(body, json!({"detail": "internal error"}));
-    }
-
-    #[tokio::test]
-    async fn backend_errors_of_the_request_are_4xx() {
-        let invalid = graphloom_core::Error::Backend(BackendError::new(
-            BackendErrorKind::InvalidInput,
-            "filter on `n` uses unknown operator `$bogus`",
-        ));
-        let (status, body) = body_of(invalid.into()).await;
-        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
-        assert_eq!(body["detail"], "filter on `n` uses unknown operator `$bogus`");
-        // The database out of reach: the client may retry, so a 503 rather than a 500.
-        let gone = graphloom_core::Error::Backend(BackendError::new(BackendErrorKind::Connection, "gone"));
-        assert_eq!(ApiError::from(gone).status, StatusCode::SERVICE_UNAVAILABLE);
-        let (status, body) = body_of(ApiError::from(DbError::Unavailable("host db-1 refused".into()))).await;
-        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
-        assert!(!body["detail"].as_str().unwrap().contains("db-1"), "{body}");
-        let other = graphloom_core::Error::Backend(BackendError::new(BackendErrorKind::Other, "disk"));
-        assert_eq!(ApiError::from(other).status, StatusCode::INTERNAL_SERVER_ERROR);
-        assert_eq!(
-            ApiError::from(DbError::Invalid("bad".into())).status,
-            StatusCode::UNPROCESSABLE_ENTITY
-        );
+impl From<ServiceError> for ProtocolError {
+    fn from(e: ServiceError) -> Self {
+        let code = match e.kind {
+            ErrorKind::Unauthenticated | ErrorKind::Forbidden => ErrorCode::PermissionDenied,
+            _ if e.is_client_error() => ErrorCode::InvalidArgument,
+            _ => ErrorCode::UnknownError,
+        };
+        Self::new(code, e.detail)
     }
 }

@@ -24,29 +24,35 @@ pub mod config;
 mod custom;
 pub mod db;
 pub mod error;
-pub mod hosted;
-pub mod hosting;
+pub mod host;
+mod http;
 pub mod metrics;
 pub mod models;
 mod outage;
 mod owner_store;
-pub mod protocol;
 pub mod retention;
-pub mod run;
 pub mod scheduler;
 mod service;
+mod signals;
 mod start_error;
 mod state;
 pub mod telemetry;
 mod ui;
 pub mod webhook;
-pub mod wire;
+#[cfg(test)]
+mod wire_tests;
 mod worker;
+
+// The wire format lives in `graphloom-server-wire`; the server reads it under these names.
+use graphloom_server_wire::stream as wire;
+use graphloom_server_wire::{protocol, run};
 
 pub use app::{Server, ServerBuilder, StartError};
 pub use config::{ConfigError, Database, ServerConfig};
-pub use hosted::{factory, hosted, GraphDeps, GraphFactory, GraphMetrics, HostedGraph, SharedRegistry};
-pub use hosting::{Hosting, RunEnd, RunEndHook, RunOutcome};
+/// The hosted graph under its former path (`graphloom_server::hosted::HostedGraph`).
+pub use host::graph as hosted;
+pub use host::{factory, hosted, GraphDeps, GraphFactory, GraphMetrics, HostedGraph, SharedRegistry};
+pub use host::{Hosting, RunEnd, RunEndHook, RunOutcome};
 pub use retention::RetentionConfig;
 pub use scheduler::CronConfig;
 pub use service::assistants::system_assistant_id;

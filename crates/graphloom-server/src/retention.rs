@@ -15,10 +15,10 @@
 //! deleted again once [`TOMBSTONE_GRACE`] has passed, unless a thread of that id exists
 //! again by then: no checkpoint outlives its thread.
 
-use crate::db::{DefaultTtl, ExpiredThread, TtlStrategy};
+pub use crate::config::RetentionConfig;
+use crate::db::{ExpiredThread, TtlStrategy};
 use crate::state::AppState;
 use futures::StreamExt;
-use graphloom_core::store::TtlConfig;
 use graphloom_server_db::kit::now_micros;
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -35,35 +35,6 @@ const MAX_TOMBSTONES: usize = 100_000;
 /// Threads deleted by the sweeper, and when.
 #[derive(Default)]
 pub(crate) struct Tombstones(VecDeque<(String, Instant)>);
-
-/// Settings of retention.
-#[derive(Clone, Debug)]
-pub struct RetentionConfig {
-    /// Time to live of threads created without a `ttl` of their own (`None`, the default:
-    /// they live until deleted).
-    pub thread_ttl: Option<DefaultTtl>,
-    /// Expiry of store items: a default time to live for items put without one (none by
-    /// default) and whether reads refresh it (yes by default).
-    pub store_ttl: TtlConfig,
-    /// How often the sweeper runs (default 60 s).
-    pub sweep_interval: Duration,
-    /// Threads handled per batch (default 100).
-    pub batch: usize,
-    /// How long delivered and given-up webhook deliveries are kept (default 7 days).
-    pub webhook_retention: Duration,
-}
-
-impl Default for RetentionConfig {
-    fn default() -> Self {
-        Self {
-            thread_ttl: None,
-            store_ttl: TtlConfig::default(),
-            sweep_interval: Duration::from_secs(60),
-            batch: 100,
-            webhook_retention: Duration::from_secs(7 * 24 * 3600),
-        }
-    }
-}
 
 /// What one sweep did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -4,18 +4,24 @@ use crate::broker::Broker;
 use crate::config::ServerConfig;
 use crate::db::file_lock::FileLock;
 use crate::db::Db;
-use crate::hosted::HostedGraph;
+use crate::host::HostedGraph;
 use crate::metrics::Metrics;
-use crate::models::CancelAction;
+use crate::models::{CancelAction, ClaimedRun};
+use crate::run::{KwargsError, RunKwargs};
 use graphloom_core::checkpoint::DynCheckpointer;
 use graphloom_core::store::DynStore;
 use graphloom_core::CancelToken;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
-use tokio::sync::{watch, Notify, Semaphore};
+use tokio::sync::{watch, Notify, OwnedSemaphorePermit, Semaphore};
 
 /// The shared state, as handlers and services hold it.
 pub(crate) type AppRef = Arc<AppState>;
+
+/// Starts a run claimed at its creation on this process's workers, holding its slot until
+/// it ends: the workers' `spawn_claimed`, handed in by the app, so that the services pass
+/// claimed runs on without importing the workers.
+pub(crate) type StartClaimed = fn(&AppRef, ClaimedRun, Result<RunKwargs, KwargsError>, OwnedSemaphorePermit);
 
 /// A run executing in this process.
 pub(crate) struct LocalRun {
@@ -46,12 +52,14 @@ pub struct AppState {
     pub(crate) broker: Broker,
     pub(crate) metrics: Metrics,
     /// The graphs' own metrics, exported after the server's.
-    pub(crate) graph_metrics: crate::hosted::GraphMetrics,
+    pub(crate) graph_metrics: crate::host::GraphMetrics,
     pub(crate) config: ServerConfig,
     pub(crate) worker_id: String,
     pub(crate) wake: Notify,
     /// Execution slots of this process's worker pool (set when the workers start).
     pub(crate) slots: OnceLock<Arc<Semaphore>>,
+    /// Starts a run claimed at its creation (see [`AppState::free_slot`]).
+    pub(crate) start_claimed: StartClaimed,
     pub(crate) local: Mutex<HashMap<String, Arc<LocalRun>>>,
     pub(crate) shutdown: watch::Sender<bool>,
     pub(crate) validators: BTreeMap<String, Arc<jsonschema::Validator>>,
@@ -62,10 +70,8 @@ pub struct AppState {
     pub(crate) file_lock: Mutex<Option<FileLock>>,
     /// Who requests are and what they may do.
     pub(crate) auth: Arc<dyn crate::auth::DynAuth>,
-    /// The user's routes and layers.
-    pub(crate) custom: crate::custom::Custom,
     /// Wakes the thread-protocol followers of a thread when a command queues a run on it.
-    pub(crate) thread_signals: crate::protocol::ThreadSignals,
+    pub(crate) thread_signals: crate::signals::ThreadSignals,
     /// Example inputs by graph id, for the console's start form.
     pub(crate) samples: BTreeMap<String, serde_json::Value>,
     /// The model each graph answers with (`scripted`, `openai:gpt-4o-mini`), when told.
@@ -101,6 +107,16 @@ impl AppState {
     /// The runs executing in this process, by run id.
     pub(crate) fn local_runs(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<LocalRun>>> {
         self.local.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A free execution slot, if the worker pool runs here and is not shutting down: a run
+    /// created now can be claimed at once and started with
+    /// [`start_claimed`](Self::start_claimed).
+    pub(crate) fn free_slot(&self) -> Option<OwnedSemaphorePermit> {
+        if self.shutting_down() {
+            return None;
+        }
+        Arc::clone(self.slots.get()?).try_acquire_owned().ok()
     }
 
     /// Whether a graceful shutdown has begun.

@@ -1,4 +1,4 @@
-"""LangGraph's side of the differential test (tests/differential.rs runs this file).
+"""LangGraph's side of the differential test (tests/it/differential.rs runs this file).
 
 Each scenario builds a small graph with LangGraph, drives it through a list of calls, and
 records for every call: the `updates` of each superstep (split at the `values` events, so a

@@ -8,8 +8,8 @@
 //! JSON-RPC interface and keeps 0.3's `url` and `protocolVersion` for older clients.
 //! Errors are JSON-RPC errors with the protocol's codes.
 
+use crate::api::error::ApiError;
 use crate::auth::Identity;
-use crate::error::ApiError;
 use crate::service::a2a::{self, A2aMessage, Part, Role, RpcError, Task, TaskState};
 use crate::service::agents;
 use crate::state::AppRef;
@@ -317,7 +317,7 @@ fn base_url(headers: &HeaderMap) -> String {
 async fn card(state: &AppRef, identity: &Identity, id: &str, headers: &HeaderMap) -> Response {
     let a = match agents::readable(state, identity, id).await {
         Ok(a) => a,
-        Err(e) => return e.into_response(),
+        Err(e) => return ApiError::from(e).into_response(),
     };
     let (_, has_messages) = agents::input_schema(state, &a);
     let modes: Vec<&str> = if has_messages {

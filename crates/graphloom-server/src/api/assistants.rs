@@ -3,8 +3,8 @@
 use super::auth::Owner;
 use super::extract::Body;
 use super::respond::page_response;
+use crate::api::error::{ApiError, ApiResult, ErrorBody};
 use crate::db::{AssistantPatch, AssistantQuery, SortOrder};
-use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::models::Assistant;
 use crate::service::{self, assistants};
 use crate::state::AppRef;

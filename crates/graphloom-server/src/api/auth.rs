@@ -1,7 +1,7 @@
 //! Who a request acts for: [`Owner`], the identity [`crate::auth`] authenticated.
 
+use crate::api::error::ApiError;
 use crate::auth::Identity;
-use crate::error::ApiError;
 use crate::state::AppRef;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;

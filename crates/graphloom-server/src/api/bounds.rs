@@ -9,7 +9,7 @@
 //! | thread `ttl` | minutes | 0 to [`MAX_TTL_MINUTES`] |
 //! | run `config.recursion_limit` | supersteps | 1 to [`MAX_RECURSION_LIMIT`] |
 
-use crate::error::{ApiError, ApiResult};
+use crate::api::error::{ApiError, ApiResult};
 use serde_json::Value;
 use std::time::Duration;
 

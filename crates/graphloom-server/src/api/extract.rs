@@ -2,7 +2,7 @@
 //! run request, checked against the bounds of [`super::bounds`] as well.
 
 use super::bounds;
-use crate::error::{ApiError, ApiResult};
+use crate::api::error::{ApiError, ApiResult};
 use crate::run::RunRequest;
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};

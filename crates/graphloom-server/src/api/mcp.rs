@@ -8,8 +8,8 @@
 //! the schema, and runs that fail, are tool errors (`isError`) saying why; no run is
 //! created for arguments that fail.
 
+use crate::api::error::ApiError;
 use crate::auth::Identity;
-use crate::error::ApiError;
 use crate::service::agents;
 use crate::state::AppRef;
 use rmcp::model::{
@@ -86,7 +86,8 @@ fn identity_of(ctx: &RequestContext<RoleServer>) -> Arc<Identity> {
     Arc::new(found.unwrap_or_else(Identity::anonymous))
 }
 
-fn refused(e: &ApiError) -> ErrorData {
+fn refused(e: impl Into<ApiError>) -> ErrorData {
+    let e: ApiError = e.into();
     match e.status.as_u16() {
         401 | 403 | 404 | 422 => {
             ErrorData::invalid_params(e.detail.clone(), Some(json!({"status": e.status.as_u16()})))
@@ -109,9 +110,7 @@ fn tool_error(kind: &str, detail: String, extra: Value) -> CallToolResult {
 impl Tools {
     /// The tools of the caller, in a stable order (names made unique by the assistant id).
     async fn offered(&self, identity: &Identity) -> Result<Vec<Offered>, ErrorData> {
-        let list = agents::visible(&self.state, identity)
-            .await
-            .map_err(|e| refused(&e))?;
+        let list = agents::visible(&self.state, identity).await.map_err(refused)?;
         let mut taken = HashSet::new();
         let mut out = Vec::with_capacity(list.len());
         for a in list {
@@ -211,7 +210,9 @@ impl ServerHandler for Tools {
             Ok(i) => i,
             Err(r) => return Ok(r.into()),
         };
-        let done = agents::run_to_end(&self.state, &identity, &tool.assistant, None, input, Map::new()).await;
+        let done = agents::run_to_end(&self.state, &identity, &tool.assistant, None, input, Map::new())
+            .await
+            .map_err(ApiError::from);
         let out = match done {
             Ok(o) => o,
             Err(e) if e.status.is_client_error() => {
@@ -222,7 +223,7 @@ impl ServerHandler for Tools {
                 )
                 .into())
             }
-            Err(e) => return Err(refused(&e)),
+            Err(e) => return Err(refused(e)),
         };
         if let Some(err) = out.get("__error__") {
             let message = err

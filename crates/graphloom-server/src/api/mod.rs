@@ -9,7 +9,9 @@ pub(crate) mod auth;
 mod bounds;
 mod cors;
 mod crons;
+pub(crate) mod error;
 mod extract;
+pub(crate) mod gate;
 mod mcp;
 mod openapi;
 mod respond;
@@ -23,7 +25,7 @@ mod thread_ws;
 mod threads;
 mod whole_body;
 
-use crate::error::ApiError;
+use crate::api::error::ApiError;
 use crate::state::AppRef;
 use axum::extract::Request;
 use axum::http::StatusCode;
@@ -36,7 +38,17 @@ use tower_http::trace::TraceLayer;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-pub(crate) fn router(state: AppRef) -> Router {
+/// The server's own routes, before the interop endpoints, the user's routes and the
+/// console join them.
+pub(crate) struct Routes {
+    /// The routes behind auth.
+    pub secured: OpenApiRouter<AppRef>,
+    /// The routes without auth (`/ok`, and the system routes when configured public).
+    pub open: OpenApiRouter<AppRef>,
+}
+
+/// The server's own routes, each with its OpenAPI operation.
+pub(crate) fn routes(state: &AppRef) -> Routes {
     // Every route is registered through `routes!`, which also adds its operation to the
     // OpenAPI document: the document is generated from the same handlers the router serves.
     // Handlers sharing a path are registered together.
@@ -97,24 +109,29 @@ pub(crate) fn router(state: AppRef) -> Router {
         .routes(routes!(store::search))
         .routes(routes!(store::namespaces))
         .merge(if public { OpenApiRouter::new() } else { about() });
-    let secured: Vec<String> = api.get_openapi().paths.paths.keys().cloned().collect();
-    // With the interop endpoints and the user's routes, behind the auth gate.
-    let api = crate::custom::secured(api, &state);
     let open = OpenApiRouter::new().routes(routes!(system::ok)).merge(if public {
         about()
     } else {
         OpenApiRouter::new()
     });
-    let open = crate::custom::open(open, &state);
-    let (api, doc) = api.merge(open).split_for_parts();
-    // The console at /ui (not part of the OpenAPI document).
-    let api = api.merge(crate::ui::routes(&state));
-    let secured: Vec<&str> = secured.iter().map(String::as_str).collect();
+    Routes { secured: api, open }
+}
+
+/// The server's whole router: `routes` (the server's own, the interop endpoints, the
+/// user's and the console, assembled by [`crate::http`]) with the fallback, the OpenAPI
+/// document of `doc` (its `secured` paths behind auth when auth is on) and the server's
+/// layers: panics, whole bodies, JSON errors, request ids, traces, CORS.
+pub(crate) fn finish(
+    routes: Router<AppRef>,
+    doc: &utoipa::openapi::OpenApi,
+    secured: &[&str],
+    state: AppRef,
+) -> Router {
     let _ = state
         .openapi
-        .set(openapi::finish(&doc, &secured, state.auth.is_on()));
+        .set(openapi::finish(doc, secured, state.auth.is_on()));
     let (body_limit, cors) = (state.config.body_limit, cors::layer(&state.config.cors_origins));
-    let routes = api
+    let routes = routes
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "no such route") })
         .with_state(state);
     // The layers wrap the routes once, as the one service of an outer router, rather than

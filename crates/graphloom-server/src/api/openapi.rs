@@ -16,7 +16,7 @@ use utoipa::OpenApi as _;
         title = "graphloom",
         description = "The LangGraph Server HTTP API served by graphloom: assistants, threads, runs, store."
     ),
-    components(schemas(crate::error::ErrorBody)),
+    components(schemas(crate::api::error::ErrorBody)),
     tags(
         (name = "assistants", description = "Graphs with their configuration"),
         (name = "threads", description = "Durable state: threads, their state and history"),

@@ -1,6 +1,6 @@
 //! Response shapes shared by the handlers: search pages and field selection.
 
-use crate::error::{ApiError, ApiResult};
+use crate::api::error::{ApiError, ApiResult};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 

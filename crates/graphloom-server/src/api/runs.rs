@@ -4,7 +4,7 @@ use super::auth::Owner;
 use super::extract::{RunBodies, RunBody};
 use super::respond::select_fields;
 use super::run_output::{sse_response, wait_response};
-use crate::error::{ApiError, ApiResult, ErrorBody};
+use crate::api::error::{ApiError, ApiResult, ErrorBody};
 use crate::models::{CancelAction, Run, RunStatus};
 use crate::run::{OnDisconnect, RunRequest};
 use crate::service;
@@ -36,7 +36,7 @@ async fn enqueue(
         hold,
         read: ThreadRead::Unread,
     };
-    runs::enqueue(state, submit).await
+    Ok(runs::enqueue(state, submit).await?)
 }
 
 fn location_headers(run: &Run, stateless: bool, tail: &str) -> HeaderMap {

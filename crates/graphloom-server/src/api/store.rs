@@ -2,7 +2,7 @@
 
 use super::auth::Owner;
 use super::extract::Body;
-use crate::error::{ApiError, ApiResult};
+use crate::api::error::{ApiError, ApiResult};
 use crate::service::store;
 use crate::state::AppRef;
 use axum::extract::{Query, State};

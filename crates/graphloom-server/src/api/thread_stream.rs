@@ -7,7 +7,7 @@
 
 use super::auth::Owner;
 use super::thread_commands::dispatch;
-use crate::error::{ApiError, ApiResult, ErrorBody};
+use crate::api::error::{ApiError, ApiResult, ErrorBody};
 use crate::protocol::translate::Methods;
 use crate::protocol::{error_frame, success_frame, Command, Filter};
 use crate::service::thread_stream::follow::{follow_thread, Item, Start};

@@ -13,7 +13,7 @@
 
 use super::auth::Owner;
 use super::thread_commands::dispatch;
-use crate::auth::gate::authorize_command;
+use crate::api::gate::authorize_command;
 use crate::auth::Identity;
 use crate::protocol::translate::Methods;
 use crate::protocol::{

@@ -14,7 +14,7 @@
 //! Every route reads a JSON body whole anyway (the API has no streaming uploads); a request
 //! without a body passes straight through.
 
-use crate::error::ApiError;
+use crate::api::error::ApiError;
 use axum::body::HttpBody as _;
 use axum::body::{Body, BodyDataStream, Bytes};
 use axum::extract::{Request, State};

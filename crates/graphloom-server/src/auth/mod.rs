@@ -53,16 +53,14 @@
 
 mod api_keys;
 mod filter;
-pub(crate) mod gate;
 mod jwt;
-mod rules;
+pub(crate) mod rules;
 
 pub use api_keys::ApiKeys;
 pub use filter::Filter;
 pub use jwt::{Jwt, JwtError};
 
 use axum::http::request::Parts;
-use axum::http::StatusCode;
 use futures::future::BoxFuture;
 use serde_json::{json, Map, Value};
 use std::future::Future;
@@ -304,14 +302,17 @@ impl AuthError {
     }
 }
 
-impl From<AuthError> for crate::error::ApiError {
+impl From<AuthError> for crate::error::ServiceError {
     fn from(e: AuthError) -> Self {
         match e {
-            AuthError::Unauthenticated(d) => Self::new(StatusCode::UNAUTHORIZED, d),
-            AuthError::Forbidden(d) => Self::new(StatusCode::FORBIDDEN, d),
+            AuthError::Unauthenticated(d) => Self::new(crate::error::ErrorKind::Unauthenticated, d),
+            AuthError::Forbidden(d) => Self::new(crate::error::ErrorKind::Forbidden, d),
             AuthError::Unavailable(source) => {
                 tracing::error!(error = %source, "the authenticator failed");
-                Self::new(StatusCode::SERVICE_UNAVAILABLE, "authentication is unavailable")
+                Self::new(
+                    crate::error::ErrorKind::Unavailable,
+                    "authentication is unavailable",
+                )
             }
         }
     }
@@ -445,14 +446,14 @@ pub(crate) fn stamp_run(owner: &str, configurable: &mut Option<Value>, context: 
 /// Authorise one action of `identity` outside the routes' table (the MCP and A2A
 /// endpoints run assistants and search them): the grant, or the 403.
 pub(crate) async fn check(
-    state: &crate::state::AppState,
+    auth: &dyn DynAuth,
     identity: &Identity,
     resource: Resource,
     action: Action,
     id: Option<&str>,
     body: &Value,
-) -> Result<Grant, crate::error::ApiError> {
-    if !state.auth.authorizes() {
+) -> Result<Grant, crate::error::ServiceError> {
+    if !auth.authorizes() {
         return Ok(Grant::allow());
     }
     let thread_id = if resource == Resource::Threads || resource == Resource::Runs {
@@ -469,7 +470,7 @@ pub(crate) async fn check(
         body,
         query: None,
     };
-    Ok(state.auth.authorize(&req).await?)
+    Ok(auth.authorize(&req).await?)
 }
 
 /// Which action on which resource a route of the server is authorised as (`path` as

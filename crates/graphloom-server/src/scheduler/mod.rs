@@ -4,33 +4,13 @@
 //! next date commit together, only if the date is still the tick). A cron whose ticks
 //! were missed while no server ran fires once, then moves to its next time after now.
 
-pub mod schedule;
+/// Cron expressions and their time zones (kept with the crons service, which parses them).
+pub use crate::service::schedule;
 
+pub use crate::config::CronConfig;
 use crate::service::crons;
 use crate::state::AppState;
 use std::sync::Arc;
-use std::time::Duration;
-
-/// Settings of the cron scheduler.
-#[derive(Clone, Debug)]
-pub struct CronConfig {
-    /// Whether this process fires crons (default `true`; the API serves them either way).
-    pub enabled: bool,
-    /// How often the scheduler looks for due crons (default 1 s).
-    pub poll: Duration,
-    /// At most this many crons fired per look (default 100).
-    pub batch: usize,
-}
-
-impl Default for CronConfig {
-    fn default() -> Self {
-        Self {
-            enabled: true,
-            poll: Duration::from_secs(1),
-            batch: 100,
-        }
-    }
-}
 
 /// Cron ticks: one log line when firing them starts failing, one when it works again.
 static TICKS: crate::outage::Outage = crate::outage::Outage::new("firing due crons");

@@ -4,7 +4,7 @@
 
 use super::agents;
 use crate::auth::Identity;
-use crate::error::ApiError;
+use crate::error::ServiceError;
 use crate::models::{now_rfc3339, Assistant, Run, RunStatus};
 use crate::state::AppRef;
 use serde_json::{json, Map, Value};
@@ -38,9 +38,9 @@ impl RpcError {
     }
 }
 
-impl From<ApiError> for RpcError {
-    fn from(e: ApiError) -> Self {
-        if e.status.is_client_error() {
+impl From<ServiceError> for RpcError {
+    fn from(e: ServiceError) -> Self {
+        if e.is_client_error() {
             Self::invalid(e.detail)
         } else {
             Self::new(Self::INTERNAL, e.detail)
@@ -357,7 +357,7 @@ pub(crate) async fn get(
     history_length: Option<usize>,
 ) -> Result<Task, RpcError> {
     let grant = crate::auth::check(
-        state,
+        &*state.auth,
         identity,
         crate::auth::Resource::Runs,
         crate::auth::Action::Read,
@@ -370,7 +370,7 @@ pub(crate) async fn get(
         .db
         .get_run(&identity.identity, None, id)
         .await
-        .map_err(ApiError::from)?
+        .map_err(ServiceError::from)?
         .filter(|r| r.assistant_id == a.assistant_id)
         .ok_or_else(not_found)?;
     let (_, has_messages) = agents::input_schema(state, a);
@@ -384,7 +384,7 @@ pub(crate) async fn get(
         .db
         .get_thread(&identity.identity, &run.thread_id)
         .await
-        .map_err(ApiError::from)?;
+        .map_err(ServiceError::from)?;
     if thread
         .as_ref()
         .is_some_and(|t| !grant.filter.matches(&t.metadata))

@@ -3,7 +3,7 @@
 
 use crate::auth::{self, Action, Identity, Resource};
 use crate::db::{AssistantQuery, SortOrder};
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ServiceError, ServiceResult};
 use crate::models::{Assistant, Run};
 use crate::run::RunRequest;
 use crate::service::runs::{self, Enqueued, Hold, Submit, ThreadRead};
@@ -17,9 +17,9 @@ pub(crate) const MESSAGES_TEXT: &str = "The user message to send to the agent.";
 
 /// The assistants `identity` may search (its own and the system ones, narrowed by its
 /// grant's filter), oldest first.
-pub(crate) async fn visible(state: &AppRef, identity: &Identity) -> ApiResult<Vec<Assistant>> {
+pub(crate) async fn visible(state: &AppRef, identity: &Identity) -> ServiceResult<Vec<Assistant>> {
     let grant = auth::check(
-        state,
+        &*state.auth,
         identity,
         Resource::Assistants,
         Action::Search,
@@ -41,9 +41,9 @@ pub(crate) async fn visible(state: &AppRef, identity: &Identity) -> ApiResult<Ve
 }
 
 /// The assistant `id` as `identity` may read it (404 when hidden by its grant's filter).
-pub(crate) async fn readable(state: &AppRef, identity: &Identity, id: &str) -> ApiResult<Assistant> {
+pub(crate) async fn readable(state: &AppRef, identity: &Identity, id: &str) -> ServiceResult<Assistant> {
     let grant = auth::check(
-        state,
+        &*state.auth,
         identity,
         Resource::Assistants,
         Action::Read,
@@ -53,7 +53,7 @@ pub(crate) async fn readable(state: &AppRef, identity: &Identity, id: &str) -> A
     .await?;
     let a = super::assistants::resolve(state, &identity.identity, id).await?;
     if !grant.filter.matches(&a.metadata) {
-        return Err(ApiError::not_found(format!("assistant {id}")));
+        return Err(ServiceError::not_found(format!("assistant {id}")));
     }
     Ok(a)
 }
@@ -121,7 +121,7 @@ pub(crate) async fn start(
     thread_id: Option<String>,
     input: Value,
     metadata: Map<String, Value>,
-) -> ApiResult<Started> {
+) -> ServiceResult<Started> {
     let mut body = json!({
         "assistant_id": a.assistant_id,
         "input": input,
@@ -129,7 +129,7 @@ pub(crate) async fn start(
         "if_not_exists": "create",
     });
     let grant = auth::check(
-        state,
+        &*state.auth,
         identity,
         Resource::Runs,
         Action::Create,
@@ -143,12 +143,12 @@ pub(crate) async fn start(
     if let Some(id) = &thread_id {
         if let Some(t) = state.db.get_thread(&identity.identity, id).await? {
             if !grant.filter.matches(&t.metadata) {
-                return Err(ApiError::not_found(format!("thread {id}")));
+                return Err(ServiceError::not_found(format!("thread {id}")));
             }
         }
     }
     let request: RunRequest =
-        serde_json::from_value(body).map_err(|e| ApiError::invalid(format!("run request: {e}")))?;
+        serde_json::from_value(body).map_err(|e| ServiceError::invalid(format!("run request: {e}")))?;
     let submit = Submit {
         owner: identity.identity.clone(),
         thread_id,
@@ -177,7 +177,7 @@ pub(crate) async fn run_to_end(
     thread_id: Option<String>,
     input: Value,
     metadata: Map<String, Value>,
-) -> ApiResult<Value> {
+) -> ServiceResult<Value> {
     let started = start(state, identity, a, thread_id, input, metadata).await?;
     Ok(finish(state, &identity.identity, started).await)
 }

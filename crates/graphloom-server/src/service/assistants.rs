@@ -2,8 +2,8 @@
 //! assistant (owner `""`) that every owner sees.
 
 use crate::db::{AssistantPatch, AssistantQuery, DbError, SortOrder};
-use crate::error::{ApiError, ApiResult};
-use crate::hosted::HostedGraph;
+use crate::error::{ServiceError, ServiceResult};
+use crate::host::HostedGraph;
 use crate::models::{now_rfc3339, Assistant};
 use crate::state::AppState;
 use serde_json::{json, Map, Value};
@@ -19,7 +19,7 @@ pub fn system_assistant_id(graph_id: &str) -> String {
 
 /// An assistant visible to `owner`: its own, or a system one (owner `""`). `id` may also be
 /// a graph id, naming that graph's system assistant.
-pub(crate) async fn resolve(state: &AppState, owner: &str, id: &str) -> ApiResult<Assistant> {
+pub(crate) async fn resolve(state: &AppState, owner: &str, id: &str) -> ServiceResult<Assistant> {
     if let Some(a) = state.db.get_assistant(owner, id).await? {
         return Ok(a);
     }
@@ -33,16 +33,16 @@ pub(crate) async fn resolve(state: &AppState, owner: &str, id: &str) -> ApiResul
             return Ok(a);
         }
     }
-    Err(ApiError::not_found(format!("assistant {id}")))
+    Err(ServiceError::not_found(format!("assistant {id}")))
 }
 
 /// The compiled graph of an assistant.
-pub(crate) fn graph_of(state: &AppState, a: &Assistant) -> ApiResult<Arc<dyn HostedGraph>> {
+pub(crate) fn graph_of(state: &AppState, a: &Assistant) -> ServiceResult<Arc<dyn HostedGraph>> {
     state
         .graphs
         .get(&a.graph_id)
         .cloned()
-        .ok_or_else(|| ApiError::not_found(format!("graph {}", a.graph_id)))
+        .ok_or_else(|| ServiceError::not_found(format!("graph {}", a.graph_id)))
 }
 
 /// A new assistant, as the request gives it (checked at the edge).
@@ -60,9 +60,9 @@ pub(crate) struct NewAssistant {
 }
 
 /// Create an assistant of `owner`.
-pub(crate) async fn create(state: &AppState, owner: &str, new: NewAssistant) -> ApiResult<Assistant> {
+pub(crate) async fn create(state: &AppState, owner: &str, new: NewAssistant) -> ServiceResult<Assistant> {
     if !state.graphs.contains_key(&new.graph_id) {
-        return Err(ApiError::not_found(format!(
+        return Err(ServiceError::not_found(format!(
             "graph {} (registered: {})",
             new.graph_id,
             state.graphs.keys().cloned().collect::<Vec<_>>().join(", ")
@@ -104,25 +104,25 @@ pub(crate) async fn patch(
     owner: &str,
     id: &str,
     p: AssistantPatch,
-) -> ApiResult<Assistant> {
+) -> ServiceResult<Assistant> {
     if let Some(g) = &p.graph_id {
         if !state.graphs.contains_key(g) {
-            return Err(ApiError::not_found(format!("graph {g}")));
+            return Err(ServiceError::not_found(format!("graph {g}")));
         }
     }
     state
         .db
         .patch_assistant(owner, id, p)
         .await?
-        .ok_or_else(|| ApiError::not_found(format!("assistant {id}")))
+        .ok_or_else(|| ServiceError::not_found(format!("assistant {id}")))
 }
 
 /// Delete an assistant of `owner` and its versions.
-pub(crate) async fn delete(state: &AppState, owner: &str, id: &str) -> ApiResult<()> {
+pub(crate) async fn delete(state: &AppState, owner: &str, id: &str) -> ServiceResult<()> {
     if state.db.delete_assistant(owner, id).await? {
         Ok(())
     } else {
-        Err(ApiError::not_found(format!("assistant {id}")))
+        Err(ServiceError::not_found(format!("assistant {id}")))
     }
 }
 
@@ -132,7 +132,7 @@ pub(crate) async fn search(
     state: &AppState,
     owner: &str,
     q: &AssistantQuery,
-) -> ApiResult<(Vec<Assistant>, i64)> {
+) -> ServiceResult<(Vec<Assistant>, i64)> {
     if owner.is_empty() {
         return Ok(state.db.search_assistants("", q).await?);
     }
@@ -165,7 +165,7 @@ pub(crate) async fn search(
 }
 
 /// The input, output, state and context schemas of an assistant's graph.
-pub(crate) async fn schemas(state: &AppState, owner: &str, id: &str) -> ApiResult<Value> {
+pub(crate) async fn schemas(state: &AppState, owner: &str, id: &str) -> ServiceResult<Value> {
     let a = resolve(state, owner, id).await?;
     let g = graph_of(state, &a)?;
     Ok(json!({
@@ -187,7 +187,7 @@ pub(crate) async fn subgraphs(
     id: &str,
     only: Option<&str>,
     recurse: bool,
-) -> ApiResult<Value> {
+) -> ServiceResult<Value> {
     let a = resolve(state, owner, id).await?;
     let g = graph_of(state, &a)?;
     let mut out = Map::new();
@@ -220,7 +220,7 @@ pub(crate) async fn versions(
     id: &str,
     metadata: &Map<String, Value>,
     (limit, offset): (i64, i64),
-) -> ApiResult<Vec<Assistant>> {
+) -> ServiceResult<Vec<Assistant>> {
     let a = resolve(state, owner, id).await?;
     let owner_of = if state.db.get_assistant(owner, &a.assistant_id).await?.is_some() {
         owner
@@ -239,10 +239,10 @@ pub(crate) async fn set_version(
     owner: &str,
     id: &str,
     version: i64,
-) -> ApiResult<Assistant> {
+) -> ServiceResult<Assistant> {
     state
         .db
         .set_assistant_version(owner, id, version)
         .await?
-        .ok_or_else(|| ApiError::not_found(format!("assistant {id} version {version}")))
+        .ok_or_else(|| ServiceError::not_found(format!("assistant {id} version {version}")))
 }

@@ -6,12 +6,11 @@
 use super::runs::{self, Hold, Submit, ThreadRead};
 use super::{assistants, threads};
 use crate::db::{CronPatch, CronQuery, CronTick, DueCron, Fired, NewCron};
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ServiceError, ServiceResult};
 use crate::models::{now_rfc3339, Cron};
 use crate::run::{OnCompletion, RunRequest};
-use crate::scheduler::schedule::{parse_time_micros, Schedule};
+use crate::service::schedule::{parse_time_micros, Schedule};
 use crate::state::AppRef;
-use axum::http::StatusCode;
 use graphloom_server_db::kit::now_micros;
 use serde_json::{json, Map, Value};
 
@@ -51,8 +50,8 @@ pub(crate) struct CronUpdate {
     pub payload: Map<String, Value>,
 }
 
-fn invalid(e: impl std::fmt::Display) -> ApiError {
-    ApiError::invalid(e.to_string())
+fn invalid(e: impl std::fmt::Display) -> ServiceError {
+    ServiceError::invalid(e.to_string())
 }
 
 fn on_completion_text(o: OnCompletion) -> String {
@@ -73,17 +72,21 @@ fn first_tick(schedule: &Schedule, end_us: Option<i64>) -> Option<i64> {
 
 /// Check what a payload's runs need: the assistant (resolved to its id in the payload),
 /// its graph, the input, the webhook.
-async fn check_payload(state: &AppRef, owner: &str, payload: &mut Map<String, Value>) -> ApiResult<String> {
+async fn check_payload(
+    state: &AppRef,
+    owner: &str,
+    payload: &mut Map<String, Value>,
+) -> ServiceResult<String> {
     let request: RunRequest = serde_json::from_value(Value::Object(payload.clone()))
-        .map_err(|e| ApiError::invalid(format!("invalid body: {e}")))?;
+        .map_err(|e| ServiceError::invalid(format!("invalid body: {e}")))?;
     let assistant = assistants::resolve(state, owner, &request.assistant_id).await?;
     if !state.graphs.contains_key(&assistant.graph_id) {
-        return Err(ApiError::not_found(format!("graph {}", assistant.graph_id)));
+        return Err(ServiceError::not_found(format!("graph {}", assistant.graph_id)));
     }
     runs::check_input(state, &assistant.graph_id, request.input.as_ref())?;
-    crate::webhook::check_url(&state.config.webhooks, request.webhook.as_deref())?;
+    crate::service::url_guard::check_url(&state.config.webhooks, request.webhook.as_deref())?;
     if request.has_input_and_command() {
-        return Err(ApiError::invalid("give either input or command, not both"));
+        return Err(ServiceError::invalid("give either input or command, not both"));
     }
     payload.insert("assistant_id".into(), json!(assistant.assistant_id));
     Ok(assistant.assistant_id)
@@ -95,14 +98,14 @@ pub(crate) async fn create(
     owner: &str,
     thread_id: Option<String>,
     mut req: CronRequest,
-) -> ApiResult<Cron> {
+) -> ServiceResult<Cron> {
     let schedule = Schedule::parse(&req.schedule, req.timezone.as_deref()).map_err(invalid)?;
     let end_us = req
         .end_time
         .as_deref()
         .map(parse_time_micros)
         .transpose()
-        .map_err(ApiError::invalid)?;
+        .map_err(ServiceError::invalid)?;
     if let Some(id) = &thread_id {
         threads::load(state, owner, id).await?;
     }
@@ -134,23 +137,23 @@ pub(crate) async fn create(
 }
 
 /// A cron of `owner`.
-pub(crate) async fn get(state: &AppRef, owner: &str, id: &str) -> ApiResult<Cron> {
+pub(crate) async fn get(state: &AppRef, owner: &str, id: &str) -> ServiceResult<Cron> {
     state
         .db
         .get_cron(owner, id)
         .await?
-        .ok_or_else(|| ApiError::not_found(format!("cron {id}")))
+        .ok_or_else(|| ServiceError::not_found(format!("cron {id}")))
 }
 
 /// Change a cron of `owner`: the schedule, zone, end or a re-enable move its next tick to
 /// the first one after now.
-pub(crate) async fn update(state: &AppRef, owner: &str, id: &str, up: CronUpdate) -> ApiResult<Cron> {
+pub(crate) async fn update(state: &AppRef, owner: &str, id: &str, up: CronUpdate) -> ServiceResult<Cron> {
     let old = get(state, owner, id).await?;
     let expr = up.schedule.clone().unwrap_or_else(|| old.schedule.clone());
     let tz = up.timezone.clone().unwrap_or_else(|| old.timezone.clone());
     let schedule = Schedule::parse(&expr, tz.as_deref()).map_err(invalid)?;
     let end_us = match &up.end_time {
-        Some(Some(t)) => Some(parse_time_micros(t).map_err(ApiError::invalid)?),
+        Some(Some(t)) => Some(parse_time_micros(t).map_err(ServiceError::invalid)?),
         Some(None) => None,
         None => old.end_time.as_deref().and_then(|t| parse_time_micros(t).ok()),
     };
@@ -183,25 +186,25 @@ pub(crate) async fn update(state: &AppRef, owner: &str, id: &str, up: CronUpdate
         .db
         .patch_cron(owner, id, &patch)
         .await?
-        .ok_or_else(|| ApiError::not_found(format!("cron {id}")))
+        .ok_or_else(|| ServiceError::not_found(format!("cron {id}")))
 }
 
 /// Delete a cron of `owner`.
-pub(crate) async fn delete(state: &AppRef, owner: &str, id: &str) -> ApiResult<()> {
+pub(crate) async fn delete(state: &AppRef, owner: &str, id: &str) -> ServiceResult<()> {
     if state.db.delete_cron(owner, id).await? {
         Ok(())
     } else {
-        Err(ApiError::not_found(format!("cron {id}")))
+        Err(ServiceError::not_found(format!("cron {id}")))
     }
 }
 
 /// A page of the owner's crons, and the total.
-pub(crate) async fn search(state: &AppRef, owner: &str, q: &CronQuery) -> ApiResult<(Vec<Cron>, i64)> {
+pub(crate) async fn search(state: &AppRef, owner: &str, q: &CronQuery) -> ServiceResult<(Vec<Cron>, i64)> {
     Ok(state.db.search_crons(owner, q).await?)
 }
 
 /// Fire the crons that are due now (at most a batch); how many were due.
-pub(crate) async fn fire_due(state: &AppRef) -> ApiResult<usize> {
+pub(crate) async fn fire_due(state: &AppRef) -> ServiceResult<usize> {
     let due = state
         .db
         .due_crons(
@@ -280,7 +283,7 @@ async fn fire(state: &AppRef, d: DueCron) {
         }
         Ok(Err(Fired::Busy)) => skip(state, &tick).await,
         Ok(Err(_)) => {}
-        Err(e) if e.status.is_client_error() || e.status == StatusCode::NOT_FOUND => {
+        Err(e) if e.is_client_error() => {
             tracing::warn!(cron_id = %cron.cron_id, error = %e.detail, "a cron's tick cannot run; skipped");
             skip(state, &tick).await;
         }

@@ -1,7 +1,7 @@
 //! The store as an owner sees it: items and namespaces under the owner's hidden first
 //! label ([`crate::owner_store::scoped`]), handed back without it.
 
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ServiceError, ServiceResult};
 use crate::owner_store::{scoped, unscoped};
 use crate::state::AppState;
 use graphloom_core::store::{Item, ListNamespaces, PutOptions, SearchItem, SearchQuery};
@@ -20,7 +20,7 @@ pub(crate) async fn put(
     key: &str,
     value: Value,
     opts: PutOptions,
-) -> ApiResult<()> {
+) -> ServiceResult<()> {
     Ok(state
         .store
         .put(&scoped(owner, namespace), key, value, opts)
@@ -28,15 +28,28 @@ pub(crate) async fn put(
 }
 
 /// An item of `owner`.
-pub(crate) async fn get(state: &AppState, owner: &str, namespace: &[String], key: &str) -> ApiResult<Item> {
+pub(crate) async fn get(
+    state: &AppState,
+    owner: &str,
+    namespace: &[String],
+    key: &str,
+) -> ServiceResult<Item> {
     match state.store.get(&scoped(owner, namespace), key).await? {
         Some(item) => Ok(strip(owner, item)),
-        None => Err(ApiError::not_found(format!("item {}/{key}", namespace.join(".")))),
+        None => Err(ServiceError::not_found(format!(
+            "item {}/{key}",
+            namespace.join(".")
+        ))),
     }
 }
 
 /// Delete an item of `owner`.
-pub(crate) async fn delete(state: &AppState, owner: &str, namespace: &[String], key: &str) -> ApiResult<()> {
+pub(crate) async fn delete(
+    state: &AppState,
+    owner: &str,
+    namespace: &[String],
+    key: &str,
+) -> ServiceResult<()> {
     Ok(state.store.delete(&scoped(owner, namespace), key).await?)
 }
 
@@ -46,7 +59,7 @@ pub(crate) async fn search(
     owner: &str,
     prefix: &[String],
     q: SearchQuery,
-) -> ApiResult<Vec<SearchItem>> {
+) -> ServiceResult<Vec<SearchItem>> {
     let found = state.store.search(&scoped(owner, prefix), q).await?;
     Ok(found
         .into_iter()
@@ -63,7 +76,7 @@ pub(crate) async fn namespaces(
     state: &AppState,
     owner: &str,
     opts: ListNamespaces,
-) -> ApiResult<Vec<Vec<String>>> {
+) -> ServiceResult<Vec<Vec<String>>> {
     let opts = if owner.is_empty() {
         opts
     } else {

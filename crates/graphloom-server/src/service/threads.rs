@@ -2,8 +2,8 @@
 //! interrupts; its checkpoints' state and history through its graph.
 
 use crate::db::{DbError, ThreadOutcome, ThreadQuery};
-use crate::error::{ApiError, ApiResult};
-use crate::hosted::HostedGraph;
+use crate::error::{ServiceError, ServiceResult};
+use crate::host::HostedGraph;
 use crate::models::{now_rfc3339, CancelAction, Thread, ThreadStatus};
 use crate::state::AppState;
 use graphloom_core::checkpoint::CheckpointConfig;
@@ -11,12 +11,12 @@ use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
 /// A thread of `owner` (another owner's is "not found").
-pub(crate) async fn load(state: &AppState, owner: &str, id: &str) -> ApiResult<Thread> {
+pub(crate) async fn load(state: &AppState, owner: &str, id: &str) -> ServiceResult<Thread> {
     state
         .db
         .get_thread(owner, id)
         .await?
-        .ok_or_else(|| ApiError::not_found(format!("thread {id}")))
+        .ok_or_else(|| ServiceError::not_found(format!("thread {id}")))
 }
 
 /// A new thread row.
@@ -64,7 +64,7 @@ pub(crate) struct NewThread {
 }
 
 /// Create a thread of `owner`.
-pub(crate) async fn create(state: &AppState, owner: &str, new: NewThread) -> ApiResult<Thread> {
+pub(crate) async fn create(state: &AppState, owner: &str, new: NewThread) -> ServiceResult<Thread> {
     let id = match new.thread_id {
         Some(id) if !id.is_empty() => id,
         _ => uuid::Uuid::now_v7().to_string(),
@@ -86,8 +86,9 @@ pub(crate) async fn create(state: &AppState, owner: &str, new: NewThread) -> Api
     if new.supersteps.is_empty() {
         return Ok(t);
     }
-    let graph = graph_of(state, &t)
-        .ok_or_else(|| ApiError::invalid("supersteps need metadata.graph_id naming a registered graph"))?;
+    let graph = graph_of(state, &t).ok_or_else(|| {
+        ServiceError::invalid("supersteps need metadata.graph_id naming a registered graph")
+    })?;
     for step in new.supersteps {
         for u in step {
             graph
@@ -100,7 +101,7 @@ pub(crate) async fn create(state: &AppState, owner: &str, new: NewThread) -> Api
 }
 
 /// Copy the latest state into the thread row after a state change outside a run.
-async fn refresh(state: &AppState, graph: &Arc<dyn HostedGraph>, id: &str) -> ApiResult<()> {
+async fn refresh(state: &AppState, graph: &Arc<dyn HostedGraph>, id: &str) -> ServiceResult<()> {
     let snap = graph.get_state(id, None).await?;
     let mut interrupts = Map::new();
     let mut any = false;
@@ -139,22 +140,22 @@ pub(crate) async fn patch(
     id: &str,
     metadata: Option<&Map<String, Value>>,
     ttl: Option<Value>,
-) -> ApiResult<Thread> {
+) -> ServiceResult<Thread> {
     state
         .db
         .patch_thread(owner, id, metadata, ttl)
         .await?
-        .ok_or_else(|| ApiError::not_found(format!("thread {id}")))
+        .ok_or_else(|| ServiceError::not_found(format!("thread {id}")))
 }
 
 /// Delete a thread of `owner` with its runs (stopping those executing here) and
 /// checkpoints.
-pub(crate) async fn delete(state: &AppState, owner: &str, id: &str) -> ApiResult<()> {
+pub(crate) async fn delete(state: &AppState, owner: &str, id: &str) -> ServiceResult<()> {
     load(state, owner, id).await?;
     remove(state, owner, id).await
 }
 
-async fn remove(state: &AppState, owner: &str, id: &str) -> ApiResult<()> {
+async fn remove(state: &AppState, owner: &str, id: &str) -> ServiceResult<()> {
     state.cancel_local_thread(id, CancelAction::Interrupt);
     state.db.delete_thread(owner, id).await?;
     state.checkpointer.delete_thread(id).await?;
@@ -162,7 +163,7 @@ async fn remove(state: &AppState, owner: &str, id: &str) -> ApiResult<()> {
 }
 
 /// Delete those of `ids` that are threads of `owner`; how many were.
-pub(crate) async fn prune(state: &AppState, owner: &str, ids: &[String]) -> ApiResult<usize> {
+pub(crate) async fn prune(state: &AppState, owner: &str, ids: &[String]) -> ServiceResult<usize> {
     let mut pruned = 0;
     for id in ids {
         if state.db.get_thread(owner, id).await?.is_some() {
@@ -174,13 +175,17 @@ pub(crate) async fn prune(state: &AppState, owner: &str, ids: &[String]) -> ApiR
 }
 
 /// A page of the owner's threads, and the total.
-pub(crate) async fn search(state: &AppState, owner: &str, q: &ThreadQuery) -> ApiResult<(Vec<Thread>, i64)> {
+pub(crate) async fn search(
+    state: &AppState,
+    owner: &str,
+    q: &ThreadQuery,
+) -> ServiceResult<(Vec<Thread>, i64)> {
     Ok(state.db.search_threads(owner, q).await?)
 }
 
 /// A new thread of `owner` with the metadata, values, interrupts and checkpoints of
 /// thread `id`.
-pub(crate) async fn copy(state: &AppState, owner: &str, id: &str) -> ApiResult<Thread> {
+pub(crate) async fn copy(state: &AppState, owner: &str, id: &str) -> ServiceResult<Thread> {
     let src = load(state, owner, id).await?;
     let new_id = uuid::Uuid::now_v7().to_string();
     let mut t = new_thread(new_id.clone(), src.metadata.clone(), src.ttl.clone());
@@ -208,18 +213,18 @@ pub(crate) async fn state_at(
     owner: &str,
     id: &str,
     checkpoint: Option<&str>,
-) -> ApiResult<Value> {
+) -> ServiceResult<Value> {
     let t = load(state, owner, id).await?;
     let Some(graph) = graph_of(state, &t) else {
         return if checkpoint.is_some() {
-            Err(ApiError::not_found(format!("checkpoint of thread {id}")))
+            Err(ServiceError::not_found(format!("checkpoint of thread {id}")))
         } else {
             Ok(empty_state())
         };
     };
     match graph.get_state(id, checkpoint).await? {
         Some(s) => Ok(s),
-        None if checkpoint.is_some() => Err(ApiError::not_found(format!("checkpoint of thread {id}"))),
+        None if checkpoint.is_some() => Err(ServiceError::not_found(format!("checkpoint of thread {id}"))),
         None => Ok(empty_state()),
     }
 }
@@ -233,13 +238,13 @@ pub(crate) async fn update_state(
     checkpoint: Option<&str>,
     values: Option<Value>,
     as_node: Option<&str>,
-) -> ApiResult<CheckpointConfig> {
+) -> ServiceResult<CheckpointConfig> {
     let t = load(state, owner, id).await?;
     if t.status == ThreadStatus::Busy {
-        return Err(ApiError::conflict(format!("thread {id} is busy with a run")));
+        return Err(ServiceError::conflict(format!("thread {id} is busy with a run")));
     }
     let graph = graph_of(state, &t).ok_or_else(|| {
-        ApiError::invalid(format!(
+        ServiceError::invalid(format!(
             "thread {id} has no graph yet: run it once, or create it with metadata.graph_id"
         ))
     })?;
@@ -257,7 +262,7 @@ pub(crate) async fn history(
     limit: Option<usize>,
     before: Option<String>,
     metadata: Map<String, Value>,
-) -> ApiResult<Vec<Value>> {
+) -> ServiceResult<Vec<Value>> {
     let t = load(state, owner, id).await?;
     let Some(graph) = graph_of(state, &t) else {
         return Ok(Vec::new());

@@ -6,7 +6,7 @@
 //! A subgraph's structure comes from its Mermaid text (the drawing graphloom-core makes
 //! of every graph), read back here.
 
-use crate::hosted::HostedGraph;
+use crate::host::HostedGraph;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 

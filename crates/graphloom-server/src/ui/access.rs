@@ -4,8 +4,8 @@
 //! the grant's metadata filter the same way: a thread it hides is a 404 page, a search only
 //! lists the threads it lets through, a refusal is the refusal's page.
 
+use crate::api::error::ApiError;
 use crate::auth::{Action, AuthRequest, Filter, Identity, Resource};
-use crate::error::ApiError;
 use crate::state::AppRef;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;

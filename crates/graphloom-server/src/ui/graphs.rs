@@ -5,7 +5,7 @@
 use super::access::Viewer;
 use super::{error_page, fragment, Q};
 use crate::api::auth::Owner;
-use crate::error::ApiError;
+use crate::api::error::ApiError;
 use crate::models::{RunStatus, ThreadStatus};
 use crate::service::{assistants, runs, threads};
 use crate::state::AppRef;
@@ -91,7 +91,7 @@ pub(crate) async fn svg_fragment(
 ) -> Response {
     match svg(&state, &graph_id, &options(&q)) {
         Some(m) => fragment(m),
-        None => error_page(&ApiError::not_found(format!("graph {graph_id}"))),
+        None => error_page(ApiError::not_found(format!("graph {graph_id}"))),
     }
 }
 
@@ -119,7 +119,7 @@ pub(crate) async fn live(State(state): State<AppRef>, viewer: Viewer) -> Respons
     };
     let busy = match threads::search(&state, owner, &query).await {
         Ok((list, _)) => list,
-        Err(e) => return e.into_response(),
+        Err(e) => return ApiError::from(e).into_response(),
     };
     let mut out = Vec::new();
     for t in busy {

@@ -23,7 +23,7 @@ mod run;
 mod thread;
 mod threads;
 
-use crate::error::ApiError;
+use crate::api::error::ApiError;
 use crate::state::AppRef;
 use axum::extract::Query;
 use axum::http::{header, HeaderValue, StatusCode};
@@ -59,7 +59,7 @@ pub(crate) fn routes(state: &AppRef) -> Router<AppRef> {
         .route("/ui/frag/{*rest}", get(not_found))
         .layer(axum::middleware::from_fn_with_state(
             Arc::clone(state),
-            crate::auth::gate::gate,
+            crate::api::gate::gate,
         ));
     Router::new()
         .route("/ui", get(shell))
@@ -110,7 +110,7 @@ async fn style() -> Response {
 }
 
 async fn not_found() -> Response {
-    error_page(&ApiError::not_found("page"))
+    error_page(ApiError::not_found("page"))
 }
 
 /// A fragment: HTML for the shell to insert.
@@ -124,7 +124,8 @@ pub(crate) fn fragment(markup: maud::Markup) -> Response {
 
 /// An error as a fragment with its status: a 404 page, or the message of a 4xx (the
 /// detail of a 5xx stays in the log).
-pub(crate) fn error_page(e: &ApiError) -> Response {
+pub(crate) fn error_page(e: impl Into<ApiError>) -> Response {
+    let e: ApiError = e.into();
     let (title, text) = match e.status {
         StatusCode::NOT_FOUND => (
             "404 — not found",

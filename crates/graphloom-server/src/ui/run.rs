@@ -25,11 +25,11 @@ pub(crate) async fn page(
         .may(&state, Resource::Runs, Action::Read, &thread_id, Some(&run_id))
         .await
     {
-        return error_page(&e);
+        return error_page(e);
     }
     let run = match runs::find(&state, owner, &thread_id, &run_id).await {
         Ok(r) => r,
-        Err(e) => return error_page(&e),
+        Err(e) => return error_page(e),
     };
     let graph_id = match crate::service::assistants::resolve(&state, owner, &run.assistant_id).await {
         Ok(a) => a.graph_id,

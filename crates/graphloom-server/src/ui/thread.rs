@@ -6,8 +6,8 @@ use super::access::Viewer;
 use super::html::{badge, chat, short, time};
 use super::json::{diff, diff_view, pretty, tree, LARGE, TREE_BUDGET};
 use super::{error_page, fragment, Q};
+use crate::api::error::ApiError;
 use crate::auth::{Action, Resource};
-use crate::error::ApiError;
 use crate::service::{runs, threads};
 use crate::state::AppRef;
 use axum::extract::{Path, State};
@@ -41,11 +41,11 @@ pub(crate) async fn page(
         .may(&state, Resource::Threads, Action::Read, &thread_id, None)
         .await
     {
-        return error_page(&e);
+        return error_page(e);
     }
     match render(&state, viewer.owner(), &thread_id, &q).await {
         Ok(m) => fragment(m),
-        Err(e) => error_page(&e),
+        Err(e) => error_page(e),
     }
 }
 
@@ -355,7 +355,7 @@ pub(crate) async fn full_state(
         .may(&state, Resource::Threads, Action::Read, &thread_id, None)
         .await
     {
-        return error_page(&e);
+        return error_page(e);
     }
     match threads::state_at(&state, viewer.owner(), &thread_id, Some(&checkpoint_id)).await {
         Ok(s) => {
@@ -376,6 +376,6 @@ pub(crate) async fn full_state(
             )
                 .into_response()
         }
-        Err(e) => error_page(&e),
+        Err(e) => error_page(e),
     }
 }

@@ -4,7 +4,7 @@
 use super::access::Viewer;
 use super::html::{badge, short, time};
 use super::{error_page, fragment, Q};
-use crate::error::ApiError;
+use crate::api::error::ApiError;
 use crate::models::ThreadStatus;
 use crate::state::AppRef;
 use axum::extract::State;
@@ -47,7 +47,7 @@ pub(crate) async fn page(State(state): State<AppRef>, viewer: Viewer, q: Q) -> R
     let text = q.get("q").cloned().unwrap_or_default();
     let mut metadata = match metadata_filter(&text) {
         Ok(m) => m,
-        Err(e) => return error_page(&e),
+        Err(e) => return error_page(e),
     };
     let graph = q.get("graph").filter(|g| !g.is_empty()).cloned();
     if let Some(g) = &graph {
@@ -58,7 +58,7 @@ pub(crate) async fn page(State(state): State<AppRef>, viewer: Viewer, q: Q) -> R
         "" => None,
         s => match ThreadStatus::parse(s) {
             Some(s) => Some(s),
-            None => return error_page(&ApiError::invalid(format!("unknown status `{s}`"))),
+            None => return error_page(ApiError::invalid(format!("unknown status `{s}`"))),
         },
     };
     let offset = q
@@ -70,7 +70,7 @@ pub(crate) async fn page(State(state): State<AppRef>, viewer: Viewer, q: Q) -> R
     let (metadata, none) = match viewer.search_needle(&state, &metadata).await {
         Ok(Some(needle)) => (needle, false),
         Ok(None) => (metadata, true),
-        Err(e) => return error_page(&e),
+        Err(e) => return error_page(e),
     };
     let query = ThreadQuery {
         metadata,
@@ -85,7 +85,7 @@ pub(crate) async fn page(State(state): State<AppRef>, viewer: Viewer, q: Q) -> R
     } else {
         match crate::service::threads::search(&state, viewer.owner(), &query).await {
             Ok(r) => r,
-            Err(e) => return error_page(&e),
+            Err(e) => return error_page(e),
         }
     };
     let link = |off: i64| {

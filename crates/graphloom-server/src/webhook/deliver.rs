@@ -1,10 +1,10 @@
 //! The dispatcher: claims due deliveries from the queue and POSTs them, signed, through
 //! the guarded client; records each outcome (delivered, retried later, given up).
 
-use super::guard::{self, GuardedResolver};
 use super::WebhookConfig;
 use crate::db::WebhookDelivery;
 use crate::models::now_rfc3339;
+use crate::service::url_guard::{self as guard, GuardedResolver};
 use crate::state::AppState;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;

@@ -24,80 +24,19 @@
 //! and `webhook_sent_at`.
 
 mod deliver;
-pub mod guard;
 
 use crate::db::{NewWebhook, ThreadOutcome};
-use crate::error::{ApiError, ApiResult};
 use crate::models::{rfc3339_from_micros, Run, RunStatus};
 use crate::state::AppState;
 use graphloom_server_db::kit::now_micros;
 use serde_json::{json, Value};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
+pub use crate::config::WebhookConfig;
+/// The address guard of webhook URLs (kept with the services, which check a request's URL).
+pub use crate::service::url_guard as guard;
 pub(crate) use deliver::run;
 pub use deliver::signature;
-
-/// Settings of webhook deliveries.
-#[derive(Clone, Debug)]
-pub struct WebhookConfig {
-    /// Key of the `x-graphloom-signature` HMAC-SHA256 header (`None`: no signature).
-    pub secret: Option<String>,
-    /// Allow `http://` URLs (default `false`: `https` only).
-    pub allow_http: bool,
-    /// Hosts exempt from the address guard, as written in URLs (`"127.0.0.1"`,
-    /// `"hooks.internal"`, `"::1"`). Default: none.
-    pub allowed_hosts: Vec<String>,
-    /// How long one attempt may take (default 10 s).
-    pub timeout: Duration,
-    /// Attempts before a delivery is given up (default 5).
-    pub max_attempts: u32,
-    /// Wait before the first retry; each retry waits twice as long (default 1 s).
-    pub backoff: Duration,
-    /// Longest wait between retries (default 5 minutes).
-    pub max_backoff: Duration,
-    /// How often an idle dispatcher looks for deliveries (default 500 ms).
-    pub poll: Duration,
-    /// Deliveries in flight at once in this process (default 8).
-    pub concurrency: usize,
-}
-
-impl Default for WebhookConfig {
-    fn default() -> Self {
-        Self {
-            secret: None,
-            allow_http: false,
-            allowed_hosts: Vec::new(),
-            timeout: Duration::from_secs(10),
-            max_attempts: 5,
-            backoff: Duration::from_secs(1),
-            max_backoff: Duration::from_secs(300),
-            poll: Duration::from_millis(500),
-            concurrency: 8,
-        }
-    }
-}
-
-impl WebhookConfig {
-    /// The wait before retry number `attempt` (1 for the first retry).
-    #[must_use]
-    pub fn retry_after(&self, attempt: u32) -> Duration {
-        let factor = 2u32.saturating_pow(attempt.saturating_sub(1).min(20));
-        self.backoff.saturating_mul(factor).min(self.max_backoff)
-    }
-}
-
-/// Check the `webhook` of a request (a run's or a cron's): a 422 naming what is wrong.
-///
-/// # Errors
-/// 422 when the URL is refused by [`guard::check`].
-pub(crate) fn check_url(config: &WebhookConfig, url: Option<&str>) -> ApiResult<()> {
-    match url {
-        None => Ok(()),
-        Some(u) => guard::check(config, u)
-            .map(|_| ())
-            .map_err(|e| ApiError::invalid(e.to_string())),
-    }
-}
 
 /// The body of a run's delivery.
 fn body(run: &Run, status: RunStatus, outcome: &ThreadOutcome, started: Instant) -> Value {

@@ -2,7 +2,7 @@
 //! `steps.rs` and `finish.rs`) pass it along.
 
 use super::sink::EventSink;
-use crate::hosted::HostedGraph;
+use crate::host::HostedGraph;
 use crate::models::Run;
 use crate::run::RunKwargs;
 use crate::state::{AppState, LocalRun};
@@ -27,5 +27,10 @@ impl RunExecution {
     /// The run's id.
     pub(super) fn run_id(&self) -> &str {
         &self.run.run_id
+    }
+
+    /// The run's time limit: the smaller of the server's and its graph's.
+    pub(super) fn run_limit(&self) -> Option<std::time::Duration> {
+        crate::host::tighter(self.state.config.run_timeout, self.graph.run_timeout())
     }
 }

@@ -8,8 +8,8 @@ use super::faults::Backoff;
 use super::sink::EventSink;
 use crate::broker::RunEventRecord;
 use crate::db::{DbResult, ThreadOutcome};
-use crate::hosted::JsonRunOutput;
-use crate::hosting::{RunEnd, RunOutcome, RUN_END_HOOK_LIMIT};
+use crate::host::JsonRunOutput;
+use crate::host::{RunEnd, RunOutcome, RUN_END_HOOK_LIMIT};
 use crate::metrics::StatusLabel;
 use crate::models::{CancelAction, Run, RunStatus, ThreadStatus};
 use crate::state::AppState;
@@ -56,7 +56,7 @@ impl Ended {
 
 /// Call the graph's end hook, if it has one, with how the run ended (see
 /// [`crate::Hosting::on_run_end`]). Not for a run handed back to the queue or rolled back.
-/// A hook that fails, panics or overruns [`crate::hosting::RUN_END_HOOK_LIMIT`] is logged.
+/// A hook that fails, panics or overruns [`crate::host::RUN_END_HOOK_LIMIT`] is logged.
 pub(super) async fn call_end_hook(exec: &RunExecution, ended: &Ended) {
     let Some(hook) = exec.graph.run_end_hook() else {
         return;
@@ -79,7 +79,7 @@ pub(super) async fn call_end_hook(exec: &RunExecution, ended: &Ended) {
         attempt: exec.attempt,
         outcome,
         error,
-        timeout: super::steps::run_limit(exec),
+        timeout: exec.run_limit(),
     };
     let called = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(hook.call(end)));
     let run_id = exec.run_id();

@@ -58,15 +58,6 @@ pub(crate) fn start(state: Arc<AppState>) -> Vec<tokio::task::JoinHandle<()>> {
     handles
 }
 
-/// A free execution slot, if the worker pool runs here and is not shutting down: a run
-/// created now can be claimed at once and executed with [`spawn_claimed`].
-pub(crate) fn free_slot(state: &AppState) -> Option<OwnedSemaphorePermit> {
-    if state.shutting_down() {
-        return None;
-    }
-    Arc::clone(state.slots.get()?).try_acquire_owned().ok()
-}
-
 /// Execute a run claimed at its creation (its `kwargs` as the service built them),
 /// holding `slot` until it ends.
 pub(crate) fn spawn_claimed(

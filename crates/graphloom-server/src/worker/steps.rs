@@ -11,7 +11,7 @@ use super::finish::{self, Completed, Ended};
 use super::sink::EventSink;
 use super::usage::count_usage;
 use super::watch::Watch;
-use crate::hosted::{JsonRunEvent, JsonRunOutput, JsonRunRequest};
+use crate::host::{JsonRunEvent, JsonRunOutput, JsonRunRequest};
 use crate::metrics::NodeLabel;
 use crate::models::ClaimedRun;
 use crate::owner_store::OwnerStore;
@@ -193,7 +193,7 @@ fn start(
     let (state, run, kw) = (&exec.state, &exec.run, &exec.kwargs);
     let mut req = kw.graph_request(&run.run_id, &run.thread_id, started);
     req.modes = produced_modes(exec);
-    req.timeout = run_limit(exec);
+    req.timeout = exec.run_limit();
     req.cancel = Some(exec.local.token.clone());
     req.on_task_end = Some(node_timer(state, &kw.graph_id));
     // With auth on, what the graph keeps in its store is its owner's.
@@ -215,11 +215,6 @@ fn start(
     let (tx, rx) = mpsc::unbounded_channel();
     req.on_complete = Some(finish::handoff_hook(tx));
     (req, Some(rx))
-}
-
-/// The run's time limit: the smaller of the server's and its graph's.
-pub(super) fn run_limit(exec: &RunExecution) -> Option<std::time::Duration> {
-    crate::hosting::tighter(exec.state.config.run_timeout, exec.graph.run_timeout())
 }
 
 /// Whether a run taken up again (after a crash, attempt > 1, or after a database fault,

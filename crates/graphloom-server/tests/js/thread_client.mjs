@@ -1,6 +1,6 @@
 // The official JS client (@langchain/langgraph-sdk 1.15) driving a server through the
 // thread-centric protocol: `node thread_client.mjs <api url>`. Runs the `weather` graph
-// (tests/weather/mod.rs, tests/js/reference/graph.py) over SSE and over a WebSocket, and
+// (tests/it/weather.rs, tests/js/reference/graph.py) over SSE and over a WebSocket, and
 // prints one JSON line `{"ok": true, "checks": [...]}` at the end (or throws).
 import { Client } from "@langchain/langgraph-sdk";
 import WebSocket from "ws";

@@ -5,14 +5,13 @@
 use super::public;
 use crate::broker::Reader;
 use crate::db::{CronTick, Fired, NewRun};
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ErrorKind, ServiceError, ServiceResult};
 use crate::models::{
     now_rfc3339, Assistant, CancelAction, ClaimedRun, MultitaskStrategy, Run, RunStatus, Thread,
 };
 use crate::run::{IfNotExists, OnCompletion, RunConfig, RunKwargs, RunRequest};
 use crate::service::{assistants, threads};
 use crate::state::AppRef;
-use crate::worker;
 use serde::Deserialize as _;
 use serde_json::{json, Map, Value};
 use std::time::Duration;
@@ -68,10 +67,10 @@ pub(crate) struct Enqueued {
 }
 
 /// Resolve, check and queue a run (see the module docs).
-pub(crate) async fn enqueue(state: &AppRef, s: Submit) -> ApiResult<Enqueued> {
+pub(crate) async fn enqueue(state: &AppRef, s: Submit) -> ServiceResult<Enqueued> {
     enqueue_at(state, s, None)
         .await?
-        .map_err(|not| ApiError::internal(format!("a run was not created: {not:?}")))
+        .map_err(|not| ServiceError::internal(format!("a run was not created: {not:?}")))
 }
 
 /// [`enqueue()`] for a cron's tick: the run is created only while `tick` is still due,
@@ -82,7 +81,7 @@ pub(crate) async fn enqueue_tick(
     state: &AppRef,
     s: Submit,
     tick: &CronTick,
-) -> ApiResult<Result<Enqueued, Fired>> {
+) -> ServiceResult<Result<Enqueued, Fired>> {
     enqueue_at(state, s, Some(tick)).await
 }
 
@@ -90,13 +89,13 @@ async fn enqueue_at(
     state: &AppRef,
     mut s: Submit,
     tick: Option<&CronTick>,
-) -> ApiResult<Result<Enqueued, Fired>> {
+) -> ServiceResult<Result<Enqueued, Fired>> {
     let assistant = assistants::resolve(state, &s.owner, &s.request.assistant_id).await?;
     if !state.graphs.contains_key(&assistant.graph_id) {
-        return Err(ApiError::not_found(format!("graph {}", assistant.graph_id)));
+        return Err(ServiceError::not_found(format!("graph {}", assistant.graph_id)));
     }
     check_input(state, &assistant.graph_id, s.request.input.as_ref())?;
-    crate::webhook::check_url(&state.config.webhooks, s.request.webhook.as_deref())?;
+    crate::service::url_guard::check_url(&state.config.webhooks, s.request.webhook.as_deref())?;
     let read = std::mem::take(&mut s.read);
     let (thread, new_thread) = thread_of(state, &s, read, &assistant).await?;
     let kwargs = kwargs(&s, &assistant)?;
@@ -133,7 +132,7 @@ async fn enqueue_at(
     let created = match create(state, new, kwargs, s.hold, tick).await {
         // The thread the run was to create was made meanwhile: another owner's (not
         // found), or this owner's and busy.
-        Err(e) if new_thread && e.status == axum::http::StatusCode::CONFLICT => {
+        Err(e) if new_thread && e.kind == ErrorKind::Conflict => {
             threads::load(state, &s.owner, &thread.thread_id).await?;
             return Err(e);
         }
@@ -157,7 +156,7 @@ async fn enqueue_at(
 
 /// Check a run's input against its graph: its input schema, then a decode as the run
 /// will do (what the schema lets through, the run must be able to decode).
-pub(crate) fn check_input(state: &AppRef, graph_id: &str, input: Option<&Value>) -> ApiResult<()> {
+pub(crate) fn check_input(state: &AppRef, graph_id: &str, input: Option<&Value>) -> ServiceResult<()> {
     let Some(input) = input.filter(|v| !v.is_null()) else {
         return Ok(());
     };
@@ -169,12 +168,12 @@ pub(crate) fn check_input(state: &AppRef, graph_id: &str, input: Option<&Value>)
             } else {
                 format!("input{path}")
             };
-            return Err(ApiError::invalid(format!("{at}: {err}")));
+            return Err(ServiceError::invalid(format!("{at}: {err}")));
         }
     }
     if let Some(g) = state.graphs.get(graph_id) {
         g.check_input(input)
-            .map_err(|e| ApiError::invalid(format!("input: {e}")))?;
+            .map_err(|e| ServiceError::invalid(format!("input: {e}")))?;
     }
     Ok(())
 }
@@ -189,7 +188,7 @@ async fn thread_of(
     s: &Submit,
     read: ThreadRead,
     assistant: &Assistant,
-) -> ApiResult<(Thread, bool)> {
+) -> ServiceResult<(Thread, bool)> {
     let meta = || {
         let mut m = s.request.metadata.clone().unwrap_or_default();
         m.insert("graph_id".into(), json!(assistant.graph_id));
@@ -209,7 +208,7 @@ async fn thread_of(
         return Ok((t, false));
     }
     if s.request.if_not_exists != Some(IfNotExists::Create) {
-        return Err(ApiError::not_found(format!("thread {id}")));
+        return Err(ServiceError::not_found(format!("thread {id}")));
     }
     Ok((threads::new_thread(id.clone(), meta(), None), true))
 }
@@ -230,13 +229,13 @@ fn graph_metadata(thread: &Thread, kwargs: &RunKwargs) -> Option<Map<String, Val
 
 /// The run's kwargs: the request with the assistant's config and context under its own,
 /// the checkpoint to start from, the defaults, and what the server adds.
-fn kwargs(s: &Submit, assistant: &Assistant) -> ApiResult<RunKwargs> {
+fn kwargs(s: &Submit, assistant: &Assistant) -> ServiceResult<RunKwargs> {
     let r = &s.request;
     // The request's config is bounded at the edge, the assistant's when it was stored.
     let config = merge(&assistant.config, r.config.as_ref().unwrap_or(&Value::Null));
     let mut config = match config {
         Value::Null => RunConfig::default(),
-        v => RunConfig::deserialize(&v).map_err(|e| ApiError::invalid(format!("config: {e}")))?,
+        v => RunConfig::deserialize(&v).map_err(|e| ServiceError::invalid(format!("config: {e}")))?,
     };
     let mut context = merge(&assistant.context, r.context.as_ref().unwrap_or(&Value::Null));
     crate::auth::stamp_run(&s.owner, &mut config.configurable, &mut context);
@@ -332,8 +331,8 @@ async fn create(
     kwargs: RunKwargs,
     hold: Hold,
     tick: Option<&CronTick>,
-) -> ApiResult<Result<(Run, Option<Reader>), Fired>> {
-    let slot = worker::free_slot(state);
+) -> ServiceResult<Result<(Run, Option<Reader>), Fired>> {
+    let slot = state.free_slot();
     if slot.is_some() {
         new.claim = Some((state.worker_id.clone(), state.config.lease));
     }
@@ -370,7 +369,7 @@ async fn create(
                 run: run.clone(),
                 attempt: 1,
             };
-            worker::spawn_claimed(state, claimed, Ok(kwargs), slot);
+            (state.start_claimed)(state, claimed, Ok(kwargs), slot);
             // As the reference server answers: the run as queued.
             Run {
                 status: RunStatus::Pending,

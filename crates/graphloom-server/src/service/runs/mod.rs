@@ -7,7 +7,7 @@ pub(crate) mod events;
 pub(crate) use enqueue::{check_input, enqueue, enqueue_tick, Enqueued, Hold, Submit, ThreadRead};
 
 use crate::broker::Reader;
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ServiceError, ServiceResult};
 use crate::models::{CancelAction, Run, RunStatus};
 use crate::run::StreamFacts;
 use crate::state::AppState;
@@ -23,12 +23,12 @@ pub(crate) fn public(mut run: Run) -> Run {
 }
 
 /// A run of `owner` on thread `thread_id`.
-pub(crate) async fn find(state: &AppState, owner: &str, thread_id: &str, run_id: &str) -> ApiResult<Run> {
+pub(crate) async fn find(state: &AppState, owner: &str, thread_id: &str, run_id: &str) -> ServiceResult<Run> {
     state
         .db
         .get_run(owner, Some(thread_id), run_id)
         .await?
-        .ok_or_else(|| ApiError::not_found(format!("run {run_id}")))
+        .ok_or_else(|| ServiceError::not_found(format!("run {run_id}")))
 }
 
 /// A page of a thread's runs, newest first, as clients see them.
@@ -38,7 +38,7 @@ pub(crate) async fn list(
     thread_id: &str,
     status: Option<RunStatus>,
     (limit, offset): (i64, i64),
-) -> ApiResult<Vec<Run>> {
+) -> ServiceResult<Vec<Run>> {
     super::threads::load(state, owner, thread_id).await?;
     let runs = state
         .db
@@ -48,10 +48,15 @@ pub(crate) async fn list(
 }
 
 /// Delete a run that has ended.
-pub(crate) async fn delete(state: &AppState, owner: &str, thread_id: &str, run_id: &str) -> ApiResult<()> {
+pub(crate) async fn delete(
+    state: &AppState,
+    owner: &str,
+    thread_id: &str,
+    run_id: &str,
+) -> ServiceResult<()> {
     let run = find(state, owner, thread_id, run_id).await?;
     if !run.status.is_final() {
-        return Err(ApiError::conflict(format!(
+        return Err(ServiceError::conflict(format!(
             "run {run_id} is {}; cancel it before deleting it",
             run.status.as_str()
         )));
@@ -73,12 +78,12 @@ pub(crate) async fn cancel(
     thread_id: Option<&str>,
     run_id: &str,
     action: CancelAction,
-) -> ApiResult<Run> {
+) -> ServiceResult<Run> {
     let run = state
         .db
         .cancel_run(owner, thread_id, run_id, action)
         .await?
-        .ok_or_else(|| ApiError::not_found(format!("run {run_id}")))?;
+        .ok_or_else(|| ServiceError::not_found(format!("run {run_id}")))?;
     state.cancel_local(run_id, action);
     Ok(run)
 }
@@ -90,7 +95,7 @@ pub(crate) async fn cancel_and_wait(
     thread_id: &str,
     run_id: &str,
     action: CancelAction,
-) -> ApiResult<()> {
+) -> ServiceResult<()> {
     let run = cancel(state, owner, Some(thread_id), run_id, action).await?;
     if !run.status.is_final() {
         let _ = tokio::time::timeout(Duration::from_secs(60), wait_outcome(state, owner, &run)).await;
@@ -118,7 +123,7 @@ pub(crate) async fn cancel_many(
     owner: &str,
     targets: CancelTargets,
     action: CancelAction,
-) -> ApiResult<()> {
+) -> ServiceResult<()> {
     let targets: Vec<(Option<String>, String)> = match targets {
         CancelTargets::Runs { thread_id, run_ids } => {
             run_ids.into_iter().map(|id| (thread_id.clone(), id)).collect()

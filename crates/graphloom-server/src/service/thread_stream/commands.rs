@@ -202,7 +202,7 @@ async fn saved_checkpoint(ctx: &Ctx<'_>, id: &str) -> Result<()> {
             .is_some_and(|t| t.status == ThreadStatus::Busy);
         match threads::state_at(ctx.state, ctx.owner, ctx.thread_id, Some(id)).await {
             Ok(_) => return Ok(()),
-            Err(e) if e.status.as_u16() == 404 => {
+            Err(e) if e.kind == crate::error::ErrorKind::NotFound => {
                 if !busy || tokio::time::Instant::now() + pause > deadline {
                     return Err(ProtocolError::new(
                         ErrorCode::NoSuchCheckpoint,
@@ -376,5 +376,5 @@ pub(crate) async fn list_checkpoints(
 }
 
 fn api(e: crate::db::DbError) -> ProtocolError {
-    crate::error::ApiError::from(e).into()
+    crate::error::ServiceError::from(e).into()
 }

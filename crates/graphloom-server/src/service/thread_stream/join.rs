@@ -6,9 +6,9 @@
 
 use super::{all_runs, runs_after};
 use crate::models::Run;
-use crate::protocol::signals::Followed;
 use crate::service::runs::events::{self, Follow, Frame, KEEPALIVE};
 use crate::service::runs::is_resumable;
+use crate::signals::Followed;
 use crate::state::AppRef;
 use futures::stream::BoxStream;
 use futures::{Stream, StreamExt};

@@ -1,0 +1,29 @@
+//! The integration tests of graphloom-core: one binary, one module per behaviour.
+
+mod add_messages_law;
+mod completion_hook;
+mod corrupt_checkpoint;
+mod declared_destinations;
+mod deferred;
+mod derive_state;
+mod differential;
+mod durability_exit;
+mod functional;
+mod in_memory_conformance;
+mod interrupts;
+mod json_state_graph;
+mod limits_and_retries;
+mod merge_order;
+mod message_sharing;
+mod messages_mode;
+mod node_error_source;
+mod overwrite;
+mod pending_writes_resume;
+mod porting_shapes;
+mod run_store;
+mod sharing_and_storage;
+mod stream_events;
+mod streaming;
+mod subgraphs;
+mod supersteps;
+mod time_travel;

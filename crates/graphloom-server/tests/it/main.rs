@@ -1,0 +1,64 @@
+//! The integration tests of graphloom-server: one binary, one module per behaviour.
+//! Shared helpers: `common` (a test server and small graphs), `db_fixtures`, `hooks`,
+//! `interop`, `js` (the Node clients in `tests/js/`) and `weather` (the thread-protocol graph).
+
+mod common;
+mod db_fixtures;
+mod hooks;
+mod interop;
+mod js;
+mod weather;
+
+mod a2a;
+mod api;
+mod api_errors;
+mod bad_input;
+mod claim_at_create;
+mod create_agent;
+mod crons;
+mod crons_replicas;
+mod crons_sdk;
+mod custom_auth;
+mod custom_routes;
+mod db;
+mod db_ops;
+mod db_queue;
+mod db_run_end;
+mod db_run_thread;
+mod events_mode;
+mod fork_unsaved;
+mod hosted;
+mod interop_bad_input;
+mod jwt_auth;
+mod keep_alive;
+mod layers;
+mod mcp;
+mod message_forms;
+mod no_5xx;
+mod openapi;
+mod otel;
+mod outcome_at_checkpoint;
+mod owner_isolation;
+mod panics;
+mod pg_faults;
+mod python_sdk;
+mod replicas;
+mod retention;
+mod rollback;
+mod run_end_hook;
+mod run_options;
+mod sqlite_restart;
+mod start_errors;
+mod storage_growth;
+mod store_embeddings;
+mod stream_events;
+mod thread_history;
+mod thread_protocol;
+mod thread_protocol_js;
+mod thread_protocol_react;
+mod thread_protocol_reference;
+mod thread_protocol_replicas;
+mod thread_protocol_socket;
+mod ui;
+mod wait;
+mod webhooks;
