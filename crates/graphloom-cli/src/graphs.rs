@@ -20,13 +20,31 @@ pub struct Entry {
 #[derive(Clone, Default)]
 pub struct Graphs {
     entries: Vec<Entry>,
+    own_models: bool,
 }
 
 impl Graphs {
     /// These graphs.
     #[must_use]
     pub fn new(entries: Vec<Entry>) -> Self {
-        Self { entries }
+        Self {
+            entries,
+            own_models: false,
+        }
+    }
+
+    /// Graphs that choose their own models (Python graphs built with LangChain's chat
+    /// models): `serve` then neither asks for `GRAPHLOOM_MODEL` nor names a model for them.
+    #[must_use]
+    pub fn with_own_models(mut self) -> Self {
+        self.own_models = true;
+        self
+    }
+
+    /// Whether the graphs choose their own models ([`Self::with_own_models`]).
+    #[must_use]
+    pub fn own_models(&self) -> bool {
+        self.own_models
     }
 
     /// Every graph, in the order given.

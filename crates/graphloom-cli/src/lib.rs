@@ -91,6 +91,10 @@ struct DbArgs {
 enum Cmd {
     /// Serve the example graphs over the LangGraph Server HTTP API.
     Serve {
+        /// A `langgraph.json` naming Python graphs to serve beside this binary's (the
+        /// Python package's `graphloom serve` reads it; default there: ./langgraph.json).
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
         #[command(flatten)]
         db: DbArgs,
         /// Address to listen on.
@@ -407,7 +411,10 @@ async fn serve(args: ServeArgs, graphs: &Graphs) -> anyhow::Result<()> {
         ops,
         jwt,
     } = args;
-    require_explicit_model(&model, db.database_url.is_some(), None)?;
+    let own_models = graphs.own_models();
+    if !own_models {
+        require_explicit_model(&model, db.database_url.is_some(), None)?;
+    }
     let mut cfg = match &db.database_url {
         Some(url) => ServerConfig::postgres(url.clone()),
         None => ServerConfig::sqlite(db.db.clone()),
@@ -444,15 +451,22 @@ async fn serve(args: ServeArgs, graphs: &Graphs) -> anyhow::Result<()> {
     }
     for e in graphs.all() {
         builder = builder.graph(e.id, Arc::clone(&e.factory));
-        builder = builder.sample_input(e.id, (e.sample)());
-        builder = builder.model(e.id, model.label());
+        let sample = (e.sample)();
+        if !sample.is_null() {
+            builder = builder.sample_input(e.id, sample);
+        }
+        if !own_models {
+            builder = builder.model(e.id, model.label());
+        }
     }
     // Bound before the database is opened: a taken port leaves no database behind.
     let listener = bind(&addr).await?;
     let server = builder.build().await?;
     let local = listener.local_addr()?;
-    require_explicit_model(&model, false, Some(local))?;
-    if model.label() == graphloom_llm::SCRIPTED_MODEL {
+    if !own_models {
+        require_explicit_model(&model, false, Some(local))?;
+    }
+    if !own_models && model.label() == graphloom_llm::SCRIPTED_MODEL {
         eprintln!("{SCRIPTED_BANNER}");
     }
     if auth_off && !local.ip().is_loopback() {
@@ -517,6 +531,7 @@ async fn draw(
 async fn main_inner(cli: Cli, graphs: &Graphs) -> anyhow::Result<()> {
     match cli.command {
         Cmd::Serve {
+            config,
             db,
             addr,
             workers,
@@ -529,6 +544,15 @@ async fn main_inner(cli: Cli, graphs: &Graphs) -> anyhow::Result<()> {
             ops,
             jwt,
         } => {
+            if let Some(config) = config.filter(|_| !graphs.own_models()) {
+                bail!(
+                    "--config {}: this graphloom binary serves Rust graphs only; Python graphs of a \
+                     langgraph.json are served by the Python package's command \
+                     (pip install graphloom, then graphloom serve --config {})",
+                    config.display(),
+                    config.display()
+                );
+            }
             let model = check_model()?;
             serve(
                 ServeArgs {
@@ -628,6 +652,40 @@ pub fn main(graphs: Graphs) -> ExitCode {
         }
     };
     runtime.block_on(main_async(graphs))
+}
+
+/// Like [`main`], with these arguments instead of the process's (the first one is the
+/// program's name): what a host such as the Python package calls, its graphs marked
+/// [`Graphs::with_own_models`]. Help and usage errors are printed, not exited on.
+#[must_use]
+pub fn main_from(graphs: Graphs, args: Vec<String>) -> ExitCode {
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    runtime.block_on(async {
+        match main_inner(cli, &graphs).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: {}", error_line(&e));
+                ExitCode::from(1)
+            }
+        }
+    })
 }
 
 async fn main_async(graphs: Graphs) -> ExitCode {

@@ -10,6 +10,9 @@
 //! The stores (`graphloom.store.sqlite`, `graphloom.store.postgres`) wrap graphloom's
 //! [`graphloom_core::store::Store`] implementations the same way (see `store.rs`).
 //!
+//! `serve` runs graphloom's server over Python LangGraph graphs (the package's `graphloom
+//! serve` command; see `serve/`).
+//!
 //! Build it with maturin (`pip install .` from the repository root); the `extension-module`
 //! feature is maturin's to turn on.
 
@@ -17,6 +20,7 @@ mod backend;
 mod core;
 mod pg;
 mod runtime;
+mod serve;
 mod store;
 
 use pyo3::prelude::*;
@@ -38,6 +42,8 @@ pub(crate) fn storage_error(e: &graphloom_core::Error) -> PyErr {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<core::Core>()?;
     m.add_class::<store::StoreCore>()?;
+    m.add_class::<serve::Sink>()?;
+    m.add_function(wrap_pyfunction!(serve::serve, m)?)?;
     m.add("StorageError", m.py().get_type::<StorageError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

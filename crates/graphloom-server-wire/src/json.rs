@@ -116,3 +116,27 @@ pub enum JsonRunEvent {
     /// The end.
     End(Result<JsonRunOutput, graphloom_core::Error>),
 }
+
+/// A failure raised in a graph of another language (a Python graph's exception): the
+/// error's class name and its own message, which a run's `error` event reports as they are
+/// (`{"error": "ValueError", "message": "..."}`), as LangGraph Server does. Put it as the
+/// source of the [`graphloom_core::Error`] the run ends with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ForeignError {
+    /// The exception's class name, e.g. `ValueError`.
+    pub class: String,
+    /// Its message.
+    pub message: String,
+}
+
+impl std::fmt::Display for ForeignError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.message.is_empty() {
+            f.write_str(&self.class)
+        } else {
+            write!(f, "{}: {}", self.class, self.message)
+        }
+    }
+}
+
+impl std::error::Error for ForeignError {}

@@ -63,9 +63,15 @@ pub fn error_name(e: &Error) -> &'static str {
     }
 }
 
-/// `{"error": <type name>, "message": <message>}` for an error.
+/// `{"error": <type name>, "message": <message>}` for an error (a [`ForeignError`]'s class
+/// and message as they are).
+///
+/// [`ForeignError`]: crate::json::ForeignError
 #[must_use]
 pub fn error_json(e: &Error) -> Value {
+    if let Some(foreign) = e.find_source::<crate::json::ForeignError>() {
+        return json!({"error": foreign.class, "message": foreign.message});
+    }
     json!({"error": error_name(e), "message": e.to_string()})
 }
 

@@ -106,3 +106,19 @@ fn content_blocks_merge_by_index() {
         json!([{"type": "text", "text": "ab", "index": 0}, {"type": "text", "text": "c", "index": 1}])
     );
 }
+
+#[test]
+fn a_foreign_error_is_reported_by_its_own_class_and_message() {
+    let foreign = crate::json::ForeignError {
+        class: "ValueError".into(),
+        message: "boom".into(),
+    };
+    let e = Error::Node {
+        node: "work".into(),
+        message: foreign.to_string(),
+        kind: graphloom_core::NodeErrorKind::Terminal,
+        source: Some(graphloom_core::ErrorSource::new(foreign)),
+    };
+    assert_eq!(error_json(&e), json!({"error": "ValueError", "message": "boom"}));
+    assert_eq!(e.to_string(), "node `work` failed: ValueError: boom");
+}

@@ -103,6 +103,13 @@ pub trait HostedGraph: Send + Sync + 'static {
         let _ = input;
         Ok(())
     }
+    /// Whether the server refuses a run whose input does not match [`Self::input_schema`]
+    /// before the run starts (yes by default). A graph whose schema describes whole
+    /// states rather than the partial updates it accepts (LangGraph's Python graphs: a
+    /// `TypedDict` state lists every key as required) says no, and checks its input itself.
+    fn validates_input_schema(&self) -> bool {
+        true
+    }
     /// JSON Schema of the output.
     fn output_schema(&self) -> Value;
     /// JSON Schema of the state.

@@ -127,6 +127,9 @@ impl HostedGraph for Hosting {
     fn check_input(&self, input: &Value) -> Result<(), String> {
         self.graph.check_input(input)
     }
+    fn validates_input_schema(&self) -> bool {
+        self.graph.validates_input_schema()
+    }
     fn output_schema(&self) -> Value {
         self.graph.output_schema()
     }

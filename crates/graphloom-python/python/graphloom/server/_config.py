@@ -1,0 +1,207 @@
+"""``langgraph.json`` as ``graphloom serve`` reads it.
+
+Honoured: ``graphs`` (``"./path.py:attr"`` or ``"package.module:attr"``, a compiled graph
+or a function returning one; or ``{"path": ..., "description": ...}``), ``dependencies``
+(local directories go on ``sys.path``; package names must be installed already, as with
+``langgraph dev``), ``env`` (a ``.env`` file or a mapping), ``store.index`` and
+``store.ttl`` (graphloom's store). Keys that only shape a Docker image
+(``python_version``, ``dockerfile_lines``, ...) are ignored, as ``langgraph dev`` does.
+Keys graphloom does not serve yet are refused by name, never silently dropped.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+# Read only when building an image: no meaning for a server started in place.
+_IMAGE_KEYS = {
+    "python_version",
+    "node_version",
+    "pip_config_file",
+    "pip_installer",
+    "dockerfile_lines",
+    "base_image",
+    "image_distro",
+    "keep_pkg_tools",
+    "api_version",
+    "$schema",
+}
+
+_SERVED_KEYS = {"graphs", "dependencies", "env", "store"}
+
+# What each key not served yet is, for the error that names it.
+_NOT_YET = {
+    "auth": "custom auth (auth.path); use --api-key or --jwt-secret meanwhile",
+    "http": "custom routes and HTTP settings (http.app)",
+    "webhooks": "webhook settings (a run's webhook URL still works)",
+    "checkpointer": "checkpointer settings (checkpointer.ttl)",
+    "ui": "generative UI components",
+    "ui_config": "generative UI components",
+    "encryption": "custom encryption",
+}
+
+
+class ConfigError(Exception):
+    """A ``langgraph.json`` graphloom cannot serve; the message says what and where."""
+
+
+@dataclass
+class ServeConfig:
+    path: str
+    graphs: dict[str, str]
+    dependencies: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    store_index: dict | None = None
+    store_ttl: dict | None = None
+
+    @property
+    def root(self) -> str:
+        return os.path.dirname(os.path.abspath(self.path))
+
+    def apply_environment(self) -> None:
+        """Set ``env`` (without overriding what the environment already has, as
+        ``langgraph dev`` does) and put local dependencies on ``sys.path``."""
+        for key, value in self.env.items():
+            os.environ.setdefault(key, value)
+        for dep in reversed(self.dependencies):
+            if dep.startswith((".", "/")):
+                path = os.path.normpath(os.path.join(self.root, dep))
+                if not os.path.isdir(path):
+                    raise ConfigError(f"{self.path}: dependency {dep!r} is not a directory ({path})")
+                if path not in sys.path:
+                    sys.path.insert(0, path)
+
+    def resolve_index(self, index: Any) -> dict:
+        """``store.index`` with an ``embed`` of ``./file.py:function`` imported (a model
+        string such as ``openai:text-embedding-3-small`` is LangChain's to resolve)."""
+        if not isinstance(index, dict) or "dims" not in index or "embed" not in index:
+            raise ConfigError(f"{self.path}: store.index needs `dims` and `embed`")
+        embed = index["embed"]
+        if isinstance(embed, str) and ":" in embed:
+            where = embed.rpartition(":")[0]
+            if where.endswith(".py") or where.startswith((".", "/")):
+                index = {**index, "embed": self.import_graph("store.index.embed", embed)}
+        return index
+
+    def import_graph(self, graph_id: str, spec: str) -> Any:
+        """The object ``spec`` names: ``./file.py:attr`` or ``module:attr``."""
+        where, sep, attr = spec.rpartition(":")
+        if not sep or not where or not attr:
+            raise ConfigError(
+                f"{self.path}: graph {graph_id!r} is {spec!r}; expected './path.py:variable' "
+                "or 'package.module:variable'"
+            )
+        try:
+            if where.endswith(".py") or where.startswith((".", "/")):
+                module = self._import_file(graph_id, where)
+            else:
+                module = importlib.import_module(where)
+        except ConfigError:
+            raise
+        except Exception as e:
+            raise ConfigError(
+                f"graph {graph_id!r}: importing {where} failed: {type(e).__name__}: {e}"
+            ) from e
+        obj = module
+        for part in attr.split("."):
+            if not hasattr(obj, part):
+                raise ConfigError(f"graph {graph_id!r}: {where} has no {attr!r}")
+            obj = getattr(obj, part)
+        return obj
+
+    def _import_file(self, graph_id: str, where: str) -> Any:
+        path = os.path.normpath(os.path.join(self.root, where))
+        if not os.path.isfile(path):
+            raise ConfigError(f"graph {graph_id!r}: {where} is not a file ({path})")
+        directory = os.path.dirname(path)
+        if directory not in sys.path:
+            sys.path.insert(0, directory)
+        name = f"graphloom_graph_{graph_id}".replace("-", "_")
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise ConfigError(f"graph {graph_id!r}: {path} cannot be imported")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+        return module
+
+
+def _read_env_file(path: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.strip()
+            if not line or line.startswith("#") or "=" not in line:
+                continue
+            key, value = line.split("=", 1)
+            key = key.removeprefix("export ").strip()
+            value = value.strip()
+            if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+                value = value[1:-1]
+            out[key] = value
+    return out
+
+
+def load_config(path: str | None) -> ServeConfig:
+    """Read and check ``path`` (default ``./langgraph.json``)."""
+    path = path or "langgraph.json"
+    if not os.path.isfile(path):
+        raise ConfigError(
+            f"{path} not found: run graphloom serve where your langgraph.json is, or pass --config"
+        )
+    try:
+        with open(path, encoding="utf-8") as f:
+            raw = json.load(f)
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"{path} is not valid JSON (line {e.lineno}, column {e.colno}): {e.msg}")
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path} must hold a JSON object")
+    for key in raw:
+        if key in _SERVED_KEYS or key in _IMAGE_KEYS:
+            continue
+        what = _NOT_YET.get(key)
+        if what:
+            raise ConfigError(f"{path}: `{key}` ({what}) is not supported by graphloom serve yet")
+        raise ConfigError(f"{path}: unknown key `{key}`")
+    graphs_raw = raw.get("graphs")
+    if not isinstance(graphs_raw, dict) or not graphs_raw:
+        raise ConfigError(f"{path}: `graphs` must map graph ids to './file.py:variable'")
+    graphs: dict[str, str] = {}
+    for graph_id, spec in graphs_raw.items():
+        if isinstance(spec, dict):
+            spec = spec.get("path")
+        if not isinstance(spec, str):
+            raise ConfigError(f"{path}: graph {graph_id!r} must be a string './file.py:variable'")
+        graphs[graph_id] = spec
+    deps = raw.get("dependencies", [])
+    if not isinstance(deps, list) or not all(isinstance(d, str) for d in deps):
+        raise ConfigError(f"{path}: `dependencies` must be a list of strings")
+    config = ServeConfig(path=path, graphs=graphs, dependencies=deps)
+    env = raw.get("env")
+    if isinstance(env, str):
+        env_path = os.path.normpath(os.path.join(config.root, env))
+        if not os.path.isfile(env_path):
+            raise ConfigError(f"{path}: env file {env!r} not found ({env_path})")
+        config.env = _read_env_file(env_path)
+    elif isinstance(env, dict):
+        config.env = {str(k): str(v) for k, v in env.items()}
+    elif env is not None:
+        raise ConfigError(f"{path}: `env` must be a .env file path or an object")
+    store = raw.get("store")
+    if store is not None:
+        if not isinstance(store, dict):
+            raise ConfigError(f"{path}: `store` must be an object")
+        unknown = set(store) - {"index", "ttl"}
+        if unknown:
+            raise ConfigError(f"{path}: store.{sorted(unknown)[0]} is not supported by graphloom serve yet")
+        config.store_index = store.get("index")
+        config.store_ttl = store.get("ttl")
+        if config.store_index is not None:
+            config.store_index = config.resolve_index(config.store_index)
+    return config

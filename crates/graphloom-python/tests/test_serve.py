@@ -1,0 +1,494 @@
+"""``graphloom serve`` hosting Python LangGraph graphs from a ``langgraph.json``, driven by
+the official ``langgraph-sdk`` client: runs (wait, stream in several modes, resume),
+interrupts, state, history, update_state, errors, token streaming from a LangChain chat
+model, subgraphs with ``Send``, the store, the functional API, cancel, runs in flight at
+once, and a server killed with SIGKILL in the middle of a run."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from langgraph_sdk import get_sync_client
+
+GRAPHS = {
+    "steps.py": '''
+        import operator
+        from typing import Annotated
+        from typing_extensions import TypedDict
+        from langgraph.config import get_stream_writer
+        from langgraph.graph import END, START, StateGraph
+        from langgraph.types import interrupt
+
+        class State(TypedDict):
+            log: Annotated[list[str], operator.add]
+            approved: bool
+
+        def plan(state):
+            get_stream_writer()({"planning": len(state.get("log", []))})
+            return {"log": ["planned"]}
+
+        def approve(state):
+            answer = interrupt({"question": "approve?"})
+            return {"approved": answer == "yes", "log": ["asked"]}
+
+        def finish(state):
+            if "boom" in state["log"]:
+                raise ValueError("boom in state")
+            return {"log": ["done"]}
+
+        b = StateGraph(State)
+        b.add_node("plan", plan)
+        b.add_node("approve", approve)
+        b.add_node("finish", finish)
+        b.add_edge(START, "plan")
+        b.add_edge("plan", "approve")
+        b.add_edge("approve", "finish")
+        b.add_edge("finish", END)
+        graph = b.compile()
+    ''',
+    "chat.py": '''
+        from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+        from langchain_core.messages import AIMessage
+        from langgraph.graph import END, START, MessagesState, StateGraph
+
+        def make_graph():
+            model = GenericFakeChatModel(messages=iter([AIMessage(content="hello there friend")] * 100))
+
+            async def reply(state):
+                return {"messages": [await model.ainvoke(state["messages"])]}
+
+            b = StateGraph(MessagesState)
+            b.add_node("reply", reply)
+            b.add_edge(START, "reply")
+            b.add_edge("reply", END)
+            return b.compile()
+    ''',
+    "fanout.py": '''
+        import operator
+        from typing import Annotated
+        from typing_extensions import TypedDict
+        from langgraph.config import get_stream_writer
+        from langgraph.graph import END, START, StateGraph
+        from langgraph.types import Send
+
+        class Inner(TypedDict):
+            item: str
+            results: Annotated[list[str], operator.add]
+
+        def work(state):
+            get_stream_writer()({"working_on": state["item"]})
+            return {"results": [state["item"].upper()]}
+
+        inner = StateGraph(Inner)
+        inner.add_node("work", work)
+        inner.add_edge(START, "work")
+        inner.add_edge("work", END)
+        inner = inner.compile()
+
+        class Outer(TypedDict):
+            items: list[str]
+            results: Annotated[list[str], operator.add]
+
+        def spread(state):
+            return [Send("each", {"item": i, "results": []}) for i in state["items"]]
+
+        b = StateGraph(Outer)
+        b.add_node("each", inner)
+        b.add_conditional_edges(START, spread, ["each"])
+        b.add_edge("each", END)
+        graph = b.compile()
+    ''',
+    "memory.py": '''
+        from langgraph.config import get_store
+        from langgraph.graph import END, START, MessagesState, StateGraph
+
+        def remember(state):
+            store = get_store()
+            text = state["messages"][-1].content
+            store.put(("memories", "u1"), "last", {"text": text})
+            seen = store.search(("memories", "u1"))
+            return {"messages": [{"role": "ai", "content": f"I keep {len(seen)} memory"}]}
+
+        b = StateGraph(MessagesState)
+        b.add_node("remember", remember)
+        b.add_edge(START, "remember")
+        b.add_edge("remember", END)
+        graph = b.compile()
+    ''',
+    "func.py": '''
+        from langgraph.func import entrypoint, task
+        from langgraph.types import interrupt
+
+        @task
+        def double(x: int) -> int:
+            return x * 2
+
+        @entrypoint()
+        async def workflow(n: int) -> dict:
+            doubled = await double(n)
+            extra = interrupt({"doubled": doubled})
+            return {"result": doubled + extra}
+    ''',
+    "waits.py": '''
+        import asyncio, os
+        from typing_extensions import TypedDict
+        from langgraph.graph import END, START, StateGraph
+
+        class S(TypedDict, total=False):
+            n: int
+            out: str
+
+        # How many runs are inside `gather` at once: a run leaves only once `want` are in,
+        # so it passes only when runs interleave on the loop.
+        inside = {"now": 0}
+
+        async def gather(state):
+            inside["now"] += 1
+            want = state.get("n", 1)
+            for _ in range(1000):
+                if inside["now"] >= want:
+                    break
+                await asyncio.sleep(0.01)
+            return {"out": f"met {inside['now']}"}
+
+        async def hang(state):
+            await asyncio.sleep(3600)
+            return {}
+
+        b = StateGraph(S)
+        b.add_node("gather", gather)
+        b.add_edge(START, "gather")
+        b.add_edge("gather", END)
+        graph = b.compile()
+
+        def env(state):
+            return {"out": os.environ.get("GRAPHLOOM_TEST_ENV", "unset")}
+
+        e = StateGraph(S)
+        e.add_node("env", env)
+        e.add_edge(START, "env")
+        e.add_edge("env", END)
+        env_graph = e.compile()
+
+        h = StateGraph(S)
+        h.add_node("hang", hang)
+        h.add_edge(START, "hang")
+        h.add_edge("hang", END)
+        hanging = h.compile()
+    ''',
+    "crash.py": '''
+        import operator, os, time
+        from typing import Annotated
+        from typing_extensions import TypedDict
+        from langgraph.graph import END, START, StateGraph
+
+        MARKS = os.environ["CRASH_MARKS"]
+
+        def mark(name):
+            with open(MARKS, "a") as f:
+                f.write(name + "\\n")
+                f.flush()
+                os.fsync(f.fileno())
+
+        class S(TypedDict, total=False):
+            log: Annotated[list[str], operator.add]
+
+        def first(state):
+            mark("first")
+            return {"log": ["first"]}
+
+        def second(state):
+            mark("second")
+            # Hangs in the first server (killed here), passes in the second.
+            while os.path.exists(MARKS + ".block"):
+                time.sleep(0.05)
+            return {"log": ["second"]}
+
+        b = StateGraph(S)
+        b.add_node("first", first)
+        b.add_node("second", second)
+        b.add_edge(START, "first")
+        b.add_edge("first", "second")
+        b.add_edge("second", END)
+        graph = b.compile()
+    ''',
+}
+
+CONFIG = """{
+  "dependencies": ["."],
+  "graphs": {
+    "steps": "./steps.py:graph",
+    "chat": "./chat.py:make_graph",
+    "fanout": "./fanout.py:graph",
+    "memory": "./memory.py:graph",
+    "func": "./func.py:workflow",
+    "waits": "./waits.py:graph",
+    "hanging": "./waits.py:hanging",
+    "env": "./waits.py:env_graph",
+    "crash": "./crash.py:graph"
+  },
+  "env": {"GRAPHLOOM_TEST_ENV": "from-config"}
+}"""
+
+
+def write_app(root: Path, config: str = CONFIG) -> None:
+    for name, text in GRAPHS.items():
+        (root / name).write_text(textwrap.dedent(text))
+    (root / "langgraph.json").write_text(config)
+
+
+class Served:
+    def __init__(self, proc: subprocess.Popen, url: str, lines: list[str]) -> None:
+        self.proc, self.url, self.lines = proc, url, lines
+
+
+def start(root: Path, db: Path, *extra: str, env: dict | None = None) -> Served:
+    """``python -m graphloom serve`` in ``root`` on a free port; its URL once it listens."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "graphloom", "serve", "--db", str(db), "--addr", "127.0.0.1:0", *extra],
+        cwd=root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "RUST_LOG": "warn", **(env or {})},
+    )
+    lines: list[str] = []
+    assert proc.stdout is not None
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        lines.append(line)
+        if "listening on http://" in line:
+            url = line.split("listening on ", 1)[1].split(" ", 1)[0]
+            return Served(proc, url, lines)
+    proc.kill()
+    raise AssertionError("graphloom serve did not start:\n" + "".join(lines))
+
+
+def stop(served: Served) -> None:
+    served.proc.send_signal(signal.SIGINT)
+    try:
+        served.proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        served.proc.kill()
+        served.proc.wait()
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory) -> Iterator[Served]:
+    root = tmp_path_factory.mktemp("app")
+    write_app(root)
+    served = start(root, root / "server.db", env={"CRASH_MARKS": str(root / "marks")})
+    yield served
+    stop(served)
+
+
+@pytest.fixture(scope="module")
+def client(app):
+    return get_sync_client(url=app.url)
+
+
+def test_every_graph_of_the_config_is_an_assistant_with_its_schemas_and_drawing(client):
+    found = {a["graph_id"] for a in client.assistants.search(limit=50)}
+    assert {"steps", "chat", "fanout", "memory", "func", "waits", "hanging", "crash"} <= found
+    schemas = client.assistants.get_schemas("steps")
+    assert set(schemas["input_schema"]["properties"]) == {"log", "approved"}
+    graph = client.assistants.get_graph("steps")
+    edges = {(e["source"], e["target"]) for e in graph["edges"]}
+    assert ("plan", "approve") in edges and ("finish", "__end__") in edges
+
+
+def test_wait_interrupt_resume_state_and_history(client):
+    thread = client.threads.create()
+    tid = thread["thread_id"]
+    out = client.runs.wait(tid, "steps", input={"log": []})
+    assert out["log"] == ["planned"]
+    [pending] = out["__interrupt__"]
+    assert pending["value"] == {"question": "approve?"}
+    assert client.threads.get(tid)["status"] == "interrupted"
+    state = client.threads.get_state(tid)
+    assert state["next"] == ["approve"]
+    assert state["tasks"][0]["interrupts"][0]["id"] == pending["id"]
+
+    parts = list(
+        client.runs.stream(tid, "steps", command={"resume": "yes"}, stream_mode=["values", "updates", "custom"])
+    )
+    events = [p.event for p in parts]
+    assert events[0] == "metadata"
+    updates = [p.data for p in parts if p.event == "updates"]
+    assert updates == [{"approve": {"approved": True, "log": ["asked"]}}, {"finish": {"log": ["done"]}}]
+    assert parts[-1].event == "values"
+    assert parts[-1].data == {"log": ["planned", "asked", "done"], "approved": True}
+    assert client.threads.get(tid)["status"] == "idle"
+
+    history = client.threads.get_history(tid)
+    assert [h["next"] for h in history] == [[], ["finish"], ["approve"], ["plan"], ["__start__"]]
+    # Time travel: the state as it was before `plan`.
+    before_plan = client.threads.get_state(tid, checkpoint_id=history[3]["checkpoint_id"])
+    assert before_plan["values"]["log"] == []
+
+
+def test_custom_events_and_an_error_by_its_python_class(client):
+    thread = client.threads.create(graph_id="steps")
+    tid = thread["thread_id"]
+    parts = list(client.runs.stream(tid, "steps", input={"log": []}, stream_mode="custom"))
+    assert {"planning": 0} in [p.data for p in parts if p.event == "custom"]
+
+    # As `approve` wrote it: the next node fails on the state.
+    client.threads.update_state(tid, {"log": ["boom"], "approved": True}, as_node="approve")
+    assert client.threads.get_state(tid)["next"] == ["finish"]
+    parts = list(client.runs.stream(tid, "steps", input=None, stream_mode="updates"))
+    [error] = [p.data for p in parts if p.event == "error"]
+    assert error == {"error": "ValueError", "message": "boom in state"}
+    assert client.threads.get(tid)["status"] == "error"
+
+
+def test_a_chat_models_tokens_stream_as_messages(client):
+    thread = client.threads.create()
+    parts = list(
+        client.runs.stream(
+            thread["thread_id"],
+            "chat",
+            input={"messages": [{"role": "user", "content": "hi"}]},
+            stream_mode=["messages-tuple"],
+        )
+    )
+    chunks = [p.data[0] for p in parts if p.event == "messages"]
+    assert len(chunks) > 1, parts
+    assert "".join(c["content"] for c in chunks) == "hello there friend"
+    assert all(p.data[1]["langgraph_node"] == "reply" for p in parts if p.event == "messages")
+    state = client.threads.get_state(thread["thread_id"])
+    assert [m["type"] for m in state["values"]["messages"]] == ["human", "ai"]
+
+
+def test_subgraphs_under_send_stream_with_their_namespaces(client):
+    parts = list(
+        client.runs.stream(
+            None,
+            "fanout",
+            input={"items": ["a", "b", "c"], "results": []},
+            stream_mode=["updates", "custom"],
+            stream_subgraphs=True,
+        )
+    )
+    nested = [p for p in parts if p.event.startswith("custom|each:")]
+    assert sorted(p.data["working_on"] for p in nested) == ["a", "b", "c"]
+    final = client.runs.wait(None, "fanout", input={"items": ["x", "y"], "results": []})
+    assert sorted(final["results"]) == ["X", "Y"]
+
+
+def test_the_graph_store_is_the_servers_store(client):
+    thread = client.threads.create()
+    out = client.runs.wait(
+        thread["thread_id"], "memory", input={"messages": [{"role": "user", "content": "tea at 4"}]}
+    )
+    assert out["messages"][-1]["content"] == "I keep 1 memory"
+    item = client.store.get_item(["memories", "u1"], "last")
+    assert item["value"] == {"text": "tea at 4"}
+    client.store.put_item(["memories", "u1"], "other", {"text": "from the API"})
+    out = client.runs.wait(
+        thread["thread_id"], "memory", input={"messages": [{"role": "user", "content": "again"}]}
+    )
+    assert out["messages"][-1]["content"] == "I keep 2 memory"
+
+
+def test_a_functional_entrypoint_interrupts_and_resumes(client):
+    thread = client.threads.create()
+    tid = thread["thread_id"]
+    out = client.runs.wait(tid, "func", input=5)
+    assert out["__interrupt__"][0]["value"] == {"doubled": 10}
+    out = client.runs.wait(tid, "func", command={"resume": 1})
+    assert out == {"result": 11}
+
+
+def test_runs_in_flight_at_once_interleave_on_the_loop(client):
+    threads = [client.threads.create()["thread_id"] for _ in range(4)]
+    runs = [client.runs.create(t, "waits", input={"n": 4}) for t in threads]
+    outs = [client.runs.join(t, r["run_id"]) for t, r in zip(threads, runs)]
+    assert all(o["out"].startswith("met ") and int(o["out"].split()[1]) >= 4 for o in outs), outs
+
+
+def test_cancel_stops_a_hanging_python_run(client):
+    tid = client.threads.create()["thread_id"]
+    run = client.runs.create(tid, "hanging", input={})
+    deadline = time.monotonic() + 30
+    while client.runs.get(tid, run["run_id"])["status"] != "running":
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    client.runs.cancel(tid, run["run_id"], wait=True)
+    assert client.runs.get(tid, run["run_id"])["status"] == "interrupted"
+    # The server still serves.
+    assert client.runs.wait(None, "steps", input={"log": []})["log"] == ["planned"]
+
+
+def test_config_keys_not_served_are_named(tmp_path):
+    write_app(tmp_path, '{"graphs": {"steps": "./steps.py:graph"}, "auth": {"path": "./auth.py:auth"}}')
+    done = subprocess.run(
+        [sys.executable, "-m", "graphloom", "serve", "--db", str(tmp_path / "x.db"), "--addr", "127.0.0.1:0"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert "`auth`" in done.stderr and "not supported by graphloom serve yet" in done.stderr
+
+
+def test_a_graph_that_fails_to_import_stops_the_start_with_its_error(tmp_path):
+    (tmp_path / "bad.py").write_text("import nonexistent_module_for_the_test\n")
+    (tmp_path / "langgraph.json").write_text('{"graphs": {"bad": "./bad.py:graph"}}')
+    done = subprocess.run(
+        [sys.executable, "-m", "graphloom", "serve", "--db", str(tmp_path / "x.db"), "--addr", "127.0.0.1:0"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert "graph 'bad'" in done.stderr and "nonexistent_module_for_the_test" in done.stderr
+
+
+def test_a_run_killed_with_its_server_resumes_from_its_checkpoint(tmp_path):
+    write_app(tmp_path)
+    marks = tmp_path / "marks"
+    block = Path(str(marks) + ".block")
+    block.write_text("")
+    db = tmp_path / "server.db"
+    env = {"CRASH_MARKS": str(marks)}
+    served = start(tmp_path, db, env=env)
+    try:
+        client = get_sync_client(url=served.url)
+        tid = client.threads.create()["thread_id"]
+        run = client.runs.create(tid, "crash", input={"log": []})
+        deadline = time.monotonic() + 30
+        while "second" not in (marks.read_text() if marks.exists() else ""):
+            assert time.monotonic() < deadline, "the run never reached its second node"
+            time.sleep(0.02)
+    finally:
+        served.proc.kill()
+        served.proc.wait()
+    block.unlink()
+    served = start(tmp_path, db, env=env)
+    try:
+        client = get_sync_client(url=served.url)
+        out = client.runs.join(tid, run["run_id"])
+        assert out["log"] == ["first", "second"]
+        # `first` was checkpointed before the kill: it did not run again.
+        assert marks.read_text().split() == ["first", "second", "second"]
+        assert client.runs.get(tid, run["run_id"])["status"] == "success"
+    finally:
+        stop(served)
+
+
+def test_the_config_env_reaches_the_graphs(client):
+    assert client.runs.wait(None, "env", input={})["out"] == "from-config"
