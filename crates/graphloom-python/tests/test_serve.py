@@ -2,12 +2,17 @@
 the official ``langgraph-sdk`` client: runs (wait, stream in several modes, resume),
 interrupts, state, history, update_state, errors, token streaming from a LangChain chat
 model, subgraphs with ``Send``, the store, the functional API, cancel, runs in flight at
-once, and a server killed with SIGKILL in the middle of a run."""
+once, and a server killed with SIGKILL in the middle of a run.
+
+Every test of the served API runs twice: against ``graphloom serve`` and against
+``langgraph dev`` (langgraph-cli[inmem], the reference server) serving the same
+``langgraph.json``, so each assertion is one both servers meet."""
 
 from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -275,6 +280,44 @@ def start(root: Path, db: Path, *extra: str, env: dict | None = None) -> Served:
     raise AssertionError("graphloom serve did not start:\n" + "".join(lines))
 
 
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_langgraph_dev(root: Path, env: dict) -> Served:
+    """``langgraph dev`` (in memory) serving ``root``'s langgraph.json, once it answers."""
+    port = free_port()
+    langgraph = Path(sys.executable).parent / "langgraph"
+    log = open(root / "langgraph-dev.log", "w")
+    proc = subprocess.Popen(
+        [str(langgraph), "dev", "--no-browser", "--no-reload", "--port", str(port),
+         "--n-jobs-per-worker", "8", "--config", "langgraph.json"],
+        cwd=root,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "LANGSMITH_TRACING": "false", "LANGGRAPH_NO_VERSION_CHECK": "true", **env},
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            break
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                pass
+            import urllib.request
+
+            with urllib.request.urlopen(f"{url}/ok", timeout=5) as r:
+                if r.status == 200:
+                    return Served(proc, url, [])
+        except OSError:
+            time.sleep(0.2)
+    proc.kill()
+    raise AssertionError("langgraph dev did not start:\n" + (root / "langgraph-dev.log").read_text())
+
+
 def stop(served: Served) -> None:
     served.proc.send_signal(signal.SIGINT)
     try:
@@ -284,11 +327,15 @@ def stop(served: Served) -> None:
         served.proc.wait()
 
 
-@pytest.fixture(scope="module")
-def app(tmp_path_factory) -> Iterator[Served]:
+@pytest.fixture(scope="module", params=["graphloom", "langgraph-dev"])
+def app(request, tmp_path_factory) -> Iterator[Served]:
     root = tmp_path_factory.mktemp("app")
     write_app(root)
-    served = start(root, root / "server.db", env={"CRASH_MARKS": str(root / "marks")})
+    env = {"CRASH_MARKS": str(root / "marks")}
+    if request.param == "graphloom":
+        served = start(root, root / "server.db", env=env)
+    else:
+        served = start_langgraph_dev(root, env)
     yield served
     stop(served)
 
@@ -299,11 +346,11 @@ def client(app):
 
 
 def test_every_graph_of_the_config_is_an_assistant_with_its_schemas_and_drawing(client):
-    found = {a["graph_id"] for a in client.assistants.search(limit=50)}
-    assert {"steps", "chat", "fanout", "memory", "func", "waits", "hanging", "crash"} <= found
-    schemas = client.assistants.get_schemas("steps")
+    found = {a["graph_id"]: a["assistant_id"] for a in client.assistants.search(limit=50)}
+    assert {"steps", "chat", "fanout", "memory", "func", "waits", "hanging", "crash"} <= set(found)
+    schemas = client.assistants.get_schemas(found["steps"])
     assert set(schemas["input_schema"]["properties"]) == {"log", "approved"}
-    graph = client.assistants.get_graph("steps")
+    graph = client.assistants.get_graph(found["steps"])
     edges = {(e["source"], e["target"]) for e in graph["edges"]}
     assert ("plan", "approve") in edges and ("finish", "__end__") in edges
 
