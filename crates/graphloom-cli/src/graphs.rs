@@ -21,6 +21,7 @@ pub struct Entry {
 pub struct Graphs {
     entries: Vec<Entry>,
     own_models: bool,
+    store_index: Option<graphloom_core::store::IndexConfig>,
 }
 
 impl Graphs {
@@ -30,6 +31,7 @@ impl Graphs {
         Self {
             entries,
             own_models: false,
+            store_index: None,
         }
     }
 
@@ -39,6 +41,20 @@ impl Graphs {
     pub fn with_own_models(mut self) -> Self {
         self.own_models = true;
         self
+    }
+
+    /// The store's vector index for `serve` (instead of `GRAPHLOOM_EMBEDDINGS`'s): the
+    /// index the graphs' own store embeds with, so the server's store routes search alike.
+    #[must_use]
+    pub fn with_store_index(mut self, index: graphloom_core::store::IndexConfig) -> Self {
+        self.store_index = Some(index);
+        self
+    }
+
+    /// The index given by [`Self::with_store_index`].
+    #[must_use]
+    pub fn store_index(&self) -> Option<&graphloom_core::store::IndexConfig> {
+        self.store_index.as_ref()
     }
 
     /// Whether the graphs choose their own models ([`Self::with_own_models`]).

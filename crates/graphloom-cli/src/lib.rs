@@ -435,7 +435,10 @@ async fn serve(args: ServeArgs, graphs: &Graphs) -> anyhow::Result<()> {
         cfg.cors_origins = cors.into_iter().filter(|o| o != "none").collect();
     }
     cfg.public_system_routes = public_system_routes;
-    cfg.store_index = store_index()?;
+    cfg.store_index = match graphs.store_index() {
+        Some(index) => Some(index.clone()),
+        None => store_index()?,
+    };
     cfg.lease = seconds("lease-secs", lease_secs)?;
     cfg.heartbeat = heartbeat_secs.map(|s| seconds("heartbeat-secs", s)).transpose()?;
     ops.apply(&mut cfg)?;

@@ -120,9 +120,9 @@ fn seconds(secs: f64) -> PyResult<Duration> {
 }
 
 /// The index of a store: `(dims, fields, embed)`.
-type IndexArg = Option<(usize, Vec<String>, Py<PyAny>)>;
+pub(crate) type IndexArg = Option<(usize, Vec<String>, Py<PyAny>)>;
 
-fn index_config(index: IndexArg) -> Option<IndexConfig> {
+pub(crate) fn index_config(index: IndexArg) -> Option<IndexConfig> {
     index.map(|(dims, fields, func)| IndexConfig::new(dims, Arc::new(PyEmbedder { func })).fields(fields))
 }
 

@@ -189,6 +189,66 @@ GRAPHS = {
         h.add_edge("hang", END)
         hanging = h.compile()
     ''',
+    "agents.py": '''
+        from typing import Annotated
+        from langchain.agents import create_agent
+        from langchain.agents.middleware import HumanInTheLoopMiddleware
+        from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+        from langchain_core.messages import AIMessage, ToolMessage
+        from langchain_core.tools import InjectedToolCallId, tool
+        from langgraph.types import Command
+
+        class ScriptedChat(GenericFakeChatModel):
+            """Answers from a script whatever it is asked; binding tools changes nothing."""
+
+            def bind_tools(self, tools, **kwargs):
+                return self
+
+        def scripted(*answers):
+            return ScriptedChat(messages=iter(list(answers) * 50))
+
+        @tool
+        def transfer(to: str, amount: int, tool_call_id: Annotated[str, InjectedToolCallId]) -> Command:
+            """Send money."""
+            return Command(update={"messages": [ToolMessage(f"sent {amount} to {to}", tool_call_id=tool_call_id)]})
+
+        agent = create_agent(
+            scripted(
+                AIMessage(content="", tool_calls=[{"name": "transfer", "args": {"to": "B2", "amount": 5}, "id": "call_1"}]),
+                AIMessage(content="transfer made"),
+            ),
+            tools=[transfer],
+            middleware=[HumanInTheLoopMiddleware(interrupt_on={"transfer": True})],
+        )
+
+        def make_deep_agent():
+            from deepagents import create_deep_agent
+
+            return create_deep_agent(
+                model=scripted(
+                    AIMessage(content="", tool_calls=[{"name": "write_file", "args": {"file_path": "/note.md", "content": "hello from the agent"}, "id": "t1"}]),
+                    AIMessage(content="", tool_calls=[{"name": "ls", "args": {"path": "/"}, "id": "t2"}]),
+                    AIMessage(content="", tool_calls=[{"name": "task", "args": {"description": "read /note.md", "subagent_type": "general-purpose"}, "id": "t3"}]),
+                    AIMessage(content="the note says hello"),
+                    AIMessage(content="all done"),
+                ),
+                tools=[],
+                system_prompt="You write notes.",
+            )
+    ''',
+    "embed.py": '''
+        import hashlib
+
+        def embed(texts):
+            """A bag of words hashed into 16 dimensions: texts sharing words are near."""
+            out = []
+            for text in texts:
+                v = [0.0] * 16
+                for word in text.lower().split():
+                    v[hashlib.sha256(word.encode()).digest()[0] % 16] += 1.0
+                out.append(v)
+            return out
+    ''',
     "crash.py": '''
         import operator, os, time
         from typing import Annotated
@@ -238,8 +298,11 @@ CONFIG = """{
     "waits": "./waits.py:graph",
     "hanging": "./waits.py:hanging",
     "env": "./waits.py:env_graph",
-    "crash": "./crash.py:graph"
+    "crash": "./crash.py:graph",
+    "agent": "./agents.py:agent",
+    "deep": "./agents.py:make_deep_agent"
   },
+  "store": {"index": {"embed": "./embed.py:embed", "dims": 16, "fields": ["text"]}},
   "env": {"GRAPHLOOM_TEST_ENV": "from-config"}
 }"""
 
@@ -347,7 +410,7 @@ def client(app):
 
 def test_every_graph_of_the_config_is_an_assistant_with_its_schemas_and_drawing(client):
     found = {a["graph_id"]: a["assistant_id"] for a in client.assistants.search(limit=50)}
-    assert {"steps", "chat", "fanout", "memory", "func", "waits", "hanging", "crash"} <= set(found)
+    assert {"steps", "chat", "fanout", "memory", "func", "waits", "hanging", "crash", "agent", "deep"} <= set(found)
     schemas = client.assistants.get_schemas(found["steps"])
     assert set(schemas["input_schema"]["properties"]) == {"log", "approved"}
     graph = client.assistants.get_graph(found["steps"])
@@ -447,6 +510,48 @@ def test_the_graph_store_is_the_servers_store(client):
         thread["thread_id"], "memory", input={"messages": [{"role": "user", "content": "again"}]}
     )
     assert out["messages"][-1]["content"] == "I keep 2 memory"
+
+
+def test_semantic_search_of_the_store_uses_the_configs_index(client):
+    client.store.put_item(["docs"], "tea", {"text": "green tea at four"})
+    client.store.put_item(["docs"], "bike", {"text": "fix the bike chain"})
+    client.store.put_item(["docs"], "rain", {"text": "rain all week"})
+    found = client.store.search_items(["docs"], query="bike chain", limit=2)["items"]
+    assert found[0]["key"] == "bike", found
+    assert found[0]["score"] > found[1]["score"]
+
+
+def test_create_agent_with_approval_and_a_tool_returning_a_command(client):
+    tid = client.threads.create()["thread_id"]
+    out = client.runs.wait(tid, "agent", input={"messages": [{"role": "user", "content": "pay B2 5"}]})
+    [pending] = out["__interrupt__"]
+    [action] = pending["value"]["action_requests"]
+    assert (action["name"], action["args"]) == ("transfer", {"to": "B2", "amount": 5})
+    parts = list(
+        client.runs.stream(tid, "agent", command={"resume": {"decisions": [{"type": "approve"}]}}, stream_mode="updates")
+    )
+    nodes = [next(iter(p.data)) for p in parts if p.event == "updates"]
+    assert nodes == [
+        "HumanInTheLoopMiddleware.after_model",
+        "tools",
+        "model",
+        "HumanInTheLoopMiddleware.after_model",
+    ]
+    messages = client.threads.get_state(tid)["values"]["messages"]
+    assert [m["type"] for m in messages] == ["human", "ai", "tool", "ai"]
+    assert messages[2]["content"] == "sent 5 to B2" and messages[3]["content"] == "transfer made"
+
+
+def test_a_deep_agent_writes_files_and_delegates_to_a_subagent(client):
+    tid = client.threads.create()["thread_id"]
+    out = client.runs.wait(tid, "deep", input={"messages": [{"role": "user", "content": "write a note"}]})
+    tools = {m["name"]: m["content"] for m in out["messages"] if m["type"] == "tool"}
+    assert "Updated file /note.md" in tools["write_file"]
+    assert "/note.md" in tools["ls"]
+    assert tools["task"] == "the note says hello"
+    assert out["messages"][-1]["content"] == "all done"
+    files = client.threads.get_state(tid)["values"]["files"]
+    assert "/note.md" in files
 
 
 def test_a_functional_entrypoint_interrupts_and_resumes(client):

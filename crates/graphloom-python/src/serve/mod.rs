@@ -19,10 +19,18 @@ use pyo3::prelude::*;
 use std::sync::Arc;
 
 /// Serve `graphs` (`(graph id, bridge)` pairs) with the command line `argv` (`graphloom
-/// serve ...`, the program's name first). Returns the exit code; blocks until the server
-/// stops (Ctrl-C), without the GIL.
+/// serve ...`, the program's name first), the store's vector index `index` (`(dims,
+/// fields, embed)`, as the Python stores take it: `store.index` of langgraph.json) used by
+/// the server's own store routes too. Returns the exit code; blocks until the server stops
+/// (Ctrl-C), without the GIL.
 #[pyfunction]
-pub(crate) fn serve(py: Python<'_>, argv: Vec<String>, graphs: Vec<(String, Py<PyAny>)>) -> PyResult<u8> {
+#[pyo3(signature = (argv, graphs, index=None))]
+pub(crate) fn serve(
+    py: Python<'_>,
+    argv: Vec<String>,
+    graphs: Vec<(String, Py<PyAny>)>,
+    index: crate::store::IndexArg,
+) -> PyResult<u8> {
     let mut entries = Vec::with_capacity(graphs.len());
     for (id, bridge) in graphs {
         let text: String = bridge.bind(py).call_method0("describe")?.extract()?;
@@ -38,7 +46,10 @@ pub(crate) fn serve(py: Python<'_>, argv: Vec<String>, graphs: Vec<(String, Py<P
             sample: || serde_json::Value::Null,
         });
     }
-    let graphs = Graphs::new(entries).with_own_models();
+    let mut graphs = Graphs::new(entries).with_own_models();
+    if let Some(index) = crate::store::index_config(index) {
+        graphs = graphs.with_store_index(index);
+    }
     let code = py.detach(move || graphloom_cli::main_from(graphs, argv));
     Ok(if code == std::process::ExitCode::SUCCESS {
         0

@@ -94,7 +94,9 @@ def serve(args: list[str]) -> int:
                 + ", ".join(graph_id for graph_id, _ in bridges),
                 file=sys.stderr,
             )
-            return _native.serve(["graphloom", "serve", "--config", config.path, *rest], bridges)
+            return _native.serve(
+                ["graphloom", "serve", "--config", config.path, *rest], bridges, _server_index(config, loop)
+            )
         finally:
             asyncio.run_coroutine_threadsafe(close(), loop).result(timeout=30)
     finally:
@@ -135,6 +137,17 @@ def _persistence(
                 part.close()
 
     return saver, store, close
+
+
+def _server_index(config: ServeConfig, loop: asyncio.AbstractEventLoop) -> Any:
+    """``store.index`` as the server's own store routes take it (``None`` without one): the
+    graphs' embeddings, run on their loop."""
+    if not config.store_index:
+        return None
+    from graphloom.store._base import index_arg
+
+    _, native = index_arg(config.store_index, lambda: loop)
+    return native
 
 
 def _bridges(

@@ -267,7 +267,8 @@ class GraphBridge:
             run_input: Any = _command(req["command"])
         else:
             run_input = req.get("input")
-        modes = list(req.get("modes") or ["values"])
+        # `events` (astream_events) is not produced for Python graphs yet: the other modes go.
+        modes = [m for m in req.get("modes") or ["values"] if m != "events"] or ["values"]
         kwargs: dict[str, Any] = {
             "stream_mode": modes,
             "subgraphs": bool(req.get("subgraphs")),
