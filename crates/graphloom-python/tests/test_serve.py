@@ -644,3 +644,108 @@ def test_a_run_killed_with_its_server_resumes_from_its_checkpoint(tmp_path):
 
 def test_the_config_env_reaches_the_graphs(client):
     assert client.runs.wait(None, "env", input={})["out"] == "from-config"
+
+
+# The JS clients of the server's own tests (crates/graphloom-server/tests/js): the official
+# @langchain/langgraph-sdk on the thread-centric protocol, and a @langchain/react useStream
+# page in Chromium, both written for the `weather` graph, whose Python original
+# (tests/js/reference/graph.py) the reference recording was made from.
+JS_DIR = Path(__file__).resolve().parents[2] / "graphloom-server" / "tests" / "js"
+
+
+def npm_ci() -> None:
+    """Install the JS tests' packages from the committed lock file when missing or stale,
+    under the lock the server's Rust tests take for the same install."""
+    import fcntl
+
+    cache = Path.home() / ".cache" / "graphloom"
+    cache.mkdir(parents=True, exist_ok=True)
+    with open(cache / "js-tests.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        lockfile = (JS_DIR / "package-lock.json").read_bytes()
+        stamp = JS_DIR / "node_modules" / ".installed-from"
+        if not (JS_DIR / "node_modules" / ".package-lock.json").exists() or (
+            not stamp.exists() or stamp.read_bytes() != lockfile
+        ):
+            subprocess.run(
+                ["npm", "ci", "--no-audit", "--no-fund"],
+                cwd=JS_DIR,
+                check=True,
+                capture_output=True,
+                env={
+                    **os.environ,
+                    "npm_config_cache": os.environ.get("npm_config_cache", str(cache / "npm")),
+                    "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD": "1",
+                },
+                timeout=600,
+            )
+            stamp.write_bytes(lockfile)
+
+
+def node(script: str, url: str, **env: str) -> dict:
+    """``node <script> <url>``: the JSON summary it prints last."""
+    import json
+
+    npm_ci()
+    done = subprocess.run(
+        ["node", str(JS_DIR / script), url],
+        cwd=JS_DIR,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**os.environ, **env},
+    )
+    assert done.returncode == 0, f"{script}:\n{done.stdout}\n{done.stderr}"
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+PACED = '''
+import sys, time
+sys.path.insert(0, {reference!r})
+import graph as reference
+
+# Tokens 40 ms apart, as a provider sends them: a page must see the answer grow.
+_stream = reference.ScriptedModel._stream
+
+def paced(self, *args, **kwargs):
+    for chunk in _stream(self, *args, **kwargs):
+        time.sleep(0.04)
+        yield chunk
+
+reference.ScriptedModel._stream = paced
+graph = reference.graph
+'''
+
+
+@pytest.fixture(scope="module")
+def weather(tmp_path_factory) -> Iterator[Served]:
+    root = tmp_path_factory.mktemp("weather")
+    (root / "paced.py").write_text(PACED.format(reference=str(JS_DIR / "reference")))
+    (root / "langgraph.json").write_text('{"graphs": {"weather": "./paced.py:graph"}}')
+    served = start(root, root / "server.db")
+    yield served
+    stop(served)
+
+
+def test_the_js_sdk_streams_a_python_graph_over_the_thread_protocol(weather):
+    summary = node("thread_client.mjs", weather.url, GRAPHLOOM_REFERENCE="1")
+    for want in [
+        "sse:tokens arrive one by one",
+        "sse:the interrupt is in the subgraph",
+        "sse:the resumed run completes",
+        "websocket:tokens arrive one by one",
+        "websocket:the resumed run completes",
+        "an SSE client that reconnects with since loses nothing",
+    ]:
+        assert want in summary["checks"], summary
+    # The frames of each channel as the reference server sent them for the same graph.
+    compared = node("reference/compare.mjs", weather.url)
+    assert compared["ok"] and len(compared["checks"]) >= 6, compared
+
+
+def test_a_use_stream_page_chats_with_a_python_graph_in_chromium(weather):
+    chromium = os.environ.get("GRAPHLOOM_CHROMIUM", "/usr/bin/chromium")
+    assert os.path.exists(chromium), f"Chromium is needed at {chromium} (scripts/test.sh installs Debian's)"
+    summary = node("react_check.mjs", weather.url, GRAPHLOOM_CHROMIUM=chromium)
+    for want in ["the answer streams in", "the interrupt shows its HITL request", "approving finishes the run", "no error shows"]:
+        assert want in summary["checks"], summary
