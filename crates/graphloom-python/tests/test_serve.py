@@ -259,7 +259,7 @@ GRAPHS = {
 
         def mark(name):
             with open(MARKS, "a") as f:
-                f.write(name + "\\n")
+                f.write(f"{name} {os.getpid()}\\n")
                 f.flush()
                 os.fsync(f.fileno())
 
@@ -636,7 +636,7 @@ def test_a_run_killed_with_its_server_resumes_from_its_checkpoint(tmp_path):
         out = client.runs.join(tid, run["run_id"])
         assert out["log"] == ["first", "second"]
         # `first` was checkpointed before the kill: it did not run again.
-        assert marks.read_text().split() == ["first", "second", "second"]
+        assert [line.split()[0] for line in marks.read_text().splitlines()] == ["first", "second", "second"]
         assert client.runs.get(tid, run["run_id"])["status"] == "success"
     finally:
         stop(served)
@@ -749,3 +749,39 @@ def test_a_use_stream_page_chats_with_a_python_graph_in_chromium(weather):
     summary = node("react_check.mjs", weather.url, GRAPHLOOM_CHROMIUM=chromium)
     for want in ["the answer streams in", "the interrupt shows its HITL request", "approving finishes the run", "no error shows"]:
         assert want in summary["checks"], summary
+
+
+def test_two_replicas_on_postgresql_one_killed_mid_run_the_other_finishes_it(tmp_path, pg_url):
+    write_app(tmp_path)
+    marks = tmp_path / "marks"
+    block = Path(str(marks) + ".block")
+    block.write_text("")
+    env = {"CRASH_MARKS": str(marks)}
+    opts = ("--database-url", pg_url, "--lease-secs", "2", "--heartbeat-secs", "0.5")
+    replicas = [start(tmp_path, tmp_path / "unused.db", *opts, env=env) for _ in range(2)]
+    try:
+        client = get_sync_client(url=replicas[0].url)
+        tid = client.threads.create()["thread_id"]
+        run = client.runs.create(tid, "crash", input={"log": []})
+        deadline = time.monotonic() + 30
+        while "second" not in (marks.read_text() if marks.exists() else ""):
+            assert time.monotonic() < deadline, "the run never reached its second node"
+            time.sleep(0.02)
+        # Kill the replica whose graph is running it (the node wrote its process id).
+        busy = int(marks.read_text().splitlines()[-1].split()[1])
+        [victim] = [r for r in replicas if r.proc.pid == busy]
+        [survivor] = [r for r in replicas if r.proc.pid != busy]
+        victim.proc.kill()
+        victim.proc.wait()
+        block.unlink()
+        other = get_sync_client(url=survivor.url)
+        out = other.runs.join(tid, run["run_id"])
+        assert out["log"] == ["first", "second"]
+        lines = [line.split() for line in marks.read_text().splitlines()]
+        assert [name for name, _ in lines] == ["first", "second", "second"]
+        assert int(lines[2][1]) == survivor.proc.pid
+        assert other.runs.get(tid, run["run_id"])["status"] == "success"
+    finally:
+        for r in replicas:
+            if r.proc.poll() is None:
+                stop(r)
