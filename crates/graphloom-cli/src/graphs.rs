@@ -22,6 +22,7 @@ pub struct Graphs {
     entries: Vec<Entry>,
     own_models: bool,
     store_index: Option<graphloom_core::store::IndexConfig>,
+    mirror: Option<std::sync::Arc<dyn graphloom_server::ThreadCheckpoints>>,
 }
 
 impl Graphs {
@@ -32,6 +33,7 @@ impl Graphs {
             entries,
             own_models: false,
             store_index: None,
+            mirror: None,
         }
     }
 
@@ -49,6 +51,24 @@ impl Graphs {
     pub fn with_store_index(mut self, index: graphloom_core::store::IndexConfig) -> Self {
         self.store_index = Some(index);
         self
+    }
+
+    /// Checkpoints of the same threads the graphs keep in a saver of their own: `serve`
+    /// deletes, copies and prunes them with the server's (see
+    /// [`graphloom_server::ThreadCheckpoints`]).
+    #[must_use]
+    pub fn with_thread_checkpoints(
+        mut self,
+        mirror: std::sync::Arc<dyn graphloom_server::ThreadCheckpoints>,
+    ) -> Self {
+        self.mirror = Some(mirror);
+        self
+    }
+
+    /// The mirror given by [`Self::with_thread_checkpoints`].
+    #[must_use]
+    pub fn thread_checkpoints(&self) -> Option<&std::sync::Arc<dyn graphloom_server::ThreadCheckpoints>> {
+        self.mirror.as_ref()
     }
 
     /// The index given by [`Self::with_store_index`].

@@ -449,6 +449,9 @@ async fn serve(args: ServeArgs, graphs: &Graphs) -> anyhow::Result<()> {
     let jwt = jwt.build(!cfg.api_keys.is_empty())?;
     let auth_off = cfg.api_keys.is_empty() && jwt.is_none();
     let mut builder = Server::builder(cfg);
+    if let Some(mirror) = graphs.thread_checkpoints() {
+        builder = builder.mirror_checkpoints(Arc::clone(mirror));
+    }
     if let Some(jwt) = jwt {
         builder = builder.auth(jwt);
     }

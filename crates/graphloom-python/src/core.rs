@@ -77,6 +77,13 @@ pub(crate) struct Core {
     saver: Backend,
 }
 
+impl Core {
+    /// The tables this saver writes.
+    pub(crate) fn backend(&self) -> &Backend {
+        &self.saver
+    }
+}
+
 #[pymethods]
 impl Core {
     /// Open (creating if needed) the SQLite file at `path` and its tables. `synchronous`

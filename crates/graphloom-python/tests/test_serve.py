@@ -785,3 +785,62 @@ def test_two_replicas_on_postgresql_one_killed_mid_run_the_other_finishes_it(tmp
         for r in replicas:
             if r.proc.poll() is None:
                 stop(r)
+
+
+def test_a_copied_thread_has_the_python_graphs_state_and_history(client):
+    tid = client.threads.create()["thread_id"]
+    client.runs.wait(tid, "steps", input={"log": []})
+    copy = client.threads.copy(tid)
+    state = client.threads.get_state(copy["thread_id"])
+    assert state["values"]["log"] == ["planned"] and state["next"] == ["approve"]
+    assert len(client.threads.get_history(copy["thread_id"])) == len(client.threads.get_history(tid))
+    # The copy goes on by itself; the original stays where it was.
+    out = client.runs.wait(copy["thread_id"], "steps", command={"resume": "no"})
+    assert out["log"] == ["planned", "asked", "done"] and out["approved"] is False
+    assert client.threads.get_state(tid)["next"] == ["approve"]
+
+
+def saved_checkpoints(db: Path, thread_id: str) -> int:
+    """How many checkpoints graphloom's Python saver keeps for `thread_id` in `db`."""
+    from graphloom.checkpoint.sqlite import SqliteSaver
+
+    with SqliteSaver.from_conn_string(str(db)) as saver:
+        return len(list(saver.list({"configurable": {"thread_id": thread_id}})))
+
+
+def test_deleting_a_thread_deletes_its_python_checkpoints(tmp_path):
+    write_app(tmp_path)
+    db = tmp_path / "server.db"
+    served = start(tmp_path, db, env={"CRASH_MARKS": str(tmp_path / "marks")})
+    try:
+        client = get_sync_client(url=served.url)
+        tid = client.threads.create()["thread_id"]
+        client.runs.wait(tid, "steps", input={"log": []})
+        saved = saved_checkpoints(db, tid)
+        assert saved == len(client.threads.get_history(tid)) and saved > 0
+        client.threads.delete(tid)
+        assert saved_checkpoints(db, tid) == 0
+    finally:
+        stop(served)
+
+
+def test_checkpointer_ttl_of_the_config_sweeps_python_threads(tmp_path):
+    config = CONFIG.replace(
+        '"store":',
+        '"checkpointer": {"ttl": {"strategy": "delete", "default_ttl": 0.02, "sweep_interval_minutes": 0.02}},\n  "store":',
+    )
+    write_app(tmp_path, config)
+    db = tmp_path / "server.db"
+    served = start(tmp_path, db, env={"CRASH_MARKS": str(tmp_path / "marks")})
+    try:
+        client = get_sync_client(url=served.url)
+        tid = client.threads.create()["thread_id"]
+        client.runs.wait(tid, "steps", input={"log": []})
+        assert saved_checkpoints(db, tid) > 0
+        deadline = time.monotonic() + 60
+        while any(t["thread_id"] == tid for t in client.threads.search(limit=100)):
+            assert time.monotonic() < deadline, "the thread outlived its TTL"
+            time.sleep(0.2)
+        assert saved_checkpoints(db, tid) == 0
+    finally:
+        stop(served)

@@ -22,6 +22,7 @@ pub struct ServerBuilder {
     custom: crate::custom::Custom,
     samples: BTreeMap<String, serde_json::Value>,
     models: BTreeMap<String, String>,
+    mirror: Option<Arc<dyn crate::host::ThreadCheckpoints>>,
 }
 
 impl ServerBuilder {
@@ -35,7 +36,17 @@ impl ServerBuilder {
             custom: crate::custom::Custom::default(),
             samples: BTreeMap::new(),
             models: BTreeMap::new(),
+            mirror: None,
         }
+    }
+
+    /// Delete, copy and prune the threads of `mirror` (checkpoints of the same threads kept
+    /// by a saver of the graphs' own) with the server's checkpoints (see
+    /// [`crate::host::mirror`]).
+    #[must_use]
+    pub fn mirror_checkpoints(mut self, mirror: Arc<dyn crate::host::ThreadCheckpoints>) -> Self {
+        self.mirror = Some(mirror);
+        self
     }
 
     /// Authenticate and authorise requests with `auth` (see [`crate::auth`]) instead of
@@ -125,6 +136,10 @@ impl ServerBuilder {
             self.config.store_index.clone(),
         )
         .await?;
+        let checkpointer = match self.mirror {
+            Some(mirror) => crate::host::Mirrored::wrap(checkpointer, mirror),
+            None => checkpointer,
+        };
         let deps = GraphDeps::new(Arc::clone(&checkpointer), Arc::clone(&store));
         let (graphs, validators) = compile_graphs(&self.graphs, &deps)?;
         create_system_assistants(db.as_ref(), &graphs, &self.models).await?;

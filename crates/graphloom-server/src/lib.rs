@@ -52,7 +52,7 @@ pub use config::{ConfigError, Database, ServerConfig};
 /// The hosted graph under its former path (`graphloom_server::hosted::HostedGraph`).
 pub use host::graph as hosted;
 pub use host::{factory, hosted, GraphDeps, GraphFactory, GraphMetrics, HostedGraph, SharedRegistry};
-pub use host::{Hosting, RunEnd, RunEndHook, RunOutcome};
+pub use host::{Hosting, RunEnd, RunEndHook, RunOutcome, ThreadCheckpoints};
 pub use retention::RetentionConfig;
 pub use scheduler::CronConfig;
 pub use service::assistants::system_assistant_id;

@@ -11,9 +11,11 @@ mod sink;
 
 pub(crate) use sink::Sink;
 
+use crate::core::Core;
+use futures::future::BoxFuture;
 use graph::{Described, PyGraph};
 use graphloom_cli::{Entry, Graphs};
-use graphloom_server::HostedGraph;
+use graphloom_server::{HostedGraph, ThreadCheckpoints};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use std::sync::Arc;
@@ -21,15 +23,17 @@ use std::sync::Arc;
 /// Serve `graphs` (`(graph id, bridge)` pairs) with the command line `argv` (`graphloom
 /// serve ...`, the program's name first), the store's vector index `index` (`(dims,
 /// fields, embed)`, as the Python stores take it: `store.index` of langgraph.json) used by
-/// the server's own store routes too. Returns the exit code; blocks until the server stops
-/// (Ctrl-C), without the GIL.
+/// the server's own store routes too, and the graphs' saver tables `saver` (the `Core` of
+/// their saver), which the server deletes, copies and prunes with its own checkpoints.
+/// Returns the exit code; blocks until the server stops (Ctrl-C), without the GIL.
 #[pyfunction]
-#[pyo3(signature = (argv, graphs, index=None))]
+#[pyo3(signature = (argv, graphs, index=None, saver=None))]
 pub(crate) fn serve(
     py: Python<'_>,
     argv: Vec<String>,
     graphs: Vec<(String, Py<PyAny>)>,
     index: crate::store::IndexArg,
+    saver: Option<Py<Core>>,
 ) -> PyResult<u8> {
     let mut entries = Vec::with_capacity(graphs.len());
     for (id, bridge) in graphs {
@@ -50,10 +54,40 @@ pub(crate) fn serve(
     if let Some(index) = crate::store::index_config(index) {
         graphs = graphs.with_store_index(index);
     }
+    if let Some(saver) = saver {
+        graphs = graphs.with_thread_checkpoints(Arc::new(SaverTables(saver)));
+    }
     let code = py.detach(move || graphloom_cli::main_from(graphs, argv));
     Ok(if code == std::process::ExitCode::SUCCESS {
         0
     } else {
         1
     })
+}
+
+/// The Python saver's tables as the server's mirror: a Python thread deleted, copied,
+/// pruned or rolled back by the server loses or gets its LangGraph checkpoints too.
+struct SaverTables(Py<Core>);
+
+impl ThreadCheckpoints for SaverTables {
+    fn delete_thread<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, graphloom_core::Result<()>> {
+        Box::pin(self.0.get().backend().delete_thread(thread_id))
+    }
+    fn copy_thread<'a>(
+        &'a self,
+        source: &'a str,
+        target: &'a str,
+    ) -> BoxFuture<'a, graphloom_core::Result<()>> {
+        Box::pin(self.0.get().backend().copy_thread(source, target))
+    }
+    fn delete_run<'a>(
+        &'a self,
+        _thread_id: &'a str,
+        run_id: &'a str,
+    ) -> BoxFuture<'a, graphloom_core::Result<()>> {
+        Box::pin(self.0.get().backend().delete_for_runs(vec![run_id.to_owned()]))
+    }
+    fn prune_to_latest<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, graphloom_core::Result<()>> {
+        Box::pin(self.0.get().backend().prune(vec![thread_id.to_owned()], true))
+    }
 }

@@ -95,7 +95,10 @@ def serve(args: list[str]) -> int:
                 file=sys.stderr,
             )
             return _native.serve(
-                ["graphloom", "serve", "--config", config.path, *rest], bridges, _server_index(config, loop)
+                ["graphloom", "serve", "--config", config.path, *config.ttl_args(rest), *rest],
+                bridges,
+                _server_index(config, loop),
+                checkpointer._core,
             )
         finally:
             asyncio.run_coroutine_threadsafe(close(), loop).result(timeout=30)

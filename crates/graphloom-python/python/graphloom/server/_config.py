@@ -33,14 +33,13 @@ _IMAGE_KEYS = {
     "$schema",
 }
 
-_SERVED_KEYS = {"graphs", "dependencies", "env", "store"}
+_SERVED_KEYS = {"graphs", "dependencies", "env", "store", "checkpointer"}
 
 # What each key not served yet is, for the error that names it.
 _NOT_YET = {
     "auth": "custom auth (auth.path); use --api-key or --jwt-secret meanwhile",
     "http": "custom routes and HTTP settings (http.app)",
     "webhooks": "webhook settings (a run's webhook URL still works)",
-    "checkpointer": "checkpointer settings (checkpointer.ttl)",
     "ui": "generative UI components",
     "ui_config": "generative UI components",
     "encryption": "custom encryption",
@@ -59,6 +58,33 @@ class ServeConfig:
     env: dict[str, str] = field(default_factory=dict)
     store_index: dict | None = None
     store_ttl: dict | None = None
+    checkpointer_ttl: dict | None = None
+
+    def ttl_args(self, given: list[str]) -> list[str]:
+        """``checkpointer.ttl`` and ``store.ttl`` as the server's options (the thread TTL
+        and its strategy, the store items' TTL, the sweep interval), each unless the
+        command line gives it."""
+        out: list[str] = []
+
+        def add(flag: str, value: Any) -> None:
+            if value is not None and not any(a == flag or a.startswith(flag + "=") for a in given):
+                out.extend([flag, str(value)])
+
+        sweeps = []
+        if self.checkpointer_ttl:
+            ttl = self.checkpointer_ttl
+            add("--thread-ttl-minutes", ttl.get("default_ttl"))
+            strategy = ttl.get("strategy")
+            if strategy is not None:
+                add("--thread-ttl-strategy", {"delete": "delete", "keep_latest": "keep-latest"}[strategy])
+            sweeps.append(ttl.get("sweep_interval_minutes"))
+        if self.store_ttl:
+            add("--store-ttl-minutes", self.store_ttl.get("default_ttl"))
+            sweeps.append(self.store_ttl.get("sweep_interval_minutes"))
+        sweeps = [float(m) for m in sweeps if m is not None]
+        if sweeps:
+            add("--sweep-interval-secs", min(sweeps) * 60.0)
+        return out
 
     @property
     def root(self) -> str:
@@ -204,4 +230,22 @@ def load_config(path: str | None) -> ServeConfig:
         config.store_ttl = store.get("ttl")
         if config.store_index is not None:
             config.store_index = config.resolve_index(config.store_index)
+    checkpointer = raw.get("checkpointer")
+    if checkpointer is not None:
+        if not isinstance(checkpointer, dict):
+            raise ConfigError(f"{path}: `checkpointer` must be an object")
+        unknown = set(checkpointer) - {"ttl"}
+        if unknown:
+            raise ConfigError(
+                f"{path}: checkpointer.{sorted(unknown)[0]} is not supported by graphloom serve yet"
+            )
+        ttl = checkpointer.get("ttl")
+        if ttl is not None:
+            if not isinstance(ttl, dict):
+                raise ConfigError(f"{path}: checkpointer.ttl must be an object")
+            if ttl.get("strategy", "delete") not in ("delete", "keep_latest"):
+                raise ConfigError(
+                    f"{path}: checkpointer.ttl.strategy must be \"delete\" or \"keep_latest\""
+                )
+            config.checkpointer_ttl = ttl
     return config
