@@ -23,7 +23,13 @@ pub struct Graphs {
     own_models: bool,
     store_index: Option<graphloom_core::store::IndexConfig>,
     mirror: Option<std::sync::Arc<dyn graphloom_server::ThreadCheckpoints>>,
+    server_hooks: Vec<ServerHook>,
 }
+
+/// A change to the server `serve` builds, made after the command line's options (see
+/// [`Graphs::with_server`]).
+pub type ServerHook =
+    std::sync::Arc<dyn Fn(graphloom_server::ServerBuilder) -> graphloom_server::ServerBuilder + Send + Sync>;
 
 impl Graphs {
     /// These graphs.
@@ -34,6 +40,7 @@ impl Graphs {
             own_models: false,
             store_index: None,
             mirror: None,
+            server_hooks: Vec::new(),
         }
     }
 
@@ -63,6 +70,21 @@ impl Graphs {
     ) -> Self {
         self.mirror = Some(mirror);
         self
+    }
+
+    /// Change the server `serve` builds (its auth, its routes), after the command line's
+    /// options are applied: what a host with its own auth or routes (the Python package's
+    /// `auth.path`) adds.
+    #[must_use]
+    pub fn with_server(mut self, hook: ServerHook) -> Self {
+        self.server_hooks.push(hook);
+        self
+    }
+
+    /// The hooks given by [`Self::with_server`], in order.
+    #[must_use]
+    pub fn server_hooks(&self) -> &[ServerHook] {
+        &self.server_hooks
     }
 
     /// The mirror given by [`Self::with_thread_checkpoints`].

@@ -48,7 +48,7 @@ mod render;
 mod scaffold;
 mod threads;
 
-pub use graphs::{Entry, Graphs};
+pub use graphs::{Entry, Graphs, ServerHook};
 pub use scaffold::{new_crate, NewCrate};
 
 use anyhow::{bail, Context as _};
@@ -454,6 +454,9 @@ async fn serve(args: ServeArgs, graphs: &Graphs) -> anyhow::Result<()> {
     }
     if let Some(jwt) = jwt {
         builder = builder.auth(jwt);
+    }
+    for hook in graphs.server_hooks() {
+        builder = hook(builder);
     }
     for e in graphs.all() {
         builder = builder.graph(e.id, Arc::clone(&e.factory));

@@ -20,6 +20,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from langgraph_sdk import get_sync_client
 
@@ -584,7 +585,7 @@ def test_cancel_stops_a_hanging_python_run(client):
 
 
 def test_config_keys_not_served_are_named(tmp_path):
-    write_app(tmp_path, '{"graphs": {"steps": "./steps.py:graph"}, "auth": {"path": "./auth.py:auth"}}')
+    write_app(tmp_path, '{"graphs": {"steps": "./steps.py:graph"}, "http": {"app": "./app.py:app"}}')
     done = subprocess.run(
         [sys.executable, "-m", "graphloom", "serve", "--db", str(tmp_path / "x.db"), "--addr", "127.0.0.1:0"],
         cwd=tmp_path,
@@ -593,7 +594,7 @@ def test_config_keys_not_served_are_named(tmp_path):
         timeout=60,
     )
     assert done.returncode == 1
-    assert "`auth`" in done.stderr and "not supported by graphloom serve yet" in done.stderr
+    assert "`http`" in done.stderr and "not supported by graphloom serve yet" in done.stderr
 
 
 def test_a_graph_that_fails_to_import_stops_the_start_with_its_error(tmp_path):
@@ -844,3 +845,96 @@ def test_checkpointer_ttl_of_the_config_sweeps_python_threads(tmp_path):
         assert saved_checkpoints(db, tid) == 0
     finally:
         stop(served)
+
+
+AUTH = '''
+from langgraph_sdk import Auth
+
+auth = Auth()
+TOKENS = {"token-alice": ("alice", ["write"]), "token-bob": ("bob", [])}
+
+
+@auth.authenticate
+async def authenticate(authorization: str | None):
+    if not authorization or not authorization.startswith("Bearer "):
+        raise Auth.exceptions.HTTPException(status_code=401, detail="a bearer token is needed")
+    found = TOKENS.get(authorization.split(" ", 1)[1])
+    if found is None:
+        raise Auth.exceptions.HTTPException(status_code=401, detail="unknown token")
+    return {"identity": found[0], "permissions": found[1]}
+
+
+@auth.on.threads
+async def own_threads(ctx, value):
+    metadata = value.setdefault("metadata", {})
+    metadata["owner"] = ctx.user.identity
+    return {"owner": ctx.user.identity}
+
+
+@auth.on.threads.delete
+async def writers_delete(ctx, value):
+    if "write" not in ctx.permissions:
+        return False
+    return {"owner": ctx.user.identity}
+'''
+
+WHOAMI = '''
+from langchain_core.runnables import RunnableConfig
+from typing_extensions import TypedDict
+from langgraph.graph import END, START, StateGraph
+
+class S(TypedDict, total=False):
+    user: str
+    flavour: str
+
+def whoami(state, config: RunnableConfig):
+    conf = config["configurable"]
+    return {"user": conf.get("langgraph_auth_user_id", ""), "flavour": conf.get("flavour", "")}
+
+b = StateGraph(S)
+b.add_node("whoami", whoami)
+b.add_edge(START, "whoami")
+b.add_edge("whoami", END)
+graph = b.compile()
+'''
+
+
+@pytest.fixture(scope="module", params=["graphloom", "langgraph-dev"])
+def guarded(request, tmp_path_factory) -> Iterator[Served]:
+    root = tmp_path_factory.mktemp("guarded")
+    (root / "auth.py").write_text(AUTH)
+    (root / "whoami.py").write_text(WHOAMI)
+    (root / "langgraph.json").write_text(
+        '{"dependencies": ["."], "graphs": {"whoami": "./whoami.py:graph"}, "auth": {"path": "./auth.py:auth"}}'
+    )
+    if request.param == "graphloom":
+        served = start(root, root / "server.db")
+    else:
+        served = start_langgraph_dev(root, {})
+    yield served
+    stop(served)
+
+
+def test_the_configs_auth_authenticates_filters_stamps_and_refuses(guarded):
+    from langgraph_sdk.errors import NotFoundError
+
+    anonymous = get_sync_client(url=guarded.url)
+    with pytest.raises(httpx.HTTPStatusError) as refused:
+        anonymous.threads.create()
+    assert refused.value.response.status_code == 401
+    alice = get_sync_client(url=guarded.url, headers={"Authorization": "Bearer token-alice"})
+    bob = get_sync_client(url=guarded.url, headers={"Authorization": "Bearer token-bob"})
+    mine = alice.threads.create()
+    assert mine["metadata"]["owner"] == "alice"
+    with pytest.raises(NotFoundError):
+        bob.threads.get(mine["thread_id"])
+    assert mine["thread_id"] not in [t["thread_id"] for t in bob.threads.search(limit=100)]
+    out = alice.runs.wait(mine["thread_id"], "whoami", input={}, config={"configurable": {"flavour": "mint"}})
+    assert out == {"user": "alice", "flavour": "mint"}
+    bobs = bob.threads.create()
+    with pytest.raises(httpx.HTTPStatusError) as forbidden:
+        bob.threads.delete(bobs["thread_id"])
+    assert forbidden.value.response.status_code == 403
+    alice.threads.delete(mine["thread_id"])
+    with pytest.raises(NotFoundError):
+        alice.threads.get(mine["thread_id"])

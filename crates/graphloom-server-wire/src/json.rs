@@ -43,6 +43,10 @@ pub struct JsonRunRequest {
     pub timeout: Option<Duration>,
     /// Context handed to nodes (as a `serde_json::Value` in the runtime's context).
     pub context: Option<Value>,
+    /// The run config's `configurable`, as the client gave it (with what the server adds:
+    /// the authenticated user). A graph of LangGraph's reads it from its config; a Rust
+    /// graph gets it as [`Self::context`] when the run gives no context of its own.
+    pub configurable: Option<Value>,
     /// Metadata written to the run's checkpoints.
     pub metadata: Map<String, Value>,
     /// Run id.

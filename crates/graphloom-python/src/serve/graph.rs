@@ -174,7 +174,10 @@ fn request_json(req: &JsonRunRequest) -> String {
             Durability::Async => "async",
             Durability::Exit => "exit",
         },
-        "context": req.context,
+        // The context a run gives of its own; the server hands `configurable` to graphs
+        // without one as their context, which a LangGraph graph reads from its config.
+        "context": req.context.as_ref().filter(|c| Some(*c) != req.configurable.as_ref()),
+        "configurable": req.configurable,
         "metadata": req.metadata,
         "run_id": req.run_id,
         "modes": req.modes.iter().map(|m| m.as_str()).collect::<Vec<_>>(),
@@ -264,7 +267,11 @@ async fn drive(bridge: Arc<Py<PyAny>>, req: JsonRunRequest, out: mpsc::Unbounded
 }
 
 /// One request-and-answer call: `kind` with `payload`, its answer's JSON.
-async fn call(bridge: &Arc<Py<PyAny>>, kind: &'static str, payload: Value) -> graphloom_core::Result<Value> {
+pub(super) async fn call(
+    bridge: &Arc<Py<PyAny>>,
+    kind: &'static str,
+    payload: Value,
+) -> graphloom_core::Result<Value> {
     let (sink, mut said) = Sink::new();
     let handle = submit(Arc::clone(bridge), kind, payload.to_string(), sink)
         .await

@@ -6,6 +6,7 @@
 //! arguments and one bridge per graph; [`serve`] releases the GIL and runs the server
 //! until it stops. See [`graph`] for how a call reaches Python and comes back.
 
+mod auth;
 mod graph;
 mod sink;
 
@@ -24,16 +25,19 @@ use std::sync::Arc;
 /// serve ...`, the program's name first), the store's vector index `index` (`(dims,
 /// fields, embed)`, as the Python stores take it: `store.index` of langgraph.json) used by
 /// the server's own store routes too, and the graphs' saver tables `saver` (the `Core` of
-/// their saver), which the server deletes, copies and prunes with its own checkpoints.
+/// their saver), which the server deletes, copies and prunes with its own checkpoints, and
+/// `auth`, the bridge of `auth.path`'s `Auth` object (`graphloom/server/_auth.py`), which
+/// authenticates and authorizes every request instead of API keys or JWTs.
 /// Returns the exit code; blocks until the server stops (Ctrl-C), without the GIL.
 #[pyfunction]
-#[pyo3(signature = (argv, graphs, index=None, saver=None))]
+#[pyo3(signature = (argv, graphs, index=None, saver=None, auth=None))]
 pub(crate) fn serve(
     py: Python<'_>,
     argv: Vec<String>,
     graphs: Vec<(String, Py<PyAny>)>,
     index: crate::store::IndexArg,
     saver: Option<Py<Core>>,
+    auth: Option<Py<PyAny>>,
 ) -> PyResult<u8> {
     let mut entries = Vec::with_capacity(graphs.len());
     for (id, bridge) in graphs {
@@ -53,6 +57,13 @@ pub(crate) fn serve(
     let mut graphs = Graphs::new(entries).with_own_models();
     if let Some(index) = crate::store::index_config(index) {
         graphs = graphs.with_store_index(index);
+    }
+    if let Some(auth) = auth {
+        let authorizes: bool = auth.bind(py).call_method0("authorizes")?.extract()?;
+        let auth = Arc::new(auth);
+        graphs = graphs.with_server(Arc::new(move |b: graphloom_server::ServerBuilder| {
+            b.auth(auth::PyAuth::new(Arc::clone(&auth), authorizes))
+        }));
     }
     if let Some(saver) = saver {
         graphs = graphs.with_thread_checkpoints(Arc::new(SaverTables(saver)));

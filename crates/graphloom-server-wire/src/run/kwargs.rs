@@ -188,6 +188,7 @@ impl RunKwargs {
                 .unwrap_or_default(),
             durability: self.durability.unwrap_or_default().into(),
             context: self.node_context(),
+            configurable: self.config.configurable.clone().filter(Value::is_object),
             metadata,
             run_id: Some(run_id.to_owned()),
             subgraphs: self.stream_subgraphs,

@@ -89,6 +89,7 @@ def serve(args: list[str]) -> int:
         checkpointer, store, close = _persistence(loop, ours.db, ours.database_url, config)
         try:
             bridges = _bridges(config, loop, checkpointer, store)
+            auth = _auth(config, loop, rest)
             print(
                 f"graphloom: serving {len(bridges)} Python graph(s) from {config.path}: "
                 + ", ".join(graph_id for graph_id, _ in bridges),
@@ -99,6 +100,7 @@ def serve(args: list[str]) -> int:
                 bridges,
                 _server_index(config, loop),
                 checkpointer._core,
+                auth,
             )
         finally:
             asyncio.run_coroutine_threadsafe(close(), loop).result(timeout=30)
@@ -151,6 +153,22 @@ def _server_index(config: ServeConfig, loop: asyncio.AbstractEventLoop) -> Any:
 
     _, native = index_arg(config.store_index, lambda: loop)
     return native
+
+
+def _auth(config: ServeConfig, loop: asyncio.AbstractEventLoop, rest: list[str]) -> Any:
+    """The bridge of ``auth.path``'s ``Auth`` object, or ``None``."""
+    if not config.auth_path:
+        return None
+    for flag in ("--api-key", "--jwt-secret", "--jwt-jwks"):
+        if any(a == flag or a.startswith(flag + "=") for a in rest):
+            raise ConfigError(f"{config.path} sets auth.path: {flag} cannot be given too (one auth per server)")
+    from graphloom.server._auth import AuthBridge
+
+    auth = config.import_graph("auth.path", config.auth_path)
+    try:
+        return AuthBridge(auth, loop)
+    except TypeError as e:
+        raise ConfigError(f"{config.path}: auth.path {config.auth_path}: {e}") from e
 
 
 def _bridges(

@@ -251,6 +251,9 @@ class GraphBridge:
 
     async def _run(self, req: dict, sink: Any) -> None:
         config = self._config(req.get("thread_id"), req.get("checkpoint_id"))
+        # The client's configurable (and the authenticated user the server adds), under
+        # the thread and checkpoint the server chose.
+        config["configurable"] = {**(req.get("configurable") or {}), **config["configurable"]}
         if req.get("recursion_limit"):
             config["recursion_limit"] = req["recursion_limit"]
         metadata = dict(req.get("metadata") or {})

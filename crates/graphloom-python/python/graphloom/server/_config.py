@@ -33,11 +33,10 @@ _IMAGE_KEYS = {
     "$schema",
 }
 
-_SERVED_KEYS = {"graphs", "dependencies", "env", "store", "checkpointer"}
+_SERVED_KEYS = {"graphs", "dependencies", "env", "store", "checkpointer", "auth"}
 
 # What each key not served yet is, for the error that names it.
 _NOT_YET = {
-    "auth": "custom auth (auth.path); use --api-key or --jwt-secret meanwhile",
     "http": "custom routes and HTTP settings (http.app)",
     "webhooks": "webhook settings (a run's webhook URL still works)",
     "ui": "generative UI components",
@@ -59,6 +58,7 @@ class ServeConfig:
     store_index: dict | None = None
     store_ttl: dict | None = None
     checkpointer_ttl: dict | None = None
+    auth_path: str | None = None
 
     def ttl_args(self, given: list[str]) -> list[str]:
         """``checkpointer.ttl`` and ``store.ttl`` as the server's options (the thread TTL
@@ -116,42 +116,44 @@ class ServeConfig:
         return index
 
     def import_graph(self, graph_id: str, spec: str) -> Any:
-        """The object ``spec`` names: ``./file.py:attr`` or ``module:attr``."""
+        """The object ``spec`` names: ``./file.py:attr`` or ``module:attr``. ``graph_id``
+        names it in errors: a graph's id, or the key (``auth.path``) that names it."""
+        what = graph_id if graph_id.startswith(("auth.", "store.")) else f"graph {graph_id!r}"
         where, sep, attr = spec.rpartition(":")
         if not sep or not where or not attr:
             raise ConfigError(
-                f"{self.path}: graph {graph_id!r} is {spec!r}; expected './path.py:variable' "
+                f"{self.path}: {what} is {spec!r}; expected './path.py:variable' "
                 "or 'package.module:variable'"
             )
         try:
             if where.endswith(".py") or where.startswith((".", "/")):
-                module = self._import_file(graph_id, where)
+                module = self._import_file(what, graph_id, where)
             else:
                 module = importlib.import_module(where)
         except ConfigError:
             raise
         except Exception as e:
             raise ConfigError(
-                f"graph {graph_id!r}: importing {where} failed: {type(e).__name__}: {e}"
+                f"{what}: importing {where} failed: {type(e).__name__}: {e}"
             ) from e
         obj = module
         for part in attr.split("."):
             if not hasattr(obj, part):
-                raise ConfigError(f"graph {graph_id!r}: {where} has no {attr!r}")
+                raise ConfigError(f"{what}: {where} has no {attr!r}")
             obj = getattr(obj, part)
         return obj
 
-    def _import_file(self, graph_id: str, where: str) -> Any:
+    def _import_file(self, what: str, graph_id: str, where: str) -> Any:
         path = os.path.normpath(os.path.join(self.root, where))
         if not os.path.isfile(path):
-            raise ConfigError(f"graph {graph_id!r}: {where} is not a file ({path})")
+            raise ConfigError(f"{what}: {where} is not a file ({path})")
         directory = os.path.dirname(path)
         if directory not in sys.path:
             sys.path.insert(0, directory)
-        name = f"graphloom_graph_{graph_id}".replace("-", "_")
+        name = "graphloom_graph_" + "".join(c if c.isalnum() else "_" for c in graph_id)
         spec = importlib.util.spec_from_file_location(name, path)
         if spec is None or spec.loader is None:
-            raise ConfigError(f"graph {graph_id!r}: {path} cannot be imported")
+            raise ConfigError(f"{what}: {path} cannot be imported")
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
         spec.loader.exec_module(module)
@@ -230,6 +232,17 @@ def load_config(path: str | None) -> ServeConfig:
         config.store_ttl = store.get("ttl")
         if config.store_index is not None:
             config.store_index = config.resolve_index(config.store_index)
+    auth = raw.get("auth")
+    if auth is not None:
+        if not isinstance(auth, dict) or not isinstance(auth.get("path"), str):
+            raise ConfigError(f"{path}: `auth` must be an object with `path` ('./auth.py:auth')")
+        # `openapi` documents the security scheme for LangGraph's OpenAPI page, and
+        # `disable_studio_auth` is about LangSmith's hosted Studio: neither changes who may
+        # do what here.
+        unknown = set(auth) - {"path", "openapi", "disable_studio_auth"}
+        if unknown:
+            raise ConfigError(f"{path}: auth.{sorted(unknown)[0]} is not supported by graphloom serve yet")
+        config.auth_path = auth["path"]
     checkpointer = raw.get("checkpointer")
     if checkpointer is not None:
         if not isinstance(checkpointer, dict):
