@@ -683,13 +683,13 @@ def npm_ci() -> None:
             stamp.write_bytes(lockfile)
 
 
-def node(script: str, url: str, **env: str) -> dict:
-    """``node <script> <url>``: the JSON summary it prints last."""
+def node(script: str, url: str, *args: str, **env: str) -> dict:
+    """``node <script> <url> <args>``: the JSON summary it prints last."""
     import json
 
     npm_ci()
     done = subprocess.run(
-        ["node", str(JS_DIR / script), url],
+        ["node", str(JS_DIR / script), url, *args],
         cwd=JS_DIR,
         capture_output=True,
         text=True,
@@ -938,3 +938,12 @@ def test_the_configs_auth_authenticates_filters_stamps_and_refuses(guarded):
     alice.threads.delete(mine["thread_id"])
     with pytest.raises(NotFoundError):
         alice.threads.get(mine["thread_id"])
+
+
+def test_the_console_draws_a_python_graph_and_shows_its_thread(weather):
+    client = get_sync_client(url=weather.url)
+    tid = client.threads.create()["thread_id"]
+    client.runs.wait(tid, "weather", input={"messages": [{"role": "user", "content": "weather?"}]})
+    summary = node("console_check.mjs", weather.url, "weather", tid)
+    assert {"agent", "tools"} <= set(summary["nodes"]), summary
+    assert "the thread page shows a state" in summary["checks"]
