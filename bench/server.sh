@@ -15,12 +15,16 @@
 # in each round, and the table shows each scenario's median round and the range: on a
 # shared VM one server's run can land in a slow spell the other's missed.
 # Environment:
-#   SKIP_LANGGRAPH=1 / SKIP_GRAPHLOOM=1  reuse bench/out/server_{langgraph,graphloom}*.json
+#   SKIP_LANGGRAPH=1 / SKIP_GRAPHLOOM=1 / SKIP_PYTHON=1  reuse bench/out/server_{langgraph,graphloom,graphloom_py}*.json
+#              (graphloom_py: the same Python graphs as langgraph dev's, served by the Python
+#              package's `graphloom serve`, installed into bench/.venv from this checkout)
+#   GRAPHLOOM_WHEEL  a built graphloom wheel to install for graphloom_py (default: build
+#              ./crates/graphloom-python, release profile)
 #   LG_JOBS    `langgraph dev --n-jobs-per-worker` (default 8, as graphloom's default of 8
 #              workers; without the flag `langgraph dev` executes 1 run at a time)
 #   SKIP_IDLE=1   skip the idle-threads memory case (the longest part with `langgraph dev`)
 #   SKIP_TMPFS=1  skip the extra graphloom run with its SQLite file on /dev/shm
-#   GL_PORT, LG_PORT  ports (default 8123, 8124)
+#   GL_PORT, LG_PORT, PY_PORT  ports (default 8123, 8124, 8125)
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -34,6 +38,7 @@ LANGGRAPH_RUNTIME_INMEM_VERSION=0.36.7
 LG_JOBS=${LG_JOBS:-8}
 GL_PORT=${GL_PORT:-8123}
 LG_PORT=${LG_PORT:-8124}
+PY_PORT=${PY_PORT:-8125}
 LOAD_ARGS=()
 IDLE_ARGS=()
 ROUNDS=1
@@ -110,6 +115,20 @@ start_langgraph() {
     wait_ready "http://127.0.0.1:$LG_PORT"
 }
 
+PY_DIR=$OUT/graphloom-py
+start_graphloom_py() {
+    # The Python graphs of `langgraph dev`'s run, unchanged, on graphloom's server: LangGraph
+    # runs them on the server's event loop, graphloom's savers keep them in a SQLite file.
+    LOG=$OUT/server_graphloom_py.log
+    rm -rf "$PY_DIR"
+    mkdir -p "$PY_DIR"
+    cp bench/server/agent.py bench/server/langgraph.json "$PY_DIR/"
+    (cd "$PY_DIR" && exec env RUST_LOG=warn "$ROOT/$VENV/bin/graphloom" serve \
+        --addr "127.0.0.1:$PY_PORT" --db "$ROOT/$PY_DIR/bench.db") >"$LOG" 2>&1 &
+    server_pid=$!
+    wait_ready "http://127.0.0.1:$PY_PORT"
+}
+
 run_server() { # label start-fn port round [no-idle]
     local label=$1 start=$2 port=$3 round=$4 url="http://127.0.0.1:$3"
     echo "== $label: wait, stream (round $round of $ROUNDS)"
@@ -142,6 +161,14 @@ PYEOF
     fi
 fi
 
+if [ "${SKIP_PYTHON:-0}" != 1 ]; then
+    [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
+    # A release build of the package from this checkout (a few minutes the first time), or
+    # the wheel GRAPHLOOM_WHEEL names.
+    "$VENV/bin/pip" install -q --disable-pip-version-check --force-reinstall --no-deps \
+        "${GRAPHLOOM_WHEEL:-./crates/graphloom-python}"
+fi
+
 for round in $(seq 1 "$ROUNDS"); do
     if [ "${SKIP_GRAPHLOOM:-0}" != 1 ]; then
         run_server graphloom start_graphloom "$GL_PORT" "$round"
@@ -149,6 +176,9 @@ for round in $(seq 1 "$ROUNDS"); do
             run_server graphloom_tmpfs start_graphloom_tmpfs "$GL_PORT" "$round" no-idle
             rm -f /dev/shm/graphloom-bench.db*
         fi
+    fi
+    if [ "${SKIP_PYTHON:-0}" != 1 ]; then
+        run_server graphloom_py start_graphloom_py "$PY_PORT" "$round"
     fi
     if [ "${SKIP_LANGGRAPH:-0}" != 1 ]; then
         run_server langgraph start_langgraph "$LG_PORT" "$round"
@@ -165,7 +195,7 @@ out = sys.argv[1]
 # Rounds of this invocation (server_<label>.r<N>.json): each scenario's median round by
 # throughput, with every round's rps, becomes server_<label>.json (what SKIP_* reuses).
 import glob
-for label in ("graphloom", "graphloom_tmpfs", "langgraph"):
+for label in ("graphloom", "graphloom_tmpfs", "graphloom_py", "langgraph"):
     paths = sorted(glob.glob(os.path.join(out, f"server_{label}.r*.json")))
     if not paths:
         continue
@@ -224,6 +254,24 @@ for s, note, a in rows:
     b = lg[s]
     print(f"| {label(s)}{note} | {f(a['server_cpu_ms_per_run'],2)} | {f(a['client_cpu_ms_per_run'],2)} | {a['errors']} | "
           f"{f(b['server_cpu_ms_per_run'],2)} | {f(b['client_cpu_ms_per_run'],2)} | {b['errors']} |")
+py_path = os.path.join(out, "server_graphloom_py.json")
+if os.path.exists(py_path):
+    py = {**load("server_graphloom_py.json"), **load_idle("server_graphloom_py_idle.json")}
+    print()
+    print("The same Python graphs (bench/server/agent.py) on the Python package's `graphloom serve`:")
+    print()
+    print("| scenario | graphloom serve (Python graphs) rps | p50 ms | p99 ms | langgraph dev rps | p50 ms | p99 ms | rps ratio | p99 ratio |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for s in ("wait", "stream", "stream-all", "thread"):
+        if s in py and s in lg:
+            a, b = py[s], lg[s]
+            print(f"| {label(s)} | {f(a['rps'])}{spread(a)} | {f(a['p50_ms'],2)} | {f(a['p99_ms'],2)} | {f(b['rps'])}{spread(b)} | "
+                  f"{f(b['p50_ms'],2)} | {f(b['p99_ms'],2)} | {a['rps']/b['rps']:.1f}x | {b['p99_ms']/a['p99_ms']:.1f}x lower |")
+    if "idle" in py and "idle" in lg:
+        a, b = py["idle"], lg["idle"]
+        print(f"\n{a['threads']:,} idle interrupted threads: peak RSS {f(a['peak_rss_mib'])} MiB "
+              f"(graphloom serve, Python graphs) vs {f(b['peak_rss_mib'])} MiB (langgraph dev), "
+              f"{b['peak_rss_mib']/a['peak_rss_mib']:.1f}x less")
 if "idle" not in gl or "idle" not in lg:
     sys.exit(0)
 a, b = gl["idle"], lg["idle"]

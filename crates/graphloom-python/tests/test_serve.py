@@ -250,6 +250,20 @@ GRAPHS = {
                 out.append(v)
             return out
     ''',
+    "app.py": '''
+        from starlette.applications import Starlette
+        from starlette.responses import JSONResponse, PlainTextResponse
+        from starlette.routing import Route
+
+        async def hello(request):
+            return JSONResponse({"hello": request.query_params.get("name", "world"), "method": request.method})
+
+        async def echo(request):
+            body = await request.body()
+            return PlainTextResponse(body.decode()[::-1], headers={"x-echo": "yes"})
+
+        app = Starlette(routes=[Route("/custom/hello", hello), Route("/custom/echo", echo, methods=["POST"])])
+    ''',
     "crash.py": '''
         import operator, os, time
         from typing import Annotated
@@ -304,6 +318,7 @@ CONFIG = """{
     "deep": "./agents.py:make_deep_agent"
   },
   "store": {"index": {"embed": "./embed.py:embed", "dims": 16, "fields": ["text"]}},
+  "http": {"app": "./app.py:app"},
   "env": {"GRAPHLOOM_TEST_ENV": "from-config"}
 }"""
 
@@ -513,6 +528,17 @@ def test_the_graph_store_is_the_servers_store(client):
     assert out["messages"][-1]["content"] == "I keep 2 memory"
 
 
+def test_the_configs_http_app_answers_its_routes_beside_the_servers(app, client):
+    hello = httpx.get(f"{app.url}/custom/hello", params={"name": "ann"}, timeout=30)
+    assert hello.status_code == 200 and hello.json() == {"hello": "ann", "method": "GET"}
+    echo = httpx.post(f"{app.url}/custom/echo", content=b"abc", timeout=30)
+    assert (echo.status_code, echo.text, echo.headers["x-echo"]) == (200, "cba", "yes")
+    assert httpx.get(f"{app.url}/custom/nowhere", timeout=30).status_code == 404
+    # The server's own routes still answer.
+    assert httpx.get(f"{app.url}/ok", timeout=30).status_code == 200
+    assert any(a["graph_id"] == "steps" for a in client.assistants.search(limit=50))
+
+
 def test_semantic_search_of_the_store_uses_the_configs_index(client):
     client.store.put_item(["docs"], "tea", {"text": "green tea at four"})
     client.store.put_item(["docs"], "bike", {"text": "fix the bike chain"})
@@ -585,7 +611,7 @@ def test_cancel_stops_a_hanging_python_run(client):
 
 
 def test_config_keys_not_served_are_named(tmp_path):
-    write_app(tmp_path, '{"graphs": {"steps": "./steps.py:graph"}, "http": {"app": "./app.py:app"}}')
+    write_app(tmp_path, '{"graphs": {"steps": "./steps.py:graph"}, "webhooks": {"env_prefix": "X_"}}')
     done = subprocess.run(
         [sys.executable, "-m", "graphloom", "serve", "--db", str(tmp_path / "x.db"), "--addr", "127.0.0.1:0"],
         cwd=tmp_path,
@@ -594,7 +620,7 @@ def test_config_keys_not_served_are_named(tmp_path):
         timeout=60,
     )
     assert done.returncode == 1
-    assert "`http`" in done.stderr and "not supported by graphloom serve yet" in done.stderr
+    assert "`webhooks`" in done.stderr and "not supported by graphloom serve yet" in done.stderr
 
 
 def test_a_graph_that_fails_to_import_stops_the_start_with_its_error(tmp_path):

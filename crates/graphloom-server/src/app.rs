@@ -76,6 +76,16 @@ impl ServerBuilder {
         self
     }
 
+    /// Answer the requests no route matches (the server's, the user's, the console's) with
+    /// `router` instead of the JSON 404 `no such route`, without auth: an app of the
+    /// user's own mounted beside the server (the Python package's `http.app`), whose
+    /// routes never shadow the server's.
+    #[must_use]
+    pub fn fallback(mut self, router: axum::Router) -> Self {
+        self.custom.fallback = Some(router);
+        self
+    }
+
     /// Wrap every route (the server's and the user's) in a tower `layer`, as
     /// `axum::Router::layer` does. Behind auth it runs after authentication (the
     /// request's [`Identity`](crate::auth::Identity) is in its extensions) and before the

@@ -20,6 +20,8 @@ pub(crate) struct Custom {
     /// Around every route, the server's and the user's; inside the auth gate, so they see
     /// the request's [`Identity`](crate::auth::Identity).
     pub layers: Vec<LayerFn>,
+    /// What answers a request no route matches (without auth), instead of the JSON 404.
+    pub fallback: Option<axum::Router>,
 }
 
 impl Custom {

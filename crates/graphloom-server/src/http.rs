@@ -17,5 +17,5 @@ pub(crate) fn router(state: AppRef, custom: &Custom) -> Router {
     // The console at /ui (not part of the OpenAPI document).
     let routes = routes.merge(crate::ui::routes(&state));
     let secured: Vec<&str> = secured.iter().map(String::as_str).collect();
-    crate::api::finish(routes, &doc, &secured, state)
+    crate::api::finish(routes, &doc, &secured, state, custom.fallback.clone())
 }

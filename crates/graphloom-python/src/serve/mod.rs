@@ -8,6 +8,7 @@
 
 mod auth;
 mod graph;
+mod http;
 mod sink;
 
 pub(crate) use sink::Sink;
@@ -27,10 +28,11 @@ use std::sync::Arc;
 /// the server's own store routes too, and the graphs' saver tables `saver` (the `Core` of
 /// their saver), which the server deletes, copies and prunes with its own checkpoints, and
 /// `auth`, the bridge of `auth.path`'s `Auth` object (`graphloom/server/_auth.py`), which
-/// authenticates and authorizes every request instead of API keys or JWTs.
+/// authenticates and authorizes every request instead of API keys or JWTs, and `http`,
+/// the bridge of `http.app`, which answers (without auth) what the server's routes do not.
 /// Returns the exit code; blocks until the server stops (Ctrl-C), without the GIL.
 #[pyfunction]
-#[pyo3(signature = (argv, graphs, index=None, saver=None, auth=None))]
+#[pyo3(signature = (argv, graphs, index=None, saver=None, auth=None, http=None))]
 pub(crate) fn serve(
     py: Python<'_>,
     argv: Vec<String>,
@@ -38,6 +40,7 @@ pub(crate) fn serve(
     index: crate::store::IndexArg,
     saver: Option<Py<Core>>,
     auth: Option<Py<PyAny>>,
+    http: Option<Py<PyAny>>,
 ) -> PyResult<u8> {
     let mut entries = Vec::with_capacity(graphs.len());
     for (id, bridge) in graphs {
@@ -63,6 +66,12 @@ pub(crate) fn serve(
         let auth = Arc::new(auth);
         graphs = graphs.with_server(Arc::new(move |b: graphloom_server::ServerBuilder| {
             b.auth(auth::PyAuth::new(Arc::clone(&auth), authorizes))
+        }));
+    }
+    if let Some(app) = http {
+        let routes = http::fallback(Arc::new(app));
+        graphs = graphs.with_server(Arc::new(move |b: graphloom_server::ServerBuilder| {
+            b.fallback(routes.clone())
         }));
     }
     if let Some(saver) = saver {

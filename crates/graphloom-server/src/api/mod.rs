@@ -120,20 +120,24 @@ pub(crate) fn routes(state: &AppRef) -> Routes {
 /// The server's whole router: `routes` (the server's own, the interop endpoints, the
 /// user's and the console, assembled by [`crate::http`]) with the fallback, the OpenAPI
 /// document of `doc` (its `secured` paths behind auth when auth is on) and the server's
-/// layers: panics, whole bodies, JSON errors, request ids, traces, CORS.
+/// layers: panics, whole bodies, JSON errors, request ids, traces, CORS. A request no route
+/// matches goes to `fallback` when there is one, else gets a JSON 404.
 pub(crate) fn finish(
     routes: Router<AppRef>,
     doc: &utoipa::openapi::OpenApi,
     secured: &[&str],
     state: AppRef,
+    fallback: Option<Router>,
 ) -> Router {
     let _ = state
         .openapi
         .set(openapi::finish(doc, secured, state.auth.is_on()));
     let (body_limit, cors) = (state.config.body_limit, cors::layer(&state.config.cors_origins));
-    let routes = routes
-        .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "no such route") })
-        .with_state(state);
+    let routes = match fallback {
+        Some(other) => routes.fallback_service(other),
+        None => routes.fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "no such route") }),
+    }
+    .with_state(state);
     // The layers wrap the routes once, as the one service of an outer router, rather than
     // each route (`Router::layer` on the routes): a connection then copies one layer stack
     // instead of one per route, and a request clones one stack and its route's handler.

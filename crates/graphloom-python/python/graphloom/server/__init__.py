@@ -90,6 +90,7 @@ def serve(args: list[str]) -> int:
         try:
             bridges = _bridges(config, loop, checkpointer, store)
             auth = _auth(config, loop, rest)
+            http = _http(config, loop)
             print(
                 f"graphloom: serving {len(bridges)} Python graph(s) from {config.path}: "
                 + ", ".join(graph_id for graph_id, _ in bridges),
@@ -101,6 +102,7 @@ def serve(args: list[str]) -> int:
                 _server_index(config, loop),
                 checkpointer._core,
                 auth,
+                http,
             )
         finally:
             asyncio.run_coroutine_threadsafe(close(), loop).result(timeout=30)
@@ -169,6 +171,19 @@ def _auth(config: ServeConfig, loop: asyncio.AbstractEventLoop, rest: list[str])
         return AuthBridge(auth, loop)
     except TypeError as e:
         raise ConfigError(f"{config.path}: auth.path {config.auth_path}: {e}") from e
+
+
+def _http(config: ServeConfig, loop: asyncio.AbstractEventLoop) -> Any:
+    """The bridge of ``http.app``, or ``None``."""
+    if not config.http_app:
+        return None
+    from graphloom.server._http import HttpBridge
+
+    app = config.import_graph("http.app", config.http_app)
+    try:
+        return HttpBridge(app, loop)
+    except TypeError as e:
+        raise ConfigError(f"{config.path}: {e}") from e
 
 
 def _bridges(

@@ -33,11 +33,10 @@ _IMAGE_KEYS = {
     "$schema",
 }
 
-_SERVED_KEYS = {"graphs", "dependencies", "env", "store", "checkpointer", "auth"}
+_SERVED_KEYS = {"graphs", "dependencies", "env", "store", "checkpointer", "auth", "http"}
 
 # What each key not served yet is, for the error that names it.
 _NOT_YET = {
-    "http": "custom routes and HTTP settings (http.app)",
     "webhooks": "webhook settings (a run's webhook URL still works)",
     "ui": "generative UI components",
     "ui_config": "generative UI components",
@@ -59,6 +58,7 @@ class ServeConfig:
     store_ttl: dict | None = None
     checkpointer_ttl: dict | None = None
     auth_path: str | None = None
+    http_app: str | None = None
 
     def ttl_args(self, given: list[str]) -> list[str]:
         """``checkpointer.ttl`` and ``store.ttl`` as the server's options (the thread TTL
@@ -118,7 +118,7 @@ class ServeConfig:
     def import_graph(self, graph_id: str, spec: str) -> Any:
         """The object ``spec`` names: ``./file.py:attr`` or ``module:attr``. ``graph_id``
         names it in errors: a graph's id, or the key (``auth.path``) that names it."""
-        what = graph_id if graph_id.startswith(("auth.", "store.")) else f"graph {graph_id!r}"
+        what = graph_id if graph_id.startswith(("auth.", "store.", "http.")) else f"graph {graph_id!r}"
         where, sep, attr = spec.rpartition(":")
         if not sep or not where or not attr:
             raise ConfigError(
@@ -243,6 +243,18 @@ def load_config(path: str | None) -> ServeConfig:
         if unknown:
             raise ConfigError(f"{path}: auth.{sorted(unknown)[0]} is not supported by graphloom serve yet")
         config.auth_path = auth["path"]
+    http = raw.get("http")
+    if http is not None:
+        if not isinstance(http, dict):
+            raise ConfigError(f"{path}: `http` must be an object")
+        # `disable_*: false` says what is the default; turning a group of the server's
+        # routes off is not served yet.
+        unknown = {k for k in http if not (k.startswith("disable_") and http[k] is False)} - {"app"}
+        if unknown:
+            raise ConfigError(f"{path}: http.{sorted(unknown)[0]} is not supported by graphloom serve yet")
+        if http.get("app") is not None and not isinstance(http.get("app"), str):
+            raise ConfigError(f"{path}: http.app must be './file.py:app'")
+        config.http_app = http.get("app")
     checkpointer = raw.get("checkpointer")
     if checkpointer is not None:
         if not isinstance(checkpointer, dict):
