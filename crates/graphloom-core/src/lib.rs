@@ -60,6 +60,7 @@ pub mod seq;
 pub mod state;
 pub mod store;
 pub mod stream;
+pub mod timeout;
 pub mod types;
 
 pub use config::{
@@ -81,6 +82,7 @@ pub use seq::{Seq, SeqLike};
 pub use state::{Changed, FieldChange, State, StateError, TaskUpdate};
 pub use store::{InMemoryStore, Store};
 pub use stream::{CheckpointEvents, MessageEvents, StreamData, StreamMode, StreamPart};
+pub use timeout::{RefreshOn, TimeoutKind, TimeoutPolicy};
 pub use types::{
     CachePolicy, Command, Durability, Interrupt, NodeError, NodeErrorKind, NodeOutput, NodeSet, Packet,
     Resume, RetryPolicy, Route, Routes, Send, END, START,

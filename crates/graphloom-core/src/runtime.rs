@@ -127,6 +127,8 @@ pub(crate) struct TaskCtx {
     /// The checkpoint this task runs from and its saver, when the run persists (the
     /// functional API saves each finished `task` call against it).
     pub step_checkpoint: Option<Arc<StepCheckpoint>>,
+    /// This attempt's progress clock, when its node has an idle timeout.
+    pub progress: Option<Arc<crate::timeout::Progress>>,
 }
 
 /// The checkpoint a step's tasks run from, and the saver its writes go to.
@@ -195,8 +197,26 @@ impl Runtime {
         self.ctx.run.store.as_ref()
     }
 
-    /// Write a `custom` stream event.
+    /// Tell the node's idle timeout ([`TimeoutPolicy::idle`](crate::TimeoutPolicy::idle))
+    /// that the node is making progress, for work that shows none otherwise (a long
+    /// computation, a poll). A no-op when the node has no idle timeout.
+    pub fn heartbeat(&self) {
+        if let Some(p) = &self.ctx.progress {
+            p.heartbeat();
+        }
+    }
+
+    /// Record visible progress (a write, a token): refreshes an idle timeout whose policy
+    /// counts it.
+    fn touch(&self) {
+        if let Some(p) = &self.ctx.progress {
+            p.touch();
+        }
+    }
+
+    /// Write a `custom` stream event. Counts as progress for the node's idle timeout.
     pub fn write(&self, value: impl serde::Serialize) {
+        self.touch();
         if self.ctx.run.wants(StreamMode::Custom, self.ctx.ns.len()) {
             if let Ok(v) = serde_json::to_value(value) {
                 self.ctx
@@ -233,6 +253,7 @@ impl Runtime {
         input: Value,
         extra: Map<String, Value>,
     ) -> Option<crate::events::EventRun> {
+        self.touch();
         let task = self.ctx.events.as_ref()?;
         let mut meta = vec![("checkpoint_ns".to_owned(), Value::String(self.checkpoint_ns()))];
         meta.extend(extra);
@@ -262,8 +283,10 @@ impl Runtime {
     }
 
     /// [`Runtime::emit_message`] with `extra` added to the metadata (a model call adds
-    /// `ls_provider`, `ls_model_name`, ...).
+    /// `ls_provider`, `ls_model_name`, ...). A chunk counts as progress for the node's idle
+    /// timeout, streamed or not.
     pub fn emit_message_with(&self, chunk: Value, extra: Map<String, Value>) {
+        self.touch();
         if !self.wants_messages() {
             return;
         }
@@ -283,6 +306,7 @@ impl Runtime {
     /// Emit a whole message (its JSON, with an id) unless a message with its id was
     /// emitted already.
     pub(crate) fn emit_whole_message(&self, message: Value) {
+        self.touch();
         let Some(id) = message.get("id").and_then(Value::as_str) else {
             return;
         };

@@ -308,10 +308,12 @@ pub enum NodeError {
         /// The node's own error, when it returned one.
         source: Option<ErrorSource>,
     },
-    /// One attempt ran past the node's timeout.
+    /// One attempt ran past a limit of the node's [`TimeoutPolicy`](crate::TimeoutPolicy).
     TimedOut {
-        /// The timeout.
+        /// The limit that fired.
         after_ms: u64,
+        /// Which limit: the hard run timeout or the idle timeout.
+        kind: crate::timeout::TimeoutKind,
     },
     /// A run budget (model calls, tokens, cost, time) would be exceeded; never retried.
     BudgetExceeded {
@@ -436,7 +438,7 @@ impl fmt::Display for NodeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             NodeError::Failed { message, .. } => f.write_str(message),
-            NodeError::TimedOut { after_ms } => write!(f, "timed out after {after_ms} ms"),
+            NodeError::TimedOut { after_ms, kind } => write!(f, "{kind} {after_ms} ms"),
             NodeError::BudgetExceeded { budget, message } => write!(f, "{budget} budget exceeded: {message}"),
             NodeError::Interrupted(i) => write!(f, "interrupted ({} pending)", i.len()),
             NodeError::ParentCommand { .. } => f.write_str("command for the parent graph"),

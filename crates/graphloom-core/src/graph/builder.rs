@@ -13,7 +13,6 @@ use serde::de::DeserializeOwned;
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
 
 /// A graph under construction.
 ///
@@ -295,8 +294,12 @@ impl<S: State> StateGraph<S> {
     pub fn retry(self, node: &str, policy: RetryPolicy) -> Self {
         self.with_spec(node, |s| s.retry = Some(policy))
     }
-    /// Fail `node` (as retryable) when one attempt takes longer than `timeout`.
-    pub fn node_timeout(self, node: &str, timeout: Duration) -> Self {
+    /// Bound each attempt of `node` by `timeout`: a [`Duration`](std::time::Duration) is a hard cap, a
+    /// [`TimeoutPolicy`](crate::TimeoutPolicy) may add (or only set) an idle limit that
+    /// progress refreshes. An attempt past a limit fails as
+    /// [`NodeError::TimedOut`], which the default retry predicate retries.
+    pub fn node_timeout(self, node: &str, timeout: impl Into<crate::timeout::TimeoutPolicy>) -> Self {
+        let timeout = timeout.into();
         self.with_spec(node, |s| s.timeout = Some(timeout))
     }
     /// Cache `node`'s output: a task of `node` whose cache key (see [`CachePolicy`]) was

@@ -6,7 +6,6 @@ use crate::types::{CachePolicy, NodeError, NodeOutput, Packet, RetryPolicy, Rout
 use futures::future::BoxFuture;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 /// A node's future.
 pub(crate) type NodeFuture<S> = BoxFuture<'static, Result<NodeOutput<S>, NodeError>>;
@@ -52,7 +51,7 @@ pub(crate) struct NodeSpec<S: State> {
     pub func: NodeFn<S>,
     pub input: InputKind,
     pub retry: Option<RetryPolicy>,
-    pub timeout: Option<Duration>,
+    pub timeout: Option<crate::timeout::TimeoutPolicy>,
     pub cache: Option<CachePolicy<S>>,
     /// Declared `Command` destinations (for validation and drawing).
     pub destinations: Vec<String>,

@@ -349,6 +349,9 @@ impl<S: State> TaskRun<S> {
         let messages_mode = self.run.wants_any(StreamMode::Messages);
         let mut node_events = self.events.as_ref().map(|g| self.start_events(g));
         let policy = spec.retry.clone();
+        // A model called in a node whose idle timeout counts tokens as progress streams
+        // into the node's runtime, so each token refreshes it.
+        let auto_progress = spec.timeout.is_some_and(|t| t.auto_progress());
         let max_attempts = policy.as_ref().map_or(1, |p| p.max_attempts.max(1));
         let mut attempt = 0usize;
         loop {
@@ -371,8 +374,13 @@ impl<S: State> TaskRun<S> {
                 sequence: AtomicUsize::new(0),
                 events: node_events.as_ref().map(|e| Arc::clone(e.scope())),
                 step_checkpoint: self.step_checkpoint.clone(),
+                progress: spec
+                    .timeout
+                    .filter(|t| t.idle_timeout().is_some())
+                    .map(|t| Arc::new(crate::timeout::Progress::new(t.auto_progress()))),
             });
             let rt = Runtime { ctx };
+            let progress = rt.ctx.progress.clone();
             let input = match &self.input {
                 NodeInput::State(s) => NodeInput::State(Arc::clone(s)),
                 NodeInput::Packet(p) => NodeInput::Packet(p.clone()),
@@ -393,19 +401,20 @@ impl<S: State> TaskRun<S> {
             // While the run streams `messages`, model calls inside the node find its
             // runtime (or, at a depth nobody listens to, find none).
             // So do they when the run streams events (to report their own).
-            let fut = if messages_mode || node_events.is_some() {
-                let here = self.run.wants(StreamMode::Messages, self.ns.len()) || node_events.is_some();
+            let fut = if messages_mode || node_events.is_some() || auto_progress {
+                let here = self.run.wants(StreamMode::Messages, self.ns.len())
+                    || node_events.is_some()
+                    || auto_progress;
                 futures::future::Either::Left(crate::message_stream::scope(here.then(|| rt.clone()), fut))
             } else {
                 futures::future::Either::Right(fut)
             };
-            let result = match spec.timeout {
-                Some(t) => match tokio::time::timeout(t, fut).await {
-                    Ok(r) => r,
-                    Err(_) => Err(NodeError::TimedOut {
-                        after_ms: u64::try_from(t.as_millis()).unwrap_or(u64::MAX),
-                    }),
-                },
+            let result = match &spec.timeout {
+                Some(t) => {
+                    // Without an idle limit nothing reads the clock: a throwaway one.
+                    let clock = progress.unwrap_or_else(|| Arc::new(crate::timeout::Progress::new(false)));
+                    crate::timeout::run_timed(fut, t, &clock).await
+                }
                 None => fut.await,
             };
             match result {

@@ -16,10 +16,11 @@ import sys
 from typing import Annotated, Optional, TypedDict
 
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.errors import GraphRecursionError, InvalidUpdateError
+from langgraph.errors import GraphRecursionError, InvalidUpdateError, NodeTimeoutError
 from langgraph.func import entrypoint, task
 from langgraph.graph import END, START, StateGraph
-from langgraph.types import Command, Interrupt, Overwrite, Send, interrupt
+from langgraph.runtime import Runtime
+from langgraph.types import Command, Interrupt, Overwrite, RetryPolicy, Send, TimeoutPolicy, interrupt
 
 
 def plain(v):
@@ -44,6 +45,8 @@ def error_kind(e):
         return "recursion_limit"
     if isinstance(e, InvalidUpdateError):
         return "invalid_update"
+    if isinstance(e, NodeTimeoutError):
+        return "timeout"
     return "node"
 
 
@@ -75,6 +78,31 @@ def call(graph, inp, cfg, tid, counts=None):
     except Exception as e:  # reading the state can fail too (a stored conflict)
         out["state_error"] = error_kind(e)
     out["history"] = len(list(graph.get_state_history(thread(tid))))
+    if counts is not None:
+        out["counts"] = dict(sorted(counts.items()))
+    return out
+
+
+async def acall(graph, inp, cfg, tid, counts=None):
+    """`call` for graphs whose nodes must be async (timeouts need an event loop)."""
+    steps, cur, err = [], [], None
+    try:
+        async for mode, chunk in graph.astream(inp, cfg, stream_mode=["updates", "values"]):
+            if mode == "updates":
+                cur.append(canon(chunk))
+            else:
+                steps.append(sorted(cur))
+                cur = []
+    except Exception as e:
+        err = error_kind(e)
+    if cur:
+        steps.append(sorted(cur))
+    out = {"steps": steps, "error": err}
+    st = await graph.aget_state(thread(tid))
+    out["values"] = plain(st.values)
+    out["next"] = sorted(st.next)
+    out["interrupts"] = sorted(canon(i.value) for i in st.interrupts)
+    out["history"] = len([h async for h in graph.aget_state_history(thread(tid))])
     if counts is not None:
         out["counts"] = dict(sorted(counts.items()))
     return out
@@ -381,6 +409,38 @@ def functional():
     return [fcall([1, 2, 3]), fcall(Command(resume="yes")), fcall([5]), fcall(Command(resume="no"))]
 
 
+def timeouts():
+    """An idle timeout retried by default (the retry heartbeats through work longer than
+    the limit), then a hard run timeout without retries that fails the run."""
+    counts = {"slow": 0}
+
+    async def slow(s, runtime: Runtime):
+        counts["slow"] += 1
+        if counts["slow"] == 1:
+            await asyncio.Event().wait()
+        for _ in range(8):
+            await asyncio.sleep(0.05)
+            runtime.heartbeat()
+        return {"log": ["slow"]}
+
+    async def hang(s):
+        await asyncio.Event().wait()
+
+    g = StateGraph(Log)
+    g.add_node(
+        "slow",
+        slow,
+        timeout=TimeoutPolicy(idle_timeout=0.2),
+        retry_policy=RetryPolicy(max_attempts=2, initial_interval=0.01, jitter=False),
+    )
+    g.add_node("hang", hang, timeout=TimeoutPolicy(run_timeout=0.1))
+    g.add_edge(START, "slow")
+    g.add_edge("slow", "hang")
+    g.add_edge("hang", END)
+    graph = g.compile(checkpointer=InMemorySaver())
+    return [asyncio.run(acall(graph, {"log": ["in"]}, thread("t"), "t", counts))]
+
+
 SCENARIOS = {
     "join": join,
     "loop": loop,
@@ -399,6 +459,7 @@ SCENARIOS = {
     "overwrite": overwrite,
     "events": events,
     "functional": functional,
+    "timeouts": timeouts,
 }
 
 if __name__ == "__main__":

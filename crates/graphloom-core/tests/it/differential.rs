@@ -57,6 +57,7 @@ fn error_kind(e: &Error) -> &'static str {
         Error::RecursionLimit { .. } => "recursion_limit",
         Error::State { .. } => "invalid_update",
         Error::Node { .. } => "node",
+        Error::NodeTimeout { .. } => "timeout",
         other => panic!("an error kind the scenarios do not expect: {other}"),
     }
 }
@@ -642,6 +643,48 @@ async fn functional() -> Vec<Value> {
     out
 }
 
+/// An idle timeout retried by default (the retry heartbeats through work longer than the
+/// limit), then a hard run timeout without retries that fails the run. Real time: the
+/// limits are wide apart from the work so that a slow machine cannot flip the outcome.
+async fn timeouts() -> Vec<Value> {
+    use std::time::Duration;
+    let counts: Counts = Arc::new(Mutex::new(BTreeMap::from([("slow".into(), 0)])));
+    let c = Arc::clone(&counts);
+    let g = StateGraph::with_shape(log_shape())
+        .add_node("slow", move |_s: Arc<JsonState>, rt: Runtime| {
+            let n = bump(&c, "slow");
+            async move {
+                if n == 1 {
+                    std::future::pending::<()>().await;
+                }
+                for _ in 0..8 {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    rt.heartbeat();
+                }
+                Ok(NodeOutput::Update(upd(json!({"log": ["slow"]}))))
+            }
+        })
+        .node_timeout("slow", TimeoutPolicy::idle(Duration::from_millis(200)))
+        .retry(
+            "slow",
+            RetryPolicy::attempts(2)
+                .initial_interval(Duration::from_millis(10))
+                .jitter(false),
+        )
+        .add_node("hang", |_s: Arc<JsonState>, _rt| async {
+            std::future::pending::<()>().await;
+            Ok(NodeOutput::None)
+        })
+        .node_timeout("hang", Duration::from_millis(100))
+        .add_edge(START, "slow")
+        .add_edge("slow", "hang")
+        .add_edge("hang", END)
+        .checkpointer(saver())
+        .compile()
+        .unwrap();
+    vec![call(&g, input(json!({"log": ["in"]})), RunConfig::thread("t"), "t", Some(&counts)).await]
+}
+
 /// graphloom's traces, by scenario.
 async fn graphloom_traces() -> BTreeMap<&'static str, Vec<Value>> {
     BTreeMap::from([
@@ -662,6 +705,7 @@ async fn graphloom_traces() -> BTreeMap<&'static str, Vec<Value>> {
         ("overwrite", overwrite().await),
         ("events", events().await),
         ("functional", functional().await),
+        ("timeouts", timeouts().await),
     ])
 }
 

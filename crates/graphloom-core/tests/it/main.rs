@@ -17,6 +17,7 @@ mod merge_order;
 mod message_sharing;
 mod messages_mode;
 mod node_error_source;
+mod node_timeouts;
 mod overwrite;
 mod pending_writes_resume;
 mod porting_shapes;

@@ -35,6 +35,7 @@ mod layers;
 mod mcp;
 mod message_forms;
 mod no_5xx;
+mod node_timeouts;
 mod openapi;
 mod otel;
 mod outcome_at_checkpoint;
