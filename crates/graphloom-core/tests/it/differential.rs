@@ -682,7 +682,16 @@ async fn timeouts() -> Vec<Value> {
         .checkpointer(saver())
         .compile()
         .unwrap();
-    vec![call(&g, input(json!({"log": ["in"]})), RunConfig::thread("t"), "t", Some(&counts)).await]
+    vec![
+        call(
+            &g,
+            input(json!({"log": ["in"]})),
+            RunConfig::thread("t"),
+            "t",
+            Some(&counts),
+        )
+        .await,
+    ]
 }
 
 /// graphloom's traces, by scenario.
