@@ -129,6 +129,8 @@ pub(crate) struct TaskCtx {
     pub step_checkpoint: Option<Arc<StepCheckpoint>>,
     /// This attempt's progress clock, when its node has an idle timeout.
     pub progress: Option<Arc<crate::timeout::Progress>>,
+    /// The failure an error handler handles; `None` in a node.
+    pub failure: Option<Arc<crate::node_failure::NodeFailure>>,
 }
 
 /// The checkpoint a step's tasks run from, and the saver its writes go to.

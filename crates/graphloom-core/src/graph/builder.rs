@@ -51,6 +51,7 @@ pub struct StateGraph<S: State> {
     store: Option<Arc<dyn DynStore>>,
     interrupt_before: NodeSet,
     interrupt_after: NodeSet,
+    defaults: super::defaults::NodeDefaults<S>,
 }
 
 impl<S: State + Default> Default for StateGraph<S> {
@@ -134,6 +135,7 @@ impl<S: State> StateGraph<S> {
             store: None,
             interrupt_before: NodeSet::None,
             interrupt_after: NodeSet::None,
+            defaults: super::defaults::NodeDefaults::default(),
         }
     }
 
@@ -170,6 +172,8 @@ impl<S: State> StateGraph<S> {
             retry: None,
             timeout: None,
             cache: None,
+            error_handler: None,
+            default_handler: false,
             destinations: Vec::new(),
             subgraph: None,
             defer: false,
@@ -282,7 +286,7 @@ impl<S: State> StateGraph<S> {
         self.insert_node(name, spec)
     }
 
-    fn with_spec(mut self, node: &str, f: impl FnOnce(&mut NodeSpec<S>)) -> Self {
+    pub(super) fn with_spec(mut self, node: &str, f: impl FnOnce(&mut NodeSpec<S>)) -> Self {
         match self.nodes.get_mut(node) {
             Some(spec) => f(spec),
             None => self.problems.push(format!("policy set on unknown node `{node}`")),
@@ -290,6 +294,13 @@ impl<S: State> StateGraph<S> {
         self
     }
 
+    /// Retry, cache, timeout and error handler for every node that does not set its own
+    /// (LangGraph's `set_node_defaults`); applied at `compile()`, not inherited by
+    /// subgraphs.
+    pub fn node_defaults(mut self, defaults: super::defaults::NodeDefaults<S>) -> Self {
+        self.defaults = defaults;
+        self
+    }
     /// Retry `node` on failure.
     pub fn retry(self, node: &str, policy: RetryPolicy) -> Self {
         self.with_spec(node, |s| s.retry = Some(policy))
@@ -637,10 +648,14 @@ impl<S: State> StateGraph<S> {
         for (a, b) in self.branches {
             branches.entry(a).or_default().push(b);
         }
+        let mut nodes = self.nodes;
+        for spec in nodes.values_mut() {
+            self.defaults.apply(spec);
+        }
         GraphInner::new(
             self.name,
             self.shape,
-            self.nodes,
+            nodes,
             edges_out,
             joins,
             branches,

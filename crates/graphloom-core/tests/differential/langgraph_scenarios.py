@@ -16,7 +16,7 @@ import sys
 from typing import Annotated, Optional, TypedDict
 
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.errors import GraphRecursionError, InvalidUpdateError, NodeTimeoutError
+from langgraph.errors import GraphRecursionError, InvalidUpdateError, NodeError, NodeTimeoutError
 from langgraph.func import entrypoint, task
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
@@ -441,6 +441,43 @@ def timeouts():
     return [asyncio.run(acall(graph, {"log": ["in"]}, thread("t"), "t", counts))]
 
 
+def error_handlers():
+    """`a` fails into its own handler, which routes to `fallback` (so `a`'s edge to `b` is
+    not followed); `d` fails into the graph's default handler, which routes nowhere; `c`,
+    beside them, succeeds."""
+    counts = {"a": 0, "d": 0}
+
+    def failing(name):
+        def node(s):
+            counts[name] += 1
+            raise ValueError(f"{name} broke")
+
+        return node
+
+    def own(s, error: NodeError):
+        return Command(update={"log": [f"handled {error.node}: {error.error}"]}, goto="fallback")
+
+    def default(s, error: NodeError):
+        return {"log": [f"default {error.node}: {error.error}"]}
+
+    g = StateGraph(Log).set_node_defaults(error_handler=default)
+    g.add_node("a", failing("a"), error_handler=own, destinations=("fallback",))
+    g.add_node("b", log_node("b"))
+    g.add_node("c", log_node("c"))
+    g.add_node("d", failing("d"))
+    g.add_node("fallback", log_node("fallback"))
+    g.add_edge(START, "a")
+    g.add_edge(START, "c")
+    g.add_edge(START, "d")
+    g.add_edge("a", "b")
+    g.add_edge("b", END)
+    g.add_edge("c", END)
+    g.add_edge("d", END)
+    g.add_edge("fallback", END)
+    graph = g.compile(checkpointer=InMemorySaver())
+    return [call(graph, {"log": ["in"]}, thread("t"), "t", counts)]
+
+
 SCENARIOS = {
     "join": join,
     "loop": loop,
@@ -460,6 +497,7 @@ SCENARIOS = {
     "events": events,
     "functional": functional,
     "timeouts": timeouts,
+    "error_handlers": error_handlers,
 }
 
 if __name__ == "__main__":

@@ -694,6 +694,64 @@ async fn timeouts() -> Vec<Value> {
     ]
 }
 
+/// `a` fails into its own handler, which routes to `fallback` (so `a`'s edge to `b` is not
+/// followed); `d` fails into the graph's default handler, which routes nowhere; `c`, beside
+/// them, succeeds.
+async fn error_handlers() -> Vec<Value> {
+    let counts: Counts = Arc::new(Mutex::new(BTreeMap::from([("a".into(), 0), ("d".into(), 0)])));
+    let failing = |name: &'static str| {
+        let c = Arc::clone(&counts);
+        move |_s: Arc<JsonState>, _rt: Runtime| {
+            bump(&c, name);
+            futures::future::ready(Err::<NodeOutput<JsonState>, _>(NodeError::fatal(format!(
+                "{name} broke"
+            ))))
+        }
+    };
+    let g = StateGraph::with_shape(log_shape())
+        .node_defaults(
+            NodeDefaults::new().error_handler(|_s, f: NodeFailure, _rt| async move {
+                Ok(NodeOutput::Update(upd(
+                    json!({"log": [format!("default {}: {}", f.node, f.message)]}),
+                )))
+            }),
+        )
+        .add_node("a", failing("a"))
+        .error_handler("a", |_s, f: NodeFailure, _rt| async move {
+            Ok(Command::new()
+                .update(upd(
+                    json!({"log": [format!("handled {}: {}", f.node, f.message)]}),
+                ))
+                .goto("fallback"))
+        })
+        .destinations("a", ["fallback"])
+        .add_node("b", log_node("b"))
+        .add_node("c", log_node("c"))
+        .add_node("d", failing("d"))
+        .add_node("fallback", log_node("fallback"))
+        .add_edge(START, "a")
+        .add_edge(START, "c")
+        .add_edge(START, "d")
+        .add_edge("a", "b")
+        .add_edge("b", END)
+        .add_edge("c", END)
+        .add_edge("d", END)
+        .add_edge("fallback", END)
+        .checkpointer(saver())
+        .compile()
+        .unwrap();
+    vec![
+        call(
+            &g,
+            input(json!({"log": ["in"]})),
+            RunConfig::thread("t"),
+            "t",
+            Some(&counts),
+        )
+        .await,
+    ]
+}
+
 /// graphloom's traces, by scenario.
 async fn graphloom_traces() -> BTreeMap<&'static str, Vec<Value>> {
     BTreeMap::from([
@@ -715,6 +773,7 @@ async fn graphloom_traces() -> BTreeMap<&'static str, Vec<Value>> {
         ("events", events().await),
         ("functional", functional().await),
         ("timeouts", timeouts().await),
+        ("error_handlers", error_handlers().await),
     ])
 }
 

@@ -8,6 +8,7 @@ mod deferred;
 mod derive_state;
 mod differential;
 mod durability_exit;
+mod error_handlers;
 mod functional;
 mod in_memory_conformance;
 mod interrupts;
