@@ -167,6 +167,58 @@ impl Runtime {
     /// this call returns the resume value. Several calls in one node are matched by their
     /// order; every call has its own id.
     pub fn interrupt(&self, value: impl serde::Serialize) -> Result<Value, NodeError> {
+        self.interrupt_inner(value, None)
+    }
+
+    /// [`Runtime::interrupt`] with a JSON Schema for the answer (LangGraph's
+    /// `interrupt(value, response_schema=..)`): the schema travels with the interrupt (in
+    /// the state's interrupts, the server's JSON, the thread protocol's `input.requested`),
+    /// and a resume whose value does not match it is refused with
+    /// [`Error::InvalidResume`](crate::Error::InvalidResume) before the node runs again;
+    /// nothing is saved, so the interrupt can be answered again. A schema that is not
+    /// valid JSON Schema fails the node.
+    ///
+    /// ```
+    /// # use graphloom_core::{NodeError, Runtime};
+    /// # fn ask(rt: &Runtime) -> Result<(), NodeError> {
+    /// let schema = serde_json::json!({
+    ///     "type": "object",
+    ///     "properties": {"approved": {"type": "boolean"}},
+    ///     "required": ["approved"],
+    /// });
+    /// let answer = rt.interrupt_with_schema("ship it?", schema)?;
+    /// let approved = answer["approved"].as_bool() == Some(true);
+    /// # let _ = approved; Ok(()) }
+    /// ```
+    pub fn interrupt_with_schema(
+        &self,
+        value: impl serde::Serialize,
+        response_schema: Value,
+    ) -> Result<Value, NodeError> {
+        if let Err(e) = jsonschema::validator_for(&response_schema) {
+            return Err(NodeError::fatal(format!(
+                "the interrupt's response schema is not a valid JSON Schema: {e}"
+            )));
+        }
+        self.interrupt_inner(value, Some(response_schema))
+    }
+
+    /// [`Runtime::interrupt_with_schema`] with the JSON Schema of `T`, and the answer
+    /// decoded into a `T`.
+    pub fn interrupt_for<T: schemars::JsonSchema + serde::de::DeserializeOwned>(
+        &self,
+        value: impl serde::Serialize,
+    ) -> Result<T, NodeError> {
+        let schema = serde_json::to_value(schemars::schema_for!(T)).map_err(NodeError::terminal)?;
+        let answer = self.interrupt_with_schema(value, schema)?;
+        serde_json::from_value(answer).map_err(NodeError::terminal)
+    }
+
+    fn interrupt_inner(
+        &self,
+        value: impl serde::Serialize,
+        response_schema: Option<Value>,
+    ) -> Result<Value, NodeError> {
         let idx = self.ctx.interrupt_idx.fetch_add(1, Ordering::SeqCst);
         let id = interrupt_id(&self.ctx.ns, &self.ctx.task_id, idx);
         if let Some(v) = self.ctx.resumed.get(&id) {
@@ -182,7 +234,11 @@ impl Runtime {
             return Ok(v);
         }
         let value = serde_json::to_value(value).map_err(NodeError::terminal)?;
-        Err(NodeError::Interrupted(vec![Interrupt { id, value }]))
+        Err(NodeError::Interrupted(vec![Interrupt {
+            id,
+            value,
+            response_schema,
+        }]))
     }
 
     /// The context value handed to the run, if it is a `T`.

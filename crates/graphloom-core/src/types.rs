@@ -256,6 +256,11 @@ pub struct Interrupt {
     pub id: String,
     /// What the node asked.
     pub value: Value,
+    /// JSON Schema the resume value must match, when the node gave one
+    /// ([`Runtime::interrupt_with_schema`](crate::Runtime::interrupt_with_schema)); a
+    /// resume that does not match is refused before the node runs again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_schema: Option<Value>,
 }
 
 /// What a node returns.

@@ -408,6 +408,11 @@ impl<S: State> Loop<S> {
                 m
             }
         };
+        for (id, value) in &map {
+            if let Some((_, i)) = pending.iter().find(|(_, i)| &i.id == id) {
+                check_resume(i, value)?;
+            }
+        }
         let mut guard = self
             .run
             .resume
@@ -736,4 +741,37 @@ pub(crate) fn pending_tasks<S: State>(g: &GraphInner<S>, ls: &LoopState<S>, ns: 
 /// The id `task`'s error handler saves its writes under.
 pub(crate) fn handler_task_id(task: &Task) -> String {
     task::handler_task(task).id
+}
+
+/// Refuse a resume value that does not match its interrupt's response schema, naming
+/// where it differs.
+fn check_resume(i: &Interrupt, value: &Value) -> Result<()> {
+    let Some(schema) = &i.response_schema else {
+        return Ok(());
+    };
+    let validator = jsonschema::validator_for(schema).map_err(|e| {
+        Error::InvalidResume(format!(
+            "interrupt `{}` has a response schema that does not compile: {e}",
+            i.id
+        ))
+    })?;
+    let problems: Vec<String> = validator
+        .iter_errors(value)
+        .map(|e| {
+            let at = e.instance_path().to_string();
+            if at.is_empty() {
+                e.to_string()
+            } else {
+                format!("{at}: {e}")
+            }
+        })
+        .collect();
+    if problems.is_empty() {
+        return Ok(());
+    }
+    Err(Error::InvalidResume(format!(
+        "the resume for interrupt `{}` does not match its response schema: {}",
+        i.id,
+        problems.join("; ")
+    )))
 }

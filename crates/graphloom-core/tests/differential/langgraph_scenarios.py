@@ -15,8 +15,16 @@ import operator
 import sys
 from typing import Annotated, Optional, TypedDict
 
+import typing_extensions as TE
+
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.errors import GraphRecursionError, InvalidUpdateError, NodeError, NodeTimeoutError
+from langgraph.errors import (
+    GraphRecursionError,
+    InvalidUpdateError,
+    NodeError,
+    NodeTimeoutError,
+    is_invalid_resume,
+)
 from langgraph.func import entrypoint, task
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
@@ -47,6 +55,8 @@ def error_kind(e):
         return "invalid_update"
     if isinstance(e, NodeTimeoutError):
         return "timeout"
+    if is_invalid_resume(e):
+        return "invalid_resume"
     return "node"
 
 
@@ -478,6 +488,33 @@ def error_handlers():
     return [call(graph, {"log": ["in"]}, thread("t"), "t", counts)]
 
 
+class Decision(TE.TypedDict):
+    approved: bool
+
+
+def interrupt_schemas():
+    """An interrupt with a response schema: a resume that does not match is refused and
+    the interrupt stays pending; a matching one resumes."""
+    counts = {"review": 0}
+
+    def review(s):
+        counts["review"] += 1
+        d = interrupt("ship it?", response_schema=Decision)
+        return {"x": "approved" if d["approved"] else "rejected"}
+
+    g = StateGraph(Log)
+    g.add_node("review", review)
+    g.add_edge(START, "review")
+    g.add_edge("review", END)
+    graph = g.compile(checkpointer=InMemorySaver())
+    t = thread("t")
+    return [
+        call(graph, {"log": ["in"]}, t, "t", counts),
+        call(graph, Command(resume={"approved": "maybe"}), t, "t", counts),
+        call(graph, Command(resume={"approved": True}), t, "t", counts),
+    ]
+
+
 SCENARIOS = {
     "join": join,
     "loop": loop,
@@ -498,6 +535,7 @@ SCENARIOS = {
     "functional": functional,
     "timeouts": timeouts,
     "error_handlers": error_handlers,
+    "interrupt_schemas": interrupt_schemas,
 }
 
 if __name__ == "__main__":

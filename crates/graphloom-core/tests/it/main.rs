@@ -11,6 +11,7 @@ mod durability_exit;
 mod error_handlers;
 mod functional;
 mod in_memory_conformance;
+mod interrupt_schemas;
 mod interrupts;
 mod json_state_graph;
 mod limits_and_retries;

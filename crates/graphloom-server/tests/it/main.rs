@@ -29,6 +29,7 @@ mod events_mode;
 mod fork_unsaved;
 mod hosted;
 mod interop_bad_input;
+mod interrupt_schemas;
 mod jwt_auth;
 mod keep_alive;
 mod layers;
