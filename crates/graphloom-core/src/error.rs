@@ -121,12 +121,14 @@ pub enum Error {
         source: Option<ErrorSource>,
     },
     /// A node ran past its timeout (after its retries).
-    #[error("node `{node}` timed out after {after_ms} ms")]
+    #[error("node `{node}` {kind} {after_ms} ms")]
     NodeTimeout {
         /// The node.
         node: String,
-        /// The timeout.
+        /// The limit that fired.
         after_ms: u64,
+        /// Which limit: the hard run timeout or the idle timeout.
+        kind: crate::timeout::TimeoutKind,
     },
     /// The superstep limit was reached. The run can be resumed with a higher limit.
     #[error("recursion limit of {limit} supersteps reached without hitting a stop condition; raise `recursion_limit` in the run config if the graph really needs more steps")]
@@ -212,7 +214,7 @@ impl Error {
                 budget,
                 message,
             },
-            NodeError::TimedOut { after_ms } => Error::NodeTimeout { node, after_ms },
+            NodeError::TimedOut { after_ms, kind } => Error::NodeTimeout { node, after_ms, kind },
             NodeError::Failed { message, source, .. } => Error::Node {
                 node,
                 message,

@@ -53,6 +53,7 @@ mod mermaid;
 pub mod message_stream;
 pub mod messages;
 pub mod migrate;
+pub mod node_failure;
 pub(crate) mod pregel;
 pub mod reducers;
 pub mod runtime;
@@ -60,6 +61,7 @@ pub mod seq;
 pub mod state;
 pub mod store;
 pub mod stream;
+pub mod timeout;
 pub mod types;
 
 pub use config::{
@@ -69,18 +71,20 @@ pub use config::{
 pub use error::{BackendError, BackendErrorKind, Error, ErrorSource, Result};
 pub use events::{EventData, EventFilter, EventKind, EventRun, RunType, StreamEvent};
 pub use graph::{
-    CompiledGraph, EdgeSources, EventStream, HistoryQuery, PendingTask, RunEvent, RunOutput, RunStatus,
-    RunStream, StateGraph, StateSnapshot, SubgraphInfo,
+    CompiledGraph, EdgeSources, EventStream, HistoryQuery, NodeDefaults, PendingTask, RunEvent, RunOutput,
+    RunStatus, RunStream, StateGraph, StateSnapshot, SubgraphInfo,
 };
 pub use graphloom_derive::State;
 pub use json_state::{JsonReduceFn, JsonReduceSharedFn, JsonReducer, JsonState, JsonUpdate, JsonWrite};
 pub use messages::{content_text, Message, MessageBody, MessageKind, MessageLike, ToolCall};
+pub use node_failure::NodeFailure;
 pub use reducers::{Add, AddMessages, Append, LastValue, MergeMap, Reducer, ReducerError};
 pub use runtime::Runtime;
 pub use seq::{Seq, SeqLike};
 pub use state::{Changed, FieldChange, State, StateError, TaskUpdate};
 pub use store::{InMemoryStore, Store};
 pub use stream::{CheckpointEvents, MessageEvents, StreamData, StreamMode, StreamPart};
+pub use timeout::{RefreshOn, TimeoutKind, TimeoutPolicy};
 pub use types::{
     CachePolicy, Command, Durability, Interrupt, NodeError, NodeErrorKind, NodeOutput, NodeSet, Packet,
     Resume, RetryPolicy, Route, Routes, Send, END, START,

@@ -127,6 +127,10 @@ pub(crate) struct TaskCtx {
     /// The checkpoint this task runs from and its saver, when the run persists (the
     /// functional API saves each finished `task` call against it).
     pub step_checkpoint: Option<Arc<StepCheckpoint>>,
+    /// This attempt's progress clock, when its node has an idle timeout.
+    pub progress: Option<Arc<crate::timeout::Progress>>,
+    /// The failure an error handler handles; `None` in a node.
+    pub failure: Option<Arc<crate::node_failure::NodeFailure>>,
 }
 
 /// The checkpoint a step's tasks run from, and the saver its writes go to.
@@ -163,6 +167,58 @@ impl Runtime {
     /// this call returns the resume value. Several calls in one node are matched by their
     /// order; every call has its own id.
     pub fn interrupt(&self, value: impl serde::Serialize) -> Result<Value, NodeError> {
+        self.interrupt_inner(value, None)
+    }
+
+    /// [`Runtime::interrupt`] with a JSON Schema for the answer (LangGraph's
+    /// `interrupt(value, response_schema=..)`): the schema travels with the interrupt (in
+    /// the state's interrupts, the server's JSON, the thread protocol's `input.requested`),
+    /// and a resume whose value does not match it is refused with
+    /// [`Error::InvalidResume`](crate::Error::InvalidResume) before the node runs again;
+    /// nothing is saved, so the interrupt can be answered again. A schema that is not
+    /// valid JSON Schema fails the node.
+    ///
+    /// ```
+    /// # use graphloom_core::{NodeError, Runtime};
+    /// # fn ask(rt: &Runtime) -> Result<(), NodeError> {
+    /// let schema = serde_json::json!({
+    ///     "type": "object",
+    ///     "properties": {"approved": {"type": "boolean"}},
+    ///     "required": ["approved"],
+    /// });
+    /// let answer = rt.interrupt_with_schema("ship it?", schema)?;
+    /// let approved = answer["approved"].as_bool() == Some(true);
+    /// # let _ = approved; Ok(()) }
+    /// ```
+    pub fn interrupt_with_schema(
+        &self,
+        value: impl serde::Serialize,
+        response_schema: Value,
+    ) -> Result<Value, NodeError> {
+        if let Err(e) = jsonschema::validator_for(&response_schema) {
+            return Err(NodeError::fatal(format!(
+                "the interrupt's response schema is not a valid JSON Schema: {e}"
+            )));
+        }
+        self.interrupt_inner(value, Some(response_schema))
+    }
+
+    /// [`Runtime::interrupt_with_schema`] with the JSON Schema of `T`, and the answer
+    /// decoded into a `T`.
+    pub fn interrupt_for<T: schemars::JsonSchema + serde::de::DeserializeOwned>(
+        &self,
+        value: impl serde::Serialize,
+    ) -> Result<T, NodeError> {
+        let schema = serde_json::to_value(schemars::schema_for!(T)).map_err(NodeError::terminal)?;
+        let answer = self.interrupt_with_schema(value, schema)?;
+        serde_json::from_value(answer).map_err(NodeError::terminal)
+    }
+
+    fn interrupt_inner(
+        &self,
+        value: impl serde::Serialize,
+        response_schema: Option<Value>,
+    ) -> Result<Value, NodeError> {
         let idx = self.ctx.interrupt_idx.fetch_add(1, Ordering::SeqCst);
         let id = interrupt_id(&self.ctx.ns, &self.ctx.task_id, idx);
         if let Some(v) = self.ctx.resumed.get(&id) {
@@ -178,7 +234,11 @@ impl Runtime {
             return Ok(v);
         }
         let value = serde_json::to_value(value).map_err(NodeError::terminal)?;
-        Err(NodeError::Interrupted(vec![Interrupt { id, value }]))
+        Err(NodeError::Interrupted(vec![Interrupt {
+            id,
+            value,
+            response_schema,
+        }]))
     }
 
     /// The context value handed to the run, if it is a `T`.
@@ -195,8 +255,26 @@ impl Runtime {
         self.ctx.run.store.as_ref()
     }
 
-    /// Write a `custom` stream event.
+    /// Tell the node's idle timeout ([`TimeoutPolicy::idle`](crate::TimeoutPolicy::idle))
+    /// that the node is making progress, for work that shows none otherwise (a long
+    /// computation, a poll). A no-op when the node has no idle timeout.
+    pub fn heartbeat(&self) {
+        if let Some(p) = &self.ctx.progress {
+            p.heartbeat();
+        }
+    }
+
+    /// Record visible progress (a write, a token): refreshes an idle timeout whose policy
+    /// counts it.
+    fn touch(&self) {
+        if let Some(p) = &self.ctx.progress {
+            p.touch();
+        }
+    }
+
+    /// Write a `custom` stream event. Counts as progress for the node's idle timeout.
     pub fn write(&self, value: impl serde::Serialize) {
+        self.touch();
         if self.ctx.run.wants(StreamMode::Custom, self.ctx.ns.len()) {
             if let Ok(v) = serde_json::to_value(value) {
                 self.ctx
@@ -233,6 +311,7 @@ impl Runtime {
         input: Value,
         extra: Map<String, Value>,
     ) -> Option<crate::events::EventRun> {
+        self.touch();
         let task = self.ctx.events.as_ref()?;
         let mut meta = vec![("checkpoint_ns".to_owned(), Value::String(self.checkpoint_ns()))];
         meta.extend(extra);
@@ -262,8 +341,10 @@ impl Runtime {
     }
 
     /// [`Runtime::emit_message`] with `extra` added to the metadata (a model call adds
-    /// `ls_provider`, `ls_model_name`, ...).
+    /// `ls_provider`, `ls_model_name`, ...). A chunk counts as progress for the node's idle
+    /// timeout, streamed or not.
     pub fn emit_message_with(&self, chunk: Value, extra: Map<String, Value>) {
+        self.touch();
         if !self.wants_messages() {
             return;
         }
@@ -283,6 +364,7 @@ impl Runtime {
     /// Emit a whole message (its JSON, with an id) unless a message with its id was
     /// emitted already.
     pub(crate) fn emit_whole_message(&self, message: Value) {
+        self.touch();
         let Some(id) = message.get("id").and_then(Value::as_str) else {
             return;
         };

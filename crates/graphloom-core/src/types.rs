@@ -256,6 +256,11 @@ pub struct Interrupt {
     pub id: String,
     /// What the node asked.
     pub value: Value,
+    /// JSON Schema the resume value must match, when the node gave one
+    /// ([`Runtime::interrupt_with_schema`](crate::Runtime::interrupt_with_schema)); a
+    /// resume that does not match is refused before the node runs again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_schema: Option<Value>,
 }
 
 /// What a node returns.
@@ -308,10 +313,12 @@ pub enum NodeError {
         /// The node's own error, when it returned one.
         source: Option<ErrorSource>,
     },
-    /// One attempt ran past the node's timeout.
+    /// One attempt ran past a limit of the node's [`TimeoutPolicy`](crate::TimeoutPolicy).
     TimedOut {
-        /// The timeout.
+        /// The limit that fired.
         after_ms: u64,
+        /// Which limit: the hard run timeout or the idle timeout.
+        kind: crate::timeout::TimeoutKind,
     },
     /// A run budget (model calls, tokens, cost, time) would be exceeded; never retried.
     BudgetExceeded {
@@ -436,7 +443,7 @@ impl fmt::Display for NodeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             NodeError::Failed { message, .. } => f.write_str(message),
-            NodeError::TimedOut { after_ms } => write!(f, "timed out after {after_ms} ms"),
+            NodeError::TimedOut { after_ms, kind } => write!(f, "{kind} {after_ms} ms"),
             NodeError::BudgetExceeded { budget, message } => write!(f, "{budget} budget exceeded: {message}"),
             NodeError::Interrupted(i) => write!(f, "interrupted ({} pending)", i.len()),
             NodeError::ParentCommand { .. } => f.write_str("command for the parent graph"),

@@ -39,6 +39,9 @@ pub const INTERRUPT: &str = "__interrupt__";
 pub const RESUME: &str = "__resume__";
 /// Write channel of a task's `Send` packets.
 pub const TASKS: &str = "__pregel_tasks";
+/// Write channel recording that a task failed and its node's error handler is due (the
+/// failure as JSON); the handler's own writes are under its own task id.
+pub const ERROR_HANDLER: &str = "__error_handler__";
 /// Write channel recording that a task finished without writing anything.
 pub const NO_WRITES: &str = "__no_writes__";
 
@@ -51,6 +54,7 @@ pub fn write_idx(channel: &str, position: usize) -> i64 {
         ERROR => -1,
         INTERRUPT => -3,
         RESUME => -4,
+        ERROR_HANDLER => -5,
         _ => i64::try_from(position).unwrap_or(i64::MAX),
     }
 }

@@ -264,7 +264,11 @@ impl TaskContext {
             return Ok(v);
         }
         let value = serde_json::to_value(value).map_err(NodeError::terminal)?;
-        Err(NodeError::Interrupted(vec![Interrupt { id, value }]))
+        Err(NodeError::Interrupted(vec![Interrupt {
+            id,
+            value,
+            response_schema: None,
+        }]))
     }
 
     /// Call another task from this one (its result is saved and replayed like the

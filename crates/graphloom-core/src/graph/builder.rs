@@ -13,7 +13,6 @@ use serde::de::DeserializeOwned;
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
 
 /// A graph under construction.
 ///
@@ -52,6 +51,7 @@ pub struct StateGraph<S: State> {
     store: Option<Arc<dyn DynStore>>,
     interrupt_before: NodeSet,
     interrupt_after: NodeSet,
+    defaults: super::defaults::NodeDefaults<S>,
 }
 
 impl<S: State + Default> Default for StateGraph<S> {
@@ -135,6 +135,7 @@ impl<S: State> StateGraph<S> {
             store: None,
             interrupt_before: NodeSet::None,
             interrupt_after: NodeSet::None,
+            defaults: super::defaults::NodeDefaults::default(),
         }
     }
 
@@ -171,6 +172,8 @@ impl<S: State> StateGraph<S> {
             retry: None,
             timeout: None,
             cache: None,
+            error_handler: None,
+            default_handler: false,
             destinations: Vec::new(),
             subgraph: None,
             defer: false,
@@ -283,7 +286,7 @@ impl<S: State> StateGraph<S> {
         self.insert_node(name, spec)
     }
 
-    fn with_spec(mut self, node: &str, f: impl FnOnce(&mut NodeSpec<S>)) -> Self {
+    pub(super) fn with_spec(mut self, node: &str, f: impl FnOnce(&mut NodeSpec<S>)) -> Self {
         match self.nodes.get_mut(node) {
             Some(spec) => f(spec),
             None => self.problems.push(format!("policy set on unknown node `{node}`")),
@@ -291,12 +294,23 @@ impl<S: State> StateGraph<S> {
         self
     }
 
+    /// Retry, cache, timeout and error handler for every node that does not set its own
+    /// (LangGraph's `set_node_defaults`); applied at `compile()`, not inherited by
+    /// subgraphs.
+    pub fn node_defaults(mut self, defaults: super::defaults::NodeDefaults<S>) -> Self {
+        self.defaults = defaults;
+        self
+    }
     /// Retry `node` on failure.
     pub fn retry(self, node: &str, policy: RetryPolicy) -> Self {
         self.with_spec(node, |s| s.retry = Some(policy))
     }
-    /// Fail `node` (as retryable) when one attempt takes longer than `timeout`.
-    pub fn node_timeout(self, node: &str, timeout: Duration) -> Self {
+    /// Bound each attempt of `node` by `timeout`: a [`Duration`](std::time::Duration) is a hard cap, a
+    /// [`TimeoutPolicy`](crate::TimeoutPolicy) may add (or only set) an idle limit that
+    /// progress refreshes. An attempt past a limit fails as
+    /// [`NodeError::TimedOut`], which the default retry predicate retries.
+    pub fn node_timeout(self, node: &str, timeout: impl Into<crate::timeout::TimeoutPolicy>) -> Self {
+        let timeout = timeout.into();
         self.with_spec(node, |s| s.timeout = Some(timeout))
     }
     /// Cache `node`'s output: a task of `node` whose cache key (see [`CachePolicy`]) was
@@ -634,10 +648,14 @@ impl<S: State> StateGraph<S> {
         for (a, b) in self.branches {
             branches.entry(a).or_default().push(b);
         }
+        let mut nodes = self.nodes;
+        for spec in nodes.values_mut() {
+            self.defaults.apply(spec);
+        }
         GraphInner::new(
             self.name,
             self.shape,
-            self.nodes,
+            nodes,
             edges_out,
             joins,
             branches,

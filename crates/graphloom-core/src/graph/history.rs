@@ -70,7 +70,13 @@ fn snapshot<S: State>(g: &GraphInner<S>, t: &CheckpointTuple, latest: bool) -> R
     let mut tasks = Vec::with_capacity(planned.len());
     let mut interrupts = Vec::new();
     for task in planned {
-        let mine = t.pending_writes.iter().filter(|w| w.task_id == task.id);
+        // A task whose node failed into its error handler: the handler's writes are the
+        // task's (its interrupts, or its result, which finishes the task).
+        let handler = crate::pregel::handler_task_id(&task);
+        let mine = t
+            .pending_writes
+            .iter()
+            .filter(|w| w.task_id == task.id || w.task_id == handler);
         let mut pt = PendingTask {
             id: task.id.clone(),
             name: task.node.clone(),
@@ -92,7 +98,7 @@ fn snapshot<S: State>(g: &GraphInner<S>, t: &CheckpointTuple, latest: bool) -> R
                 checkpoint::INTERRUPT => {
                     pt.interrupts = serde_json::from_value(w.value.clone()).unwrap_or_default();
                 }
-                checkpoint::RESUME => {}
+                checkpoint::RESUME | checkpoint::ERROR_HANDLER => {}
                 _ => pt.finished = true,
             }
         }

@@ -6,7 +6,6 @@ use crate::types::{CachePolicy, NodeError, NodeOutput, Packet, RetryPolicy, Rout
 use futures::future::BoxFuture;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 /// A node's future.
 pub(crate) type NodeFuture<S> = BoxFuture<'static, Result<NodeOutput<S>, NodeError>>;
@@ -52,8 +51,12 @@ pub(crate) struct NodeSpec<S: State> {
     pub func: NodeFn<S>,
     pub input: InputKind,
     pub retry: Option<RetryPolicy>,
-    pub timeout: Option<Duration>,
+    pub timeout: Option<crate::timeout::TimeoutPolicy>,
     pub cache: Option<CachePolicy<S>>,
+    /// Runs in the node's place once its retries are spent.
+    pub error_handler: Option<NodeFn<S>>,
+    /// The handler is the graph's default one (it streams under its own name).
+    pub default_handler: bool,
     /// Declared `Command` destinations (for validation and drawing).
     pub destinations: Vec<String>,
     /// What the node's compiled graph is, when the node is a subgraph.
@@ -64,6 +67,17 @@ pub(crate) struct NodeSpec<S: State> {
     pub order: usize,
 }
 
+impl<S: State> NodeSpec<S> {
+    /// The name `node`'s error handler runs and streams its update under.
+    pub fn handler_name(&self, node: &str) -> String {
+        if self.default_handler {
+            crate::node_failure::DEFAULT_HANDLER.to_owned()
+        } else {
+            crate::node_failure::handler_name(node)
+        }
+    }
+}
+
 impl<S: State> Clone for NodeSpec<S> {
     fn clone(&self) -> Self {
         Self {
@@ -72,6 +86,8 @@ impl<S: State> Clone for NodeSpec<S> {
             retry: self.retry.clone(),
             timeout: self.timeout,
             cache: self.cache.clone(),
+            error_handler: self.error_handler.clone(),
+            default_handler: self.default_handler,
             destinations: self.destinations.clone(),
             subgraph: self.subgraph.clone(),
             defer: self.defer,

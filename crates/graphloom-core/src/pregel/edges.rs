@@ -91,9 +91,10 @@ pub(super) fn clone_err(e: &Error) -> Error {
             kind: *kind,
             source: source.clone(),
         },
-        Error::NodeTimeout { node, after_ms } => Error::NodeTimeout {
+        Error::NodeTimeout { node, after_ms, kind } => Error::NodeTimeout {
             node: node.clone(),
             after_ms: *after_ms,
+            kind: *kind,
         },
         Error::UnknownNode(n) => Error::UnknownNode(n.clone()),
         Error::RecursionLimit { limit } => Error::RecursionLimit { limit: *limit },

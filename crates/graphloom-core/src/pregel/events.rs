@@ -76,7 +76,7 @@ impl<S: State> Loop<S> {
             }
             Some(o) => {
                 let (error, result, interrupts) = match o {
-                    Outcome::Done { update, .. } => (
+                    Outcome::Done { update, .. } | Outcome::Handled { update, .. } => (
                         Value::Null,
                         update
                             .as_ref()
@@ -86,6 +86,7 @@ impl<S: State> Loop<S> {
                     ),
                     Outcome::Interrupted(i, _) => (Value::Null, Value::Null, json!(i)),
                     Outcome::Failed(e) => (json!(e.to_string()), Value::Null, json!([])),
+                    Outcome::HandlerDue(f) => (json!(f.to_string()), Value::Null, json!([])),
                 };
                 json!({"id": task.id, "name": task.node, "error": error, "result": result, "interrupts": interrupts})
             }

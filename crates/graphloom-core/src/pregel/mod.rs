@@ -354,7 +354,10 @@ impl<S: State> Loop<S> {
             .filter(|w| {
                 !matches!(
                     w.channel.as_str(),
-                    checkpoint::ERROR | checkpoint::INTERRUPT | checkpoint::RESUME
+                    checkpoint::ERROR
+                        | checkpoint::INTERRUPT
+                        | checkpoint::RESUME
+                        | checkpoint::ERROR_HANDLER
                 )
             })
             .map(|w| w.task_id.as_str())
@@ -405,6 +408,11 @@ impl<S: State> Loop<S> {
                 m
             }
         };
+        for (id, value) in &map {
+            if let Some((_, i)) = pending.iter().find(|(_, i)| &i.id == id) {
+                check_resume(i, value)?;
+            }
+        }
         let mut guard = self
             .run
             .resume
@@ -549,6 +557,9 @@ impl<S: State> Loop<S> {
             for o in &outcomes {
                 match o {
                     Outcome::Failed(e) if first_err.is_none() => first_err = Some(clone_err(e)),
+                    Outcome::HandlerDue(f) if first_err.is_none() => {
+                        first_err = Some(Error::node_failed(f.node.clone(), f.message.clone()));
+                    }
                     Outcome::Done { parent: Some(p), .. } if parent.is_none() => parent = Some(p.clone()),
                     Outcome::Interrupted(i, _) => interrupts.extend(i.iter().cloned()),
                     _ => {}
@@ -634,10 +645,15 @@ impl<S: State> Loop<S> {
             }
         }
         let mut updates = Vec::new();
-        let mut gotos: Vec<(usize, Vec<Route>)> = Vec::new();
+        let mut gotos: Vec<(usize, Vec<Route>, bool)> = Vec::new();
         // Each task's update was streamed as the task ended (`Loop::emit_result`).
         for (i, (t, o)) in tasks.iter().zip(outcomes).enumerate() {
-            if let Outcome::Done { update, goto, .. } = o {
+            let (update, goto, handled) = match o {
+                Outcome::Done { update, goto, .. } => (update, goto, false),
+                Outcome::Handled { update, goto } => (update, goto, true),
+                _ => continue,
+            };
+            {
                 if let Some(u) = update {
                     updates.push(TaskUpdate {
                         node: t.node.as_str(),
@@ -645,7 +661,7 @@ impl<S: State> Loop<S> {
                         update: Arc::try_unwrap(u).unwrap_or_else(|u| (*u).clone()),
                     });
                 }
-                gotos.push((i, goto));
+                gotos.push((i, goto, handled));
             }
         }
         let mut changes = Vec::new();
@@ -682,13 +698,20 @@ impl<S: State> Loop<S> {
         }
         let mut candidates = BTreeSet::new();
         let mut sends = Vec::new();
-        for (i, goto) in gotos {
+        for (i, goto, handled) in gotos {
             let t = &tasks[i];
             let is_start = matches!(t.kind, TaskKind::Start);
+            // A handled failure follows its handler's routes only: the handler's name has
+            // no edges of its own.
+            let source = if handled {
+                crate::node_failure::handler_name(&t.node)
+            } else {
+                t.node.clone()
+            };
             fire_edges(
                 &self.g,
                 &mut self.ls,
-                &t.node,
+                &source,
                 is_start,
                 goto,
                 &mut candidates,
@@ -713,4 +736,42 @@ impl<S: State> Loop<S> {
 /// A state snapshot's `next` nodes and tasks, computed from a stored checkpoint.
 pub(crate) fn pending_tasks<S: State>(g: &GraphInner<S>, ls: &LoopState<S>, ns: &str) -> Vec<Task> {
     plan(g, ls, ns)
+}
+
+/// The id `task`'s error handler saves its writes under.
+pub(crate) fn handler_task_id(task: &Task) -> String {
+    task::handler_task(task).id
+}
+
+/// Refuse a resume value that does not match its interrupt's response schema, naming
+/// where it differs.
+fn check_resume(i: &Interrupt, value: &Value) -> Result<()> {
+    let Some(schema) = &i.response_schema else {
+        return Ok(());
+    };
+    let validator = jsonschema::validator_for(schema).map_err(|e| {
+        Error::InvalidResume(format!(
+            "interrupt `{}` has a response schema that does not compile: {e}",
+            i.id
+        ))
+    })?;
+    let problems: Vec<String> = validator
+        .iter_errors(value)
+        .map(|e| {
+            let at = e.instance_path().to_string();
+            if at.is_empty() {
+                e.to_string()
+            } else {
+                format!("{at}: {e}")
+            }
+        })
+        .collect();
+    if problems.is_empty() {
+        return Ok(());
+    }
+    Err(Error::InvalidResume(format!(
+        "the resume for interrupt `{}` does not match its response schema: {}",
+        i.id,
+        problems.join("; ")
+    )))
 }

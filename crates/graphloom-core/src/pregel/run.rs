@@ -4,7 +4,8 @@
 use super::{Loop, UpdateValue};
 
 use super::task::{
-    decode_writes, encode_writes, saved_resumes, task_input, Outcome, Task, TaskKind, TaskRun,
+    decode_writes, encode_writes, handler_due, handler_task, saved_resumes, task_input, Outcome, Task,
+    TaskKind, TaskRun,
 };
 use crate::checkpoint::{self, CheckpointConfig};
 use crate::config::TaskEnd;
@@ -25,19 +26,21 @@ impl<S: State> Loop<S> {
         }
         let cfg = self.current_cfg();
         for (t, o) in tasks.iter().zip(outcomes) {
-            if let Outcome::Done {
-                update,
-                goto,
-                parent: None,
-            } = o
-            {
-                if matches!(t.kind, TaskKind::Start) {
-                    continue;
-                }
-                let writes = encode_writes(&*self.ls.state, update.as_deref(), goto)
-                    .map_err(|e| Error::node_caused_by(t.node.clone(), e))?;
-                self.saver.put_writes(&cfg, writes, &t.id).await?;
+            let (update, goto, id) = match o {
+                Outcome::Done {
+                    update,
+                    goto,
+                    parent: None,
+                } => (update, goto, t.id.clone()),
+                Outcome::Handled { update, goto } => (update, goto, handler_task(t).id),
+                _ => continue,
+            };
+            if matches!(t.kind, TaskKind::Start) {
+                continue;
             }
+            let writes = encode_writes(&*self.ls.state, update.as_deref(), goto)
+                .map_err(|e| Error::node_caused_by(t.node.clone(), e))?;
+            self.saver.put_writes(&cfg, writes, &id).await?;
         }
         Ok(())
     }
@@ -48,6 +51,7 @@ impl<S: State> Loop<S> {
         let mut outcomes: Vec<Option<Outcome<S>>> = tasks.iter().map(|_| None).collect();
         let mut to_run: Vec<(usize, TaskRun<S>)> = Vec::new();
         let mut started: Vec<Option<Instant>> = vec![None; tasks.len()];
+        let mut from_handler = vec![false; tasks.len()];
         let step_checkpoint = self.step_checkpoint();
         for (i, t) in tasks.iter().enumerate() {
             if matches!(t.kind, TaskKind::Start) {
@@ -69,6 +73,31 @@ impl<S: State> Loop<S> {
                 })?;
                 self.emit_result(t, &prev, true);
                 outcomes[i] = Some(prev);
+                continue;
+            }
+            if let Some(failure) = handler_due(&t.id, &self.ls.pending_writes) {
+                // The node failed before the run stopped: its handler runs, not the node.
+                let h = handler_task(t);
+                if let Some(prev) = decode_writes(&*self.ls.state, &h.id, &self.ls.pending_writes) {
+                    let prev = match prev {
+                        Ok(Outcome::Done { update, goto, .. }) => Outcome::Handled { update, goto },
+                        Ok(other) => other,
+                        Err(message) => {
+                            return Err(Error::CorruptCheckpoint {
+                                thread_id: self.cfg.thread_id.clone(),
+                                checkpoint_id: self.ls.checkpoint_id.clone(),
+                                message,
+                            })
+                        }
+                    };
+                    self.emit_result(t, &prev, true);
+                    outcomes[i] = Some(prev);
+                    continue;
+                }
+                started[i] = Some(Instant::now());
+                let run = self.handler_run(t, Arc::new(failure), step, remaining, step_checkpoint.clone());
+                from_handler[i] = true;
+                to_run.push((i, run));
                 continue;
             }
             let input = match task_input(&self.g, &self.ls, t) {
@@ -98,6 +127,7 @@ impl<S: State> Loop<S> {
                     resumed: saved_resumes(&t.id, &self.ls.pending_writes),
                     events: self.events.clone(),
                     step_checkpoint: step_checkpoint.clone(),
+                    failure: None,
                 },
             ));
         }
@@ -106,10 +136,25 @@ impl<S: State> Loop<S> {
             let Some((i, run)) = to_run.pop() else {
                 return Err(Error::Cancelled);
             };
-            let out = self.bounded(run.execute()).await?;
+            let mut out = self.bounded(run.execute()).await?;
+            if let Outcome::HandlerDue(failure) = out {
+                // Saved before the handler starts: a run stopped while it runs resumes
+                // into the handler, not into the node.
+                self.record(
+                    &cfg,
+                    &tasks[i],
+                    &Outcome::HandlerDue(Arc::clone(&failure)),
+                    false,
+                    false,
+                )
+                .await?;
+                let handler = self.handler_run(&tasks[i], failure, step, remaining, step_checkpoint.clone());
+                out = self.bounded(handler.execute()).await?;
+                from_handler[i] = true;
+            }
             self.task_ended(&tasks[i], &out, started[i]);
             self.emit_result(&tasks[i], &out, false);
-            self.record(&cfg, &tasks[i], &out, true).await?;
+            self.record(&cfg, &tasks[i], &out, true, from_handler[i]).await?;
             outcomes[i] = Some(out);
         } else if !to_run.is_empty() {
             let mut set = tokio::task::JoinSet::new();
@@ -139,9 +184,28 @@ impl<S: State> Loop<S> {
                         kind: crate::types::NodeErrorKind::Terminal,
                         source: Some(e.into()),
                     })?;
+                    if let Outcome::HandlerDue(failure) = out {
+                        // Saved before the handler starts (see the single-task case).
+                        self.record(
+                            &cfg,
+                            &tasks[i],
+                            &Outcome::HandlerDue(Arc::clone(&failure)),
+                            false,
+                            false,
+                        )
+                        .await?;
+                        let handler =
+                            self.handler_run(&tasks[i], failure, step, remaining, step_checkpoint.clone());
+                        set.spawn(tracing::Instrument::in_current_span(async move {
+                            (i, handler.execute().await)
+                        }));
+                        from_handler[i] = true;
+                        joined = set.try_join_next();
+                        continue;
+                    }
                     let last = set.is_empty();
                     self.task_ended(&tasks[i], &out, started[i]);
-                    self.record(&cfg, &tasks[i], &out, last).await?;
+                    self.record(&cfg, &tasks[i], &out, last, from_handler[i]).await?;
                     outcomes[i] = Some(out);
                     unsent.push(i);
                     joined = set.try_join_next();
@@ -177,20 +241,25 @@ impl<S: State> Loop<S> {
             return;
         }
         let data = match out {
-            Outcome::Done { parent: Some(_), .. } | Outcome::Failed(_) => return,
-            Outcome::Done { update, .. } => {
+            Outcome::Done { parent: Some(_), .. } | Outcome::Failed(_) | Outcome::HandlerDue(_) => return,
+            Outcome::Done { update, .. } | Outcome::Handled { update, .. } => {
+                let node = match out {
+                    Outcome::Handled { .. } => self
+                        .g
+                        .nodes
+                        .get(&task.node)
+                        .map_or_else(|| task.node.clone(), |s| s.handler_name(&task.node)),
+                    _ => task.node.clone(),
+                };
                 let value: Arc<dyn StreamValue> = match update {
                     Some(u) => Arc::new(UpdateValue(Arc::clone(&self.g), Arc::clone(u))),
                     None => Arc::new(Value::Null),
                 };
                 if cached {
                     let Ok(v) = value.to_json() else { return };
-                    StreamData::Json(json!({ task.node.as_str(): v, "__metadata__": {"cached": true} }))
+                    StreamData::Json(json!({ node: v, "__metadata__": {"cached": true} }))
                 } else {
-                    StreamData::Update {
-                        node: task.node.clone(),
-                        update: value,
-                    }
+                    StreamData::Update { node, update: value }
                 }
             }
             Outcome::Interrupted(ints, _) => StreamData::Interrupts(ints.clone()),
@@ -232,18 +301,21 @@ impl<S: State> Loop<S> {
     /// Save one finished task's writes and emit its result event. In `sync` mode the writes
     /// of the step's `last` task, when it succeeded, are kept for the step's checkpoint and
     /// saved with it in one operation (or on their own if the step stops before it).
+    /// `handler`: `out` is what the task's error handler produced.
     async fn record(
         &mut self,
         cfg: &CheckpointConfig,
         task: &Task,
         out: &Outcome<S>,
         last: bool,
+        handler: bool,
     ) -> Result<()> {
         self.task_event(task, Some(out));
         if self.saver.is_none() {
             return Ok(());
         }
-        if self.saver.is_exit() && matches!(out, Outcome::Done { .. }) {
+        let succeeded = matches!(out, Outcome::Done { .. } | Outcome::Handled { .. });
+        if self.saver.is_exit() && succeeded {
             // `exit` saves a step's finished writes only if the step does not complete
             // (see `keep_finished`); encoding them for every step would be wasted work.
             return Ok(());
@@ -260,16 +332,59 @@ impl<S: State> Loop<S> {
                 w
             }
             Outcome::Failed(e) => vec![(checkpoint::ERROR.to_owned(), json!({"message": e.to_string()}))],
+            Outcome::HandlerDue(f) => vec![
+                (checkpoint::ERROR.to_owned(), json!({"message": f.message})),
+                (checkpoint::ERROR_HANDLER.to_owned(), f.to_json()),
+            ],
+            Outcome::Handled { update, goto } => encode_writes(&*self.ls.state, update.as_deref(), goto)
+                .map_err(|e| Error::node_caused_by(task.node.clone(), e))?,
         };
-        if last && self.saver.is_sync() && matches!(out, Outcome::Done { .. }) {
+        // What a handler did is saved under its own task id, beside the node's failure.
+        let id = if handler {
+            handler_task(task).id
+        } else {
+            task.id.clone()
+        };
+        if last && self.saver.is_sync() && succeeded {
             self.deferred = Some(checkpoint::TaskWrites {
                 config: cfg.clone(),
-                task_id: task.id.clone(),
+                task_id: id,
                 task_path: String::new(),
                 writes,
             });
             return Ok(());
         }
-        self.saver.put_writes(cfg, writes, &task.id).await
+        self.saver.put_writes(cfg, writes, &id).await
+    }
+
+    /// The run of `task`'s error handler for `failure`.
+    fn handler_run(
+        &self,
+        task: &Task,
+        failure: Arc<crate::node_failure::NodeFailure>,
+        step: i64,
+        remaining: usize,
+        step_checkpoint: Option<Arc<crate::runtime::StepCheckpoint>>,
+    ) -> TaskRun<S> {
+        let h = handler_task(task);
+        // A handler reads the state: a node fed `Send` packets hands it the step's state.
+        let input = match task_input(&self.g, &self.ls, task) {
+            Ok(NodeInput::State(s)) => NodeInput::State(s),
+            _ => NodeInput::State(Arc::clone(&self.ls.state)),
+        };
+        TaskRun {
+            graph: Arc::clone(&self.g),
+            run: Arc::clone(&self.run),
+            ns: Arc::clone(&self.ns),
+            resumed: saved_resumes(&h.id, &self.ls.pending_writes),
+            task: h,
+            input,
+            cache_key: None,
+            step,
+            remaining,
+            events: None,
+            step_checkpoint,
+            failure: Some(failure),
+        }
     }
 }

@@ -148,6 +148,14 @@ pub(crate) enum Outcome<S: State> {
     Interrupted(Vec<Interrupt>, BTreeMap<String, Value>),
     /// Failed after retries.
     Failed(crate::error::Error),
+    /// Failed after retries, and the node has an error handler to run.
+    HandlerDue(Arc<crate::node_failure::NodeFailure>),
+    /// The node's error handler ran in its place: its update and routes (the node's own
+    /// edges are not followed).
+    Handled {
+        update: Option<Arc<S::Update>>,
+        goto: Vec<Route>,
+    },
 }
 
 impl<S: State> Outcome<S> {
@@ -219,7 +227,7 @@ pub(crate) fn decode_writes<S: State>(
     let success = mine.iter().any(|w| {
         !matches!(
             w.channel.as_str(),
-            checkpoint::ERROR | checkpoint::INTERRUPT | checkpoint::RESUME
+            checkpoint::ERROR | checkpoint::INTERRUPT | checkpoint::RESUME | checkpoint::ERROR_HANDLER
         )
     });
     if !success {
@@ -229,7 +237,11 @@ pub(crate) fn decode_writes<S: State>(
     let mut goto = Vec::new();
     for w in mine {
         match w.channel.as_str() {
-            checkpoint::NO_WRITES | checkpoint::ERROR | checkpoint::INTERRUPT | checkpoint::RESUME => {}
+            checkpoint::NO_WRITES
+            | checkpoint::ERROR
+            | checkpoint::INTERRUPT
+            | checkpoint::RESUME
+            | checkpoint::ERROR_HANDLER => {}
             checkpoint::TASKS => {
                 let node = w.value.get("node").and_then(Value::as_str).unwrap_or_default();
                 goto.push(Route::Send(Send::json(
@@ -258,6 +270,33 @@ pub(crate) fn decode_writes<S: State>(
     }))
 }
 
+/// The failure saved for a task whose node's error handler is due, if there is one.
+pub(crate) fn handler_due(
+    task_id: &str,
+    writes: &[PendingWrite],
+) -> Option<crate::node_failure::NodeFailure> {
+    writes
+        .iter()
+        .filter(|w| w.task_id == task_id && w.channel == checkpoint::ERROR_HANDLER)
+        .find_map(|w| crate::node_failure::NodeFailure::from_json(&w.value))
+}
+
+/// The task an error handler runs as: the failed task's trigger under an id of its own
+/// (derived from the failed task's, so a resume finds the handler's writes again).
+pub(crate) fn handler_task(failed: &Task) -> Task {
+    Task {
+        id: task_id(
+            &failed.id,
+            "",
+            0,
+            &crate::node_failure::handler_name(&failed.node),
+            "error_handler",
+        ),
+        node: failed.node.clone(),
+        kind: failed.kind.clone(),
+    }
+}
+
 /// Resume values a task already received (from its saved `__resume__` write).
 pub(crate) fn saved_resumes(task_id: &str, writes: &[PendingWrite]) -> BTreeMap<String, Value> {
     writes
@@ -282,6 +321,8 @@ pub(crate) struct TaskRun<S: State> {
     /// The graph's `events` run, when the run streams events.
     pub events: Option<Arc<crate::events::EventRun>>,
     pub step_checkpoint: Option<Arc<crate::runtime::StepCheckpoint>>,
+    /// Set when this runs the node's error handler for this failure, not the node.
+    pub failure: Option<Arc<crate::node_failure::NodeFailure>>,
 }
 
 impl<S: State> TaskRun<S> {
@@ -341,6 +382,9 @@ impl<S: State> TaskRun<S> {
         let Some(spec) = self.graph.nodes.get(&self.task.node) else {
             return Outcome::Failed(crate::error::Error::UnknownNode(self.task.node.clone()));
         };
+        if let Some(failure) = &self.failure {
+            return self.handle(spec, Arc::clone(failure)).await;
+        }
         if let Some(key) = &self.cache_key {
             if let Some(out) = self.graph.cache_get(&self.task.node, key) {
                 return Outcome::from_output(out);
@@ -349,6 +393,9 @@ impl<S: State> TaskRun<S> {
         let messages_mode = self.run.wants_any(StreamMode::Messages);
         let mut node_events = self.events.as_ref().map(|g| self.start_events(g));
         let policy = spec.retry.clone();
+        // A model called in a node whose idle timeout counts tokens as progress streams
+        // into the node's runtime, so each token refreshes it.
+        let auto_progress = spec.timeout.is_some_and(|t| t.auto_progress());
         let max_attempts = policy.as_ref().map_or(1, |p| p.max_attempts.max(1));
         let mut attempt = 0usize;
         loop {
@@ -371,8 +418,14 @@ impl<S: State> TaskRun<S> {
                 sequence: AtomicUsize::new(0),
                 events: node_events.as_ref().map(|e| Arc::clone(e.scope())),
                 step_checkpoint: self.step_checkpoint.clone(),
+                progress: spec
+                    .timeout
+                    .filter(|t| t.idle_timeout().is_some())
+                    .map(|t| Arc::new(crate::timeout::Progress::new(t.auto_progress()))),
+                failure: None,
             });
             let rt = Runtime { ctx };
+            let progress = rt.ctx.progress.clone();
             let input = match &self.input {
                 NodeInput::State(s) => NodeInput::State(Arc::clone(s)),
                 NodeInput::Packet(p) => NodeInput::Packet(p.clone()),
@@ -393,19 +446,20 @@ impl<S: State> TaskRun<S> {
             // While the run streams `messages`, model calls inside the node find its
             // runtime (or, at a depth nobody listens to, find none).
             // So do they when the run streams events (to report their own).
-            let fut = if messages_mode || node_events.is_some() {
-                let here = self.run.wants(StreamMode::Messages, self.ns.len()) || node_events.is_some();
+            let fut = if messages_mode || node_events.is_some() || auto_progress {
+                let here = self.run.wants(StreamMode::Messages, self.ns.len())
+                    || node_events.is_some()
+                    || auto_progress;
                 futures::future::Either::Left(crate::message_stream::scope(here.then(|| rt.clone()), fut))
             } else {
                 futures::future::Either::Right(fut)
             };
-            let result = match spec.timeout {
-                Some(t) => match tokio::time::timeout(t, fut).await {
-                    Ok(r) => r,
-                    Err(_) => Err(NodeError::TimedOut {
-                        after_ms: u64::try_from(t.as_millis()).unwrap_or(u64::MAX),
-                    }),
-                },
+            let result = match &spec.timeout {
+                Some(t) => {
+                    // Without an idle limit nothing reads the clock: a throwaway one.
+                    let clock = progress.unwrap_or_else(|| Arc::new(crate::timeout::Progress::new(false)));
+                    crate::timeout::run_timed(fut, t, &clock).await
+                }
                 None => fut.await,
             };
             match result {
@@ -470,9 +524,71 @@ impl<S: State> TaskRun<S> {
                         }
                         continue;
                     }
+                    if spec.error_handler.is_some() && !matches!(e, NodeError::BudgetExceeded { .. }) {
+                        let failure = crate::node_failure::NodeFailure::new(&self.task.node, &e, attempt);
+                        return Outcome::HandlerDue(Arc::new(failure));
+                    }
                     return Outcome::Failed(crate::error::Error::from_node(self.task.node.clone(), e));
                 }
             }
+        }
+    }
+}
+
+impl<S: State> TaskRun<S> {
+    /// Run the node's error handler for `failure`, once (a handler that fails fails the
+    /// run). Its result takes the node's place: [`Outcome::Handled`].
+    async fn handle(
+        &self,
+        spec: &crate::graph::node::NodeSpec<S>,
+        failure: Arc<crate::node_failure::NodeFailure>,
+    ) -> Outcome<S> {
+        let name = spec.handler_name(&self.task.node);
+        let Some(handler) = spec.error_handler.clone() else {
+            return Outcome::Failed(crate::error::Error::node_failed(name, failure.to_string()));
+        };
+        let rt = Runtime {
+            ctx: Arc::new(TaskCtx {
+                run: Arc::clone(&self.run),
+                node: name.clone(),
+                task_id: self.task.id.clone(),
+                step: self.step,
+                triggers: self.task.triggers(),
+                push: match &self.task.kind {
+                    TaskKind::Push(i, _) => Some(*i),
+                    _ => None,
+                },
+                ns: Arc::clone(&self.ns),
+                remaining_steps: self.remaining,
+                resumed: self.resumed.clone(),
+                consumed: Mutex::new(BTreeMap::new()),
+                interrupt_idx: AtomicUsize::new(0),
+                sequence: AtomicUsize::new(0),
+                events: None,
+                step_checkpoint: self.step_checkpoint.clone(),
+                progress: None,
+                failure: Some(failure),
+            }),
+        };
+        let input = match &self.input {
+            NodeInput::State(s) => NodeInput::State(Arc::clone(s)),
+            NodeInput::Packet(p) => NodeInput::Packet(p.clone()),
+        };
+        match handler(input, rt.clone()).await {
+            Ok(out) => match Outcome::from_output(out) {
+                Outcome::Done {
+                    update,
+                    goto,
+                    parent: None,
+                } => Outcome::Handled { update, goto },
+                other => other,
+            },
+            Err(NodeError::Interrupted(ints)) => {
+                let mut consumed = self.resumed.clone();
+                consumed.extend(rt.consumed_resumes());
+                Outcome::Interrupted(ints, consumed)
+            }
+            Err(e) => Outcome::Failed(crate::error::Error::from_node(name, e)),
         }
     }
 }

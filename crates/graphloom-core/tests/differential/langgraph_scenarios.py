@@ -15,11 +15,20 @@ import operator
 import sys
 from typing import Annotated, Optional, TypedDict
 
+import typing_extensions as TE
+
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.errors import GraphRecursionError, InvalidUpdateError
+from langgraph.errors import (
+    GraphRecursionError,
+    InvalidUpdateError,
+    NodeError,
+    NodeTimeoutError,
+    is_invalid_resume,
+)
 from langgraph.func import entrypoint, task
 from langgraph.graph import END, START, StateGraph
-from langgraph.types import Command, Interrupt, Overwrite, Send, interrupt
+from langgraph.runtime import Runtime
+from langgraph.types import Command, Interrupt, Overwrite, RetryPolicy, Send, TimeoutPolicy, interrupt
 
 
 def plain(v):
@@ -44,6 +53,10 @@ def error_kind(e):
         return "recursion_limit"
     if isinstance(e, InvalidUpdateError):
         return "invalid_update"
+    if isinstance(e, NodeTimeoutError):
+        return "timeout"
+    if is_invalid_resume(e):
+        return "invalid_resume"
     return "node"
 
 
@@ -75,6 +88,31 @@ def call(graph, inp, cfg, tid, counts=None):
     except Exception as e:  # reading the state can fail too (a stored conflict)
         out["state_error"] = error_kind(e)
     out["history"] = len(list(graph.get_state_history(thread(tid))))
+    if counts is not None:
+        out["counts"] = dict(sorted(counts.items()))
+    return out
+
+
+async def acall(graph, inp, cfg, tid, counts=None):
+    """`call` for graphs whose nodes must be async (timeouts need an event loop)."""
+    steps, cur, err = [], [], None
+    try:
+        async for mode, chunk in graph.astream(inp, cfg, stream_mode=["updates", "values"]):
+            if mode == "updates":
+                cur.append(canon(chunk))
+            else:
+                steps.append(sorted(cur))
+                cur = []
+    except Exception as e:
+        err = error_kind(e)
+    if cur:
+        steps.append(sorted(cur))
+    out = {"steps": steps, "error": err}
+    st = await graph.aget_state(thread(tid))
+    out["values"] = plain(st.values)
+    out["next"] = sorted(st.next)
+    out["interrupts"] = sorted(canon(i.value) for i in st.interrupts)
+    out["history"] = len([h async for h in graph.aget_state_history(thread(tid))])
     if counts is not None:
         out["counts"] = dict(sorted(counts.items()))
     return out
@@ -381,6 +419,102 @@ def functional():
     return [fcall([1, 2, 3]), fcall(Command(resume="yes")), fcall([5]), fcall(Command(resume="no"))]
 
 
+def timeouts():
+    """An idle timeout retried by default (the retry heartbeats through work longer than
+    the limit), then a hard run timeout without retries that fails the run."""
+    counts = {"slow": 0}
+
+    async def slow(s, runtime: Runtime):
+        counts["slow"] += 1
+        if counts["slow"] == 1:
+            await asyncio.Event().wait()
+        for _ in range(8):
+            await asyncio.sleep(0.05)
+            runtime.heartbeat()
+        return {"log": ["slow"]}
+
+    async def hang(s):
+        await asyncio.Event().wait()
+
+    g = StateGraph(Log)
+    g.add_node(
+        "slow",
+        slow,
+        timeout=TimeoutPolicy(idle_timeout=0.2),
+        retry_policy=RetryPolicy(max_attempts=2, initial_interval=0.01, jitter=False),
+    )
+    g.add_node("hang", hang, timeout=TimeoutPolicy(run_timeout=0.1))
+    g.add_edge(START, "slow")
+    g.add_edge("slow", "hang")
+    g.add_edge("hang", END)
+    graph = g.compile(checkpointer=InMemorySaver())
+    return [asyncio.run(acall(graph, {"log": ["in"]}, thread("t"), "t", counts))]
+
+
+def error_handlers():
+    """`a` fails into its own handler, which routes to `fallback` (so `a`'s edge to `b` is
+    not followed); `d` fails into the graph's default handler, which routes nowhere; `c`,
+    beside them, succeeds."""
+    counts = {"a": 0, "d": 0}
+
+    def failing(name):
+        def node(s):
+            counts[name] += 1
+            raise ValueError(f"{name} broke")
+
+        return node
+
+    def own(s, error: NodeError):
+        return Command(update={"log": [f"handled {error.node}: {error.error}"]}, goto="fallback")
+
+    def default(s, error: NodeError):
+        return {"log": [f"default {error.node}: {error.error}"]}
+
+    g = StateGraph(Log).set_node_defaults(error_handler=default)
+    g.add_node("a", failing("a"), error_handler=own, destinations=("fallback",))
+    g.add_node("b", log_node("b"))
+    g.add_node("c", log_node("c"))
+    g.add_node("d", failing("d"))
+    g.add_node("fallback", log_node("fallback"))
+    g.add_edge(START, "a")
+    g.add_edge(START, "c")
+    g.add_edge(START, "d")
+    g.add_edge("a", "b")
+    g.add_edge("b", END)
+    g.add_edge("c", END)
+    g.add_edge("d", END)
+    g.add_edge("fallback", END)
+    graph = g.compile(checkpointer=InMemorySaver())
+    return [call(graph, {"log": ["in"]}, thread("t"), "t", counts)]
+
+
+class Decision(TE.TypedDict):
+    approved: bool
+
+
+def interrupt_schemas():
+    """An interrupt with a response schema: a resume that does not match is refused and
+    the interrupt stays pending; a matching one resumes."""
+    counts = {"review": 0}
+
+    def review(s):
+        counts["review"] += 1
+        d = interrupt("ship it?", response_schema=Decision)
+        return {"x": "approved" if d["approved"] else "rejected"}
+
+    g = StateGraph(Log)
+    g.add_node("review", review)
+    g.add_edge(START, "review")
+    g.add_edge("review", END)
+    graph = g.compile(checkpointer=InMemorySaver())
+    t = thread("t")
+    return [
+        call(graph, {"log": ["in"]}, t, "t", counts),
+        call(graph, Command(resume={"approved": "maybe"}), t, "t", counts),
+        call(graph, Command(resume={"approved": True}), t, "t", counts),
+    ]
+
+
 SCENARIOS = {
     "join": join,
     "loop": loop,
@@ -399,6 +533,9 @@ SCENARIOS = {
     "overwrite": overwrite,
     "events": events,
     "functional": functional,
+    "timeouts": timeouts,
+    "error_handlers": error_handlers,
+    "interrupt_schemas": interrupt_schemas,
 }
 
 if __name__ == "__main__":

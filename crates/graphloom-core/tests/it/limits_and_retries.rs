@@ -175,7 +175,7 @@ async fn a_hanging_node_times_out_with_a_typed_error() {
         .await
         .unwrap_err();
     assert!(
-        matches!(&err, Error::NodeTimeout { node, after_ms: 50 } if node == "hang"),
+        matches!(&err, Error::NodeTimeout { node, after_ms: 50, kind: TimeoutKind::Run } if node == "hang"),
         "{err}"
     );
 }

@@ -273,7 +273,11 @@ fn node_error_kinds() {
     assert_eq!(NodeError::new("x").kind(), NodeErrorKind::Retryable);
     assert_eq!(NodeError::fatal("x").kind(), NodeErrorKind::Terminal);
     assert_eq!(
-        NodeError::TimedOut { after_ms: 1 }.kind(),
+        NodeError::TimedOut {
+            after_ms: 1,
+            kind: TimeoutKind::Run
+        }
+        .kind(),
         NodeErrorKind::TimedOut
     );
     assert_eq!(
@@ -284,6 +288,10 @@ fn node_error_kinds() {
     assert_eq!(e.to_string(), "while paying");
     assert_eq!(e.downcast_ref::<PaymentError>(), Some(&PaymentError::RateLimited));
     // A source on a kind that carries none is ignored.
-    let t = NodeError::TimedOut { after_ms: 5 }.with_source(PaymentError::RateLimited);
+    let t = NodeError::TimedOut {
+        after_ms: 5,
+        kind: TimeoutKind::Idle,
+    }
+    .with_source(PaymentError::RateLimited);
     assert!(t.source().is_none());
 }

@@ -11,7 +11,8 @@
 //! - `values` pass through; `updates` `{node: update}` give one `updates` event
 //!   `{"node", "values"}` per node, and `tools` events (`tool-started`, then
 //!   `tool-finished` or `tool-error`) for the tool messages in it; interrupts
-//!   (`__interrupt__`) give one `input.requested` `{"interrupt_id", "payload"}` each.
+//!   (`__interrupt__`) give one `input.requested` `{"interrupt_id", "payload"}` each (with
+//!   the interrupt's `response_schema` when it has one).
 //! - Message chunks give `messages` block events (see `messages.rs`). A whole message a
 //!   node returns is not streamed: only what a model streamed reaches `messages`.
 //! - `custom` gives `{"payload"}`, or the value itself when it is `{"name", "payload"}`
@@ -429,7 +430,11 @@ impl RunTranslator {
                 continue;
             }
             let payload = i.get("value").cloned().unwrap_or(Value::Null);
-            let data = json!({"interrupt_id": id, "payload": payload});
+            let mut data = json!({"interrupt_id": id, "payload": payload});
+            // The schema the answer must match travels with the request for input.
+            if let (Some(schema), Some(m)) = (i.get("response_schema"), data.as_object_mut()) {
+                m.insert("response_schema".to_owned(), schema.clone());
+            }
             self.emit(out, Method::InputRequested, ns, None, data);
         }
     }
@@ -730,5 +735,35 @@ mod tests {
         assert_eq!(*all[5].data, json!({"name": "progress", "payload": 3}));
         assert_eq!(*all[6].data, json!({"payload": 7}));
         assert_eq!(all[7].data["error"], "boom");
+    }
+
+    #[test]
+    fn an_interrupts_response_schema_travels_with_its_request_for_input() {
+        let schema = json!({"type": "object", "required": ["approved"]});
+        let mut t = RunTranslator::new("r", 1, "g");
+        let log = [
+            rec(0, "metadata", json!({"run_id": "r", "attempt": 1})),
+            rec(
+                1,
+                "updates",
+                json!({"__interrupt__": [
+                    {"value": "ok?", "id": "i1", "response_schema": schema},
+                    {"value": "note?", "id": "i2"},
+                ]}),
+            ),
+        ];
+        let all: Vec<Event> = log.iter().flat_map(|r| t.push(r)).collect();
+        let asked: Vec<&Value> = all
+            .iter()
+            .filter(|e| matches!(e.method, Method::InputRequested))
+            .map(|e| &*e.data)
+            .collect();
+        assert_eq!(
+            asked,
+            [
+                &json!({"interrupt_id": "i1", "payload": "ok?", "response_schema": schema}),
+                &json!({"interrupt_id": "i2", "payload": "note?"}),
+            ]
+        );
     }
 }

@@ -67,6 +67,7 @@ fn wait_body_shapes() {
     assert_eq!(wait_body(&Ok(done.clone())), json!({"a": 1}));
     let paused = JsonRunOutput {
         interrupts: vec![graphloom_core::Interrupt {
+            response_schema: None,
             id: "i1".into(),
             value: json!("ok?"),
         }],
