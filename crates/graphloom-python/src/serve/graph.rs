@@ -196,6 +196,8 @@ fn run_output(v: Value) -> JsonRunOutput {
         .map(|i| Interrupt {
             id: i.get("id").and_then(Value::as_str).unwrap_or_default().to_owned(),
             value: i.get("value").cloned().unwrap_or(Value::Null),
+            // LangGraph's own, when the graph gave one.
+            response_schema: i.get("response_schema").cloned().filter(|v| !v.is_null()),
         })
         .collect();
     JsonRunOutput {
