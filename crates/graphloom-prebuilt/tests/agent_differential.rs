@@ -193,6 +193,24 @@ async fn ours() -> BTreeMap<&'static str, Value> {
         )
         .await,
     );
+    // The approval text renders the arguments in the order the model wrote them.
+    out.insert(
+        "approve_keeps_argument_order",
+        run(
+            vec![
+                Reply::tool_calls(
+                    "",
+                    vec![call("send_email", json!({"to": "bob", "body": "hi"}), "e1")],
+                ),
+                Reply::text("Sent."),
+            ],
+            vec![Arc::new(
+                HumanInTheLoop::new().interrupt_on("send_email", InterruptOn::all()),
+            )],
+            vec![json!({"decisions": [{"type": "approve"}]})],
+        )
+        .await,
+    );
     out
 }
 

@@ -122,12 +122,22 @@ def respond_and_limit_on_thread():
     return run(replies, middleware, [{"decisions": [{"type": "respond", "message": "ann replied: hi"}]}])
 
 
+def approve_keeps_argument_order():
+    replies = [
+        AIMessage("", tool_calls=[call("send_email", {"to": "bob", "body": "hi"}, "e1")]),
+        AIMessage("Sent."),
+    ]
+    middleware = [HumanInTheLoopMiddleware(interrupt_on={"send_email": True})]
+    return run(replies, middleware, [{"decisions": [{"type": "approve"}]}])
+
+
 if __name__ == "__main__":
     json.dump(
         {
             "reject_then_limit": reject_then_limit(),
             "edit_and_approve": edit_and_approve(),
             "respond_and_limit_on_thread": respond_and_limit_on_thread(),
+            "approve_keeps_argument_order": approve_keeps_argument_order(),
         },
         sys.stdout,
     )
