@@ -18,6 +18,8 @@ pub type NodeFuture<S> = BoxFuture<'static, Result<NodeOutput<S>, NodeError>>;
 
 /// How [`ToolNode::run_calls`] answered one tool call.
 #[derive(Debug, Clone)]
+// One short-lived answer per call: boxing the command would buy nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum ToolAnswer {
     /// A tool message (a result, or an error the model reads).
     Message(Message),
