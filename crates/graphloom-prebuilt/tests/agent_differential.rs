@@ -193,6 +193,22 @@ async fn ours() -> BTreeMap<&'static str, Value> {
         )
         .await,
     );
+    // Each tool call of a message is its own task: one `tools` update per call.
+    out.insert(
+        "tool_calls_are_tasks",
+        updates_trace(vec![
+            Reply::tool_calls(
+                "",
+                vec![
+                    call("get_weather", json!({"city": "Paris"}), "w1"),
+                    call("get_weather", json!({"city": "Rome"}), "w2"),
+                    call("send_email", json!({"body": "sunny", "to": "bob"}), "e1"),
+                ],
+            ),
+            Reply::text("Done."),
+        ])
+        .await,
+    );
     // The approval text renders the arguments in the order the model wrote them.
     out.insert(
         "approve_keeps_argument_order",
@@ -212,6 +228,45 @@ async fn ours() -> BTreeMap<&'static str, Value> {
         .await,
     );
     out
+}
+
+/// The `updates` stream of one run, as a sorted list: `model`, or `tools:<call ids>` for
+/// each tools update (LangChain runs each call as its own task, so one update per call).
+async fn updates_trace(replies: Vec<Reply>) -> Value {
+    use futures::StreamExt;
+    let agent = create_agent(Arc::new(ScriptedModel::new(replies)), tools())
+        .system_prompt("You help with weather and email.")
+        .checkpointer(InMemorySaver::new())
+        .build()
+        .unwrap();
+    let mut stream = agent.stream(
+        graphloom_core::RunInput::Update(
+            AgentGraphUpdate::new().messages(vec![Message::human("Weather in Paris, and tell bob.")]),
+        ),
+        RunConfig::thread("t"),
+        graphloom_core::StreamOptions::modes([graphloom_core::StreamMode::Updates]),
+    );
+    let mut updates = Vec::new();
+    while let Some(ev) = stream.next().await {
+        if let graphloom_core::RunEvent::Part(p) = ev {
+            for (node, update) in p.data_json().unwrap().as_object().unwrap() {
+                updates.push(if node == "tools" {
+                    let ids: Vec<&str> = update["messages"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|m| m["tool_call_id"].as_str().unwrap())
+                        .collect();
+                    format!("tools:{}", ids.join(","))
+                } else {
+                    node.clone()
+                });
+            }
+        }
+    }
+    updates.sort();
+    let state = agent.get_state(&RunConfig::thread("t")).await.unwrap();
+    json!({"updates": updates, "messages": state.values.messages.iter().map(norm).collect::<Vec<_>>()})
 }
 
 fn theirs() -> BTreeMap<String, Value> {

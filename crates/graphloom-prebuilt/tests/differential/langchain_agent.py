@@ -122,6 +122,35 @@ def respond_and_limit_on_thread():
     return run(replies, middleware, [{"decisions": [{"type": "respond", "message": "ann replied: hi"}]}])
 
 
+def updates_trace(replies):
+    agent = create_agent(
+        ScriptedChat(messages=iter(replies)),
+        [get_weather, send_email],
+        system_prompt="You help with weather and email.",
+        checkpointer=InMemorySaver(),
+    )
+    cfg = {"configurable": {"thread_id": "t"}}
+    updates = []
+    inp = {"messages": [HumanMessage("Weather in Paris, and tell bob.")]}
+    for chunk in agent.stream(inp, cfg, stream_mode="updates"):
+        for node, update in chunk.items():
+            if node == "tools":
+                updates.append("tools:" + ",".join(m.tool_call_id for m in update["messages"]))
+            else:
+                updates.append(node)
+    state = agent.get_state(cfg)
+    return {"updates": sorted(updates), "messages": [norm(m) for m in state.values["messages"]]}
+
+
+def tool_calls_are_tasks():
+    return updates_trace([
+        AIMessage("", tool_calls=[call("get_weather", {"city": "Paris"}, "w1"),
+                                  call("get_weather", {"city": "Rome"}, "w2"),
+                                  call("send_email", {"body": "sunny", "to": "bob"}, "e1")]),
+        AIMessage("Done."),
+    ])
+
+
 def approve_keeps_argument_order():
     replies = [
         AIMessage("", tool_calls=[call("send_email", {"to": "bob", "body": "hi"}, "e1")]),
@@ -138,6 +167,7 @@ if __name__ == "__main__":
             "edit_and_approve": edit_and_approve(),
             "respond_and_limit_on_thread": respond_and_limit_on_thread(),
             "approve_keeps_argument_order": approve_keeps_argument_order(),
+            "tool_calls_are_tasks": tool_calls_are_tasks(),
         },
         sys.stdout,
     )
