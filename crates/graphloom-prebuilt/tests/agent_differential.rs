@@ -11,7 +11,7 @@ use graphloom_llm::{Reply, ScriptedModel};
 use graphloom_prebuilt::middleware::hitl::{DecisionType, HumanInTheLoop, InterruptOn};
 use graphloom_prebuilt::middleware::limits::ModelCallLimit;
 use graphloom_prebuilt::middleware::Middleware;
-use graphloom_prebuilt::{create_agent, AgentGraphUpdate, FnTool, ToolError};
+use graphloom_prebuilt::{create_agent, AgentGraphUpdate, FnTool, ToolCommand, ToolError, ToolOutput};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -43,7 +43,29 @@ fn tools() -> Vec<Arc<dyn graphloom_prebuilt::Tool>> {
             Ok::<_, ToolError>(format!("sent to {}: {}", a.to, a.body))
         })
         .arc(),
+        // A list of commands: the answer, then a note for the conversation.
+        FnTool::new("note", "Note something.", |a: Note, rt| async move {
+            Ok::<_, ToolError>(ToolOutput::commands([
+                ToolCommand::new().update(
+                    "messages",
+                    json!([Message::tool(
+                        format!("noted {}", a.what),
+                        rt.tool_call_id.clone()
+                    )]),
+                ),
+                ToolCommand::new().update(
+                    "messages",
+                    json!([Message::human(format!("remember: {}", a.what))]),
+                ),
+            ]))
+        })
+        .arc(),
     ]
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Note {
+    what: String,
 }
 
 fn call(name: &str, args: Value, id: &str) -> ToolCall {
@@ -207,6 +229,25 @@ async fn ours() -> BTreeMap<&'static str, Value> {
             ),
             Reply::text("Done."),
         ])
+        .await,
+    );
+    // A tool returning a list of commands: applied in order.
+    out.insert(
+        "tool_returns_commands",
+        run(
+            vec![
+                Reply::tool_calls(
+                    "",
+                    vec![
+                        call("note", json!({"what": "umbrella"}), "n1"),
+                        call("get_weather", json!({"city": "Paris"}), "w1"),
+                    ],
+                ),
+                Reply::text("Noted."),
+            ],
+            vec![],
+            vec![],
+        )
         .await,
     );
     // The approval text renders the arguments in the order the model wrote them.
