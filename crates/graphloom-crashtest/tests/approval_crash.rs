@@ -38,7 +38,16 @@ async fn approved_tool_takes_effect_once_across_sigkills() {
     for n in 0..rounds {
         let thread = format!("approval-{n}");
         let bin = env!("CARGO_BIN_EXE_approval-worker");
-        gated::round(bin, &db, dir.path(), &thread, n, &mut t).await;
+        gated::round(
+            bin,
+            &db,
+            dir.path(),
+            &thread,
+            n,
+            gated::Sibling::SharesTask,
+            &mut t,
+        )
+        .await;
 
         // The final state answers each call once, and ends with the model's answer.
         let st = reader.get_state(&RunConfig::thread(&thread)).await.unwrap();

@@ -2,8 +2,9 @@
 //! approved `transfer` takes effect exactly once, even when the worker is killed while it
 //! executes and the run is resumed; it gets the same idempotency key every time it runs;
 //! the rejected `purge` never runs; the unreviewed sibling `lookup` never runs before the
-//! review; and the final state answers each tool call exactly once (the rejection with
-//! an error tool message).
+//! review, and in a task of its own (a `Send` per call) is not run again once it finished;
+//! and the final state answers each tool call exactly once (the rejection with an error
+//! tool message).
 //!
 //! Each round is a fresh thread: `hitl-worker --phase start` (pauses at the review), then
 //! `--phase approve`, killed at a scheduled point of `transfer`'s work (before its effect,
@@ -44,7 +45,7 @@ async fn reviewed_tool_takes_effect_once_and_rejected_never_across_sigkills() {
     for n in 0..rounds {
         let thread = format!("hitl-{n}");
         let bin = env!("CARGO_BIN_EXE_hitl-worker");
-        let ledger = gated::round(bin, &db, dir.path(), &thread, n, &mut t).await;
+        let ledger = gated::round(bin, &db, dir.path(), &thread, n, gated::Sibling::OwnTask, &mut t).await;
         let purges = gated::with_suffix(&ledger, ".purges");
         assert!(
             gated::lines(&purges).is_empty(),

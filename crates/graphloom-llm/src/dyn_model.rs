@@ -23,6 +23,10 @@ pub trait DynChatModel: Send + Sync {
     ) -> BoxFuture<'a, Result<Message>>;
     /// See [`ChatModel::stream`].
     fn dyn_stream(&self, messages: &[Message], options: &ChatOptions) -> ChunkStream;
+    /// See [`ChatModel::bound_tags`].
+    fn dyn_bound_tags(&self) -> &[String] {
+        &[]
+    }
 }
 
 /// Inside a node whose run streams `messages`, a model called through `DynChatModel`
@@ -52,6 +56,9 @@ impl<M: ChatModel> DynChatModel for M {
             None => self.stream(messages, options),
         }
     }
+    fn dyn_bound_tags(&self) -> &[String] {
+        self.bound_tags()
+    }
 }
 
 impl ChatModel for dyn DynChatModel {
@@ -66,5 +73,8 @@ impl ChatModel for dyn DynChatModel {
     }
     fn stream(&self, messages: &[Message], options: &ChatOptions) -> ChunkStream {
         self.dyn_stream(messages, options)
+    }
+    fn bound_tags(&self) -> &[String] {
+        self.dyn_bound_tags()
     }
 }

@@ -157,7 +157,7 @@ pub use error::{truncate_raw, Error, ErrorKind, NodeResultExt, Result, RAW_EXCER
 pub use graphloom_core::{Message, MessageKind, ToolCall};
 pub use message::{new_call_id, new_message_id, InvalidToolCall, MessageExt};
 pub use model::{collect_stream, ChatModel, ChatModelExt, ChunkStream, WithOptions};
-pub use options::{provider_schema, ChatOptions, ResponseFormat, ToolChoice, ToolSpec};
+pub use options::{provider_schema, ChatOptions, ResponseFormat, ToolChoice, ToolSpec, NOSTREAM};
 pub use pricing::{ModelPrice, PriceTable, PRICES_ENV};
 pub use prompt_hash::{canonical_json, prompt_hash, prompt_hash_payload, PROMPT_HASH_VERSION};
 pub use scripted::{RecordedRequest, Reply, ScriptedModel, DEFAULT_KEPT_REQUESTS};

@@ -40,6 +40,12 @@ pub trait ChatModel: Send + Sync {
     /// joined by index), and usage near the end. [`ChunkAssembler`] (or
     /// [`ChatModelExt::stream_collect`]) builds the final message.
     fn stream(&self, messages: &[Message], options: &ChatOptions) -> ChunkStream;
+
+    /// Tags bound to the model itself ([`ChatModelExt::with_options`]), merged under each
+    /// call's: the `messages` stream reads them to leave out a model bound `nostream`.
+    fn bound_tags(&self) -> &[String] {
+        &[]
+    }
 }
 
 macro_rules! forward_chat_model {
@@ -60,6 +66,9 @@ macro_rules! forward_chat_model {
             }
             fn stream(&self, messages: &[Message], options: &ChatOptions) -> ChunkStream {
                 (**self).stream(messages, options)
+            }
+            fn bound_tags(&self) -> &[String] {
+                (**self).bound_tags()
             }
         }
     };
@@ -112,6 +121,13 @@ impl<M: ChatModel> ChatModel for WithOptions<M> {
     }
     fn stream(&self, messages: &[Message], options: &ChatOptions) -> ChunkStream {
         self.inner.stream(messages, &options.merged_over(&self.defaults))
+    }
+    fn bound_tags(&self) -> &[String] {
+        if self.defaults.tags.is_empty() {
+            self.inner.bound_tags()
+        } else {
+            &self.defaults.tags
+        }
     }
 }
 

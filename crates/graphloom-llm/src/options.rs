@@ -97,6 +97,19 @@ pub struct ChatOptions {
     /// Correlation fields (request id, trace id, graph run id, ...). Never sent to the model
     /// and never part of the prompt hash; copied into usage events.
     pub metadata: Map<String, Value>,
+    /// Tags of the call, as LangChain's run tags. [`NOSTREAM`] keeps the call's tokens out
+    /// of the run's `messages` stream. Never sent to the model, never hashed.
+    pub tags: Vec<String>,
+}
+
+/// The tag that keeps a model call out of the `messages` stream (LangGraph's convention):
+/// for a node's internal calls (a planner, a classifier) whose answer is not a message of
+/// the conversation. `events` still report the call.
+pub const NOSTREAM: &str = "nostream";
+
+/// [`NOSTREAM`], or LangSmith's older spelling of it.
+pub(crate) fn is_nostream_tag(tag: &str) -> bool {
+    tag == NOSTREAM || tag == "langsmith:nostream"
 }
 
 impl ChatOptions {
@@ -154,8 +167,28 @@ impl ChatOptions {
         self
     }
 
+    /// Add a tag (see [`ChatOptions::tags`]).
+    #[must_use]
+    pub fn tag(mut self, tag: impl Into<String>) -> Self {
+        let tag = tag.into();
+        if !self.tags.contains(&tag) {
+            self.tags.push(tag);
+        }
+        self
+    }
+    /// Keep this call's tokens out of the `messages` stream (the [`NOSTREAM`] tag).
+    #[must_use]
+    pub fn nostream(self) -> Self {
+        self.tag(NOSTREAM)
+    }
+    /// Whether the call is tagged [`NOSTREAM`] (or LangSmith's `langsmith:nostream`).
+    #[must_use]
+    pub fn is_nostream(&self) -> bool {
+        self.tags.iter().any(|t| is_nostream_tag(t))
+    }
+
     /// These options with `defaults` filling what is unset (tools: `defaults`' tools first,
-    /// then these; metadata: these win).
+    /// then these; metadata: these win; tags: both).
     #[must_use]
     pub fn merged_over(&self, defaults: &ChatOptions) -> ChatOptions {
         let mut tools = defaults.tools.clone();
@@ -165,6 +198,8 @@ impl ChatOptions {
         }
         let mut metadata = defaults.metadata.clone();
         metadata.extend(self.metadata.clone());
+        let mut tags = defaults.tags.clone();
+        tags.extend(self.tags.iter().filter(|t| !defaults.tags.contains(t)).cloned());
         ChatOptions {
             temperature: self.temperature.or(defaults.temperature),
             max_tokens: self.max_tokens.or(defaults.max_tokens),
@@ -181,6 +216,7 @@ impl ChatOptions {
                 .clone()
                 .or_else(|| defaults.response_format.clone()),
             metadata,
+            tags,
         }
     }
 }

@@ -134,6 +134,15 @@ fn forwarded_messages<M: ChatModel + ?Sized>(
     options: &ChatOptions,
 ) -> ChunkStream {
     let inner = message_stream::without(|| model.stream(messages, options));
+    if options.is_nostream()
+        || model
+            .bound_tags()
+            .iter()
+            .any(|t| crate::options::is_nostream_tag(t))
+    {
+        // A call tagged `nostream` is the node's own business: no `messages` events.
+        return Box::pin(Unscoped(inner));
+    }
     let meta = model_meta(model.provider(), model.model_name());
     let mut id: Option<String> = None;
     Box::pin(Unscoped(inner).map(move |item| {

@@ -406,3 +406,76 @@ async fn a_providers_plain_invoke_in_a_node_streams_over_http() {
         "the call was made as a stream"
     );
 }
+
+/// A node that first asks `planner` (its answer stays inside the node), then answers with
+/// `model`: only the answer belongs in the `messages` stream.
+fn planner_graph(
+    planner: Arc<dyn DynChatModel>,
+    planner_opts: ChatOptions,
+    model: ScriptedModel,
+) -> CompiledGraph<Chat> {
+    StateGraph::<Chat>::new()
+        .add_node("agent", move |s: Arc<Chat>, _rt| {
+            let (planner, planner_opts, model) = (Arc::clone(&planner), planner_opts.clone(), model.clone());
+            async move {
+                let plan = planner
+                    .dyn_invoke(&s.messages.to_vec(), &planner_opts)
+                    .await
+                    .node()?;
+                assert_eq!(plan.text(), "plan: answer directly");
+                let answer = model
+                    .invoke(&s.messages.to_vec(), &ChatOptions::new())
+                    .await
+                    .node()?;
+                Ok(ChatUpdate::new().messages(vec![answer]))
+            }
+        })
+        .add_edge(START, "agent")
+        .add_edge("agent", END)
+        .checkpointer(InMemorySaver::new())
+        .compile()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_call_tagged_nostream_stays_out_of_the_messages_stream() {
+    use graphloom_llm::ChatModelExt;
+    let tagged_per_call: Arc<dyn DynChatModel> =
+        Arc::new(ScriptedModel::new([Reply::text("plan: answer directly")]));
+    // The tag bound to the model itself, the model then used through `dyn`.
+    let tagged_model: Arc<dyn DynChatModel> = Arc::new(
+        ScriptedModel::new([Reply::text("plan: answer directly")])
+            .with_options(ChatOptions::new().nostream()),
+    );
+    for (planner, opts) in [
+        (tagged_per_call, ChatOptions::new().nostream()),
+        (tagged_model, ChatOptions::new()),
+    ] {
+        let model = ScriptedModel::new([Reply::text("the answer")]);
+        let (parts, state) = run(
+            &planner_graph(planner, opts, model),
+            StreamOptions::modes([StreamMode::Messages]),
+        )
+        .await;
+        let events = message_events(&parts);
+        let text: String = events
+            .iter()
+            .map(|(_, c, _)| c["content"].as_str().unwrap())
+            .collect();
+        assert_eq!(text, "the answer", "no planner tokens: {events:?}");
+        assert_eq!(state.messages.last().unwrap().text(), "the answer");
+    }
+    // Untagged, the planner's tokens do stream (what the tag is for).
+    let planner: Arc<dyn DynChatModel> = Arc::new(ScriptedModel::new([Reply::text("plan: answer directly")]));
+    let model = ScriptedModel::new([Reply::text("the answer")]);
+    let (parts, _) = run(
+        &planner_graph(planner, ChatOptions::new(), model),
+        StreamOptions::modes([StreamMode::Messages]),
+    )
+    .await;
+    let text: String = message_events(&parts)
+        .iter()
+        .map(|(_, c, _)| c["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(text, "plan: answer directlythe answer");
+}

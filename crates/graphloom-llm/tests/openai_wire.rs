@@ -166,6 +166,32 @@ async fn invoke_reads_tool_calls_and_keeps_bad_arguments_as_invalid_tool_calls()
 }
 
 #[tokio::test]
+async fn tool_call_arguments_keep_the_models_key_order_when_read_and_sent_back() {
+    let body = json!({
+        "id": "c", "model": "m",
+        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": null,
+            "tool_calls": [
+                {"id": "a", "type": "function", "function": {"name": "pay", "arguments": "{\"to\":\"B2\",\"amount\":5}"}}
+            ]}}],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 2}
+    });
+    let server = MockServer::start(vec![MockReply::json(body), MockReply::json(completion("paid"))]).await;
+    let m = model(&server);
+    let ai = m
+        .invoke(&[Message::human("pay B2 5")], &ChatOptions::new())
+        .await
+        .unwrap();
+    let keys: Vec<&String> = ai.tool_calls[0].args.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["to", "amount"], "the arguments as the model wrote them");
+    let result = Message::tool("ok", "a");
+    m.invoke(&[Message::human("pay B2 5"), ai, result], &ChatOptions::new())
+        .await
+        .unwrap();
+    let sent = &server.requests()[1].body["messages"][1]["tool_calls"][0]["function"]["arguments"];
+    assert_eq!(sent, &json!("{\"to\":\"B2\",\"amount\":5}"));
+}
+
+#[tokio::test]
 async fn stream_yields_text_deltas_and_final_usage() {
     let mut frames = data_frames(&[
         chunk(json!({"role": "assistant", "content": ""}), None),

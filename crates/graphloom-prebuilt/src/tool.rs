@@ -103,13 +103,16 @@ impl fmt::Display for ToolError {
 impl std::error::Error for ToolError {}
 
 /// What a tool returns: a string, or any JSON value (sent to the model as JSON text), or
-/// a [`ToolCommand`] for the graph.
+/// a [`ToolCommand`] (or a list of them, [`ToolOutput::commands`]) for the graph.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolOutput {
     /// The result.
     pub content: Value,
     /// A command for the graph instead of a plain result (see [`ToolOutput::command`]).
     pub command: Option<ToolCommand>,
+    /// Commands returned after `command`, applied in order (a tool returning a list of
+    /// commands, [`ToolOutput::commands`]).
+    pub then: Vec<ToolCommand>,
 }
 
 /// A tool's instruction to the graph its [`ToolNode`](crate::ToolNode) runs in, as a
@@ -122,7 +125,9 @@ pub struct ToolOutput {
 /// When several calls of one message return commands, the node applies them together:
 /// the messages of every call in call order, the other keys through their reducers (an
 /// append or `add_messages` key concatenated, `add` summed, `merge` merged; two tools
-/// writing one last-value or custom key is an error naming both), every `goto`.
+/// writing one last-value or custom key is an error naming both), every `goto`. A tool
+/// may return several commands ([`ToolOutput::commands`]), applied the same way in order;
+/// exactly one tool message in them answers the call.
 ///
 /// ```
 /// use graphloom_core::Message;
@@ -171,6 +176,7 @@ impl ToolOutput {
         Self {
             content: Value::String(s.into()),
             command: None,
+            then: Vec::new(),
         }
     }
     /// A JSON result.
@@ -179,6 +185,7 @@ impl ToolOutput {
         Self {
             content: v,
             command: None,
+            then: Vec::new(),
         }
     }
     /// A command for the graph (see [`ToolCommand`]); its `content` is `null`.
@@ -187,6 +194,19 @@ impl ToolOutput {
         Self {
             content: Value::Null,
             command: Some(command),
+            then: Vec::new(),
+        }
+    }
+    /// Several commands for the graph, applied in order (LangGraph's tool returning a list
+    /// of `Command`s). Exactly one of them must carry the tool message answering the call;
+    /// an empty list is a `null` result.
+    #[must_use]
+    pub fn commands(commands: impl IntoIterator<Item = ToolCommand>) -> Self {
+        let mut commands = commands.into_iter();
+        Self {
+            content: Value::Null,
+            command: commands.next(),
+            then: commands.collect(),
         }
     }
     /// The content as the model sees it: strings as they are, anything else as JSON text.
@@ -228,6 +248,11 @@ impl From<&str> for ToolOutput {
 impl From<ToolCommand> for ToolOutput {
     fn from(c: ToolCommand) -> Self {
         Self::command(c)
+    }
+}
+impl From<Vec<ToolCommand>> for ToolOutput {
+    fn from(c: Vec<ToolCommand>) -> Self {
+        Self::commands(c)
     }
 }
 impl From<Value> for ToolOutput {

@@ -27,15 +27,25 @@ pub(crate) fn join_answers<S: State>(
                 let v = serde_json::to_value(vec![m]).map_err(NodeError::terminal)?;
                 acc.add(state, &key, v, &who, true)?;
             }
-            ToolAnswer::Command { call, command } => {
+            ToolAnswer::Command { call, command, then } => {
                 let who = format!("tool `{}` (call `{}`)", call.name, call.id);
-                let mut update = command.update;
-                let messages = answered(&call, update.remove(&key), &key)?;
-                acc.add(state, &key, messages, &who, true)?;
-                for (k, v) in update {
-                    acc.add(state, &k, v, &who, false)?;
+                let single = then.is_empty();
+                let mut answers = 0;
+                for command in std::iter::once(command).chain(then) {
+                    let mut update = command.update;
+                    if let Some(v) = update.shift_remove(&key) {
+                        let (messages, n) = answered(&call, v);
+                        answers += n;
+                        acc.add(state, &key, messages, &who, true)?;
+                    }
+                    for (k, v) in update {
+                        acc.add(state, &k, v, &who, false)?;
+                    }
+                    goto.extend(command.goto);
                 }
-                goto.extend(command.goto);
+                if answers == 0 || (!single && answers > 1) {
+                    return Err(unanswered(&call, &key, answers));
+                }
             }
         }
     }
@@ -61,37 +71,46 @@ fn no_key() -> NodeError {
     NodeError::fatal("ToolNode: the message update does not write exactly one state key")
 }
 
-/// The messages of a command's update, after checking that one answers `call` (and naming
-/// the tool on it, as LangGraph does).
-fn answered(call: &ToolCall, messages: Option<Value>, key: &str) -> Result<Value, NodeError> {
+/// The messages of a command's update with the tool named on those answering `call` (as
+/// LangGraph does), and how many answer it.
+fn answered(call: &ToolCall, messages: Value) -> (Value, usize) {
     let items = match messages {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::Array(a)) => a,
-        Some(one) => vec![one],
+        Value::Null => Vec::new(),
+        Value::Array(a) => a,
+        one => vec![one],
     };
-    let mut found = false;
+    let mut found = 0;
     let mut out = Vec::with_capacity(items.len());
     for item in items {
         match serde_json::from_value::<Message>(item.clone()) {
             Ok(mut m)
                 if m.kind == MessageKind::Tool && m.tool_call_id.as_deref() == Some(call.id.as_str()) =>
             {
-                found = true;
+                found += 1;
                 if m.name.is_none() {
                     m.name = Some(call.name.clone());
                 }
-                out.push(serde_json::to_value(&m).map_err(NodeError::terminal)?);
+                out.push(serde_json::to_value(&m).unwrap_or(item));
             }
             _ => out.push(item),
         }
     }
-    if !found {
-        return Err(NodeError::fatal(format!(
+    (Value::Array(out), found)
+}
+
+/// A tool's commands that do not answer its call (a list of commands: exactly once).
+fn unanswered(call: &ToolCall, key: &str, answers: usize) -> NodeError {
+    if answers == 0 {
+        NodeError::fatal(format!(
             "tool `{}` (call `{}`) returned a Command whose update has no tool message answering the call: put a tool message with tool_call_id `{}` in its `{key}` (every tool call needs its answer)",
             call.name, call.id, call.id
-        )));
+        ))
+    } else {
+        NodeError::fatal(format!(
+            "tool `{}` (call `{}`) returned a list of commands with {answers} tool messages answering the call; exactly one of them must answer it",
+            call.name, call.id
+        ))
     }
-    Ok(Value::Array(out))
 }
 
 /// The joined update and who wrote each key first (for conflict messages).

@@ -18,15 +18,19 @@ pub type NodeFuture<S> = BoxFuture<'static, Result<NodeOutput<S>, NodeError>>;
 
 /// How [`ToolNode::run_calls`] answered one tool call.
 #[derive(Debug, Clone)]
+// One short-lived answer per call: boxing the command would buy nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum ToolAnswer {
     /// A tool message (a result, or an error the model reads).
     Message(Message),
-    /// The tool returned a [`ToolCommand`] for the graph.
+    /// The tool returned a [`ToolCommand`] (or several) for the graph.
     Command {
         /// The call it answers.
         call: ToolCall,
         /// What the tool asked for.
         command: ToolCommand,
+        /// The commands it returned after `command`, in order.
+        then: Vec<ToolCommand>,
     },
 }
 
@@ -407,10 +411,12 @@ impl ToolNode {
             match outcome {
                 Ok(ToolOutput {
                     command: Some(command),
+                    then,
                     ..
                 }) => out.push(ToolAnswer::Command {
                     call: call.clone(),
                     command,
+                    then,
                 }),
                 Ok(output) => out.push(ToolAnswer::Message(success_message(
                     &call.id,

@@ -11,7 +11,7 @@ use graphloom_llm::{Reply, ScriptedModel};
 use graphloom_prebuilt::middleware::hitl::{DecisionType, HumanInTheLoop, InterruptOn};
 use graphloom_prebuilt::middleware::limits::ModelCallLimit;
 use graphloom_prebuilt::middleware::Middleware;
-use graphloom_prebuilt::{create_agent, AgentGraphUpdate, FnTool, ToolError};
+use graphloom_prebuilt::{create_agent, AgentGraphUpdate, FnTool, ToolCommand, ToolError, ToolOutput};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -43,7 +43,29 @@ fn tools() -> Vec<Arc<dyn graphloom_prebuilt::Tool>> {
             Ok::<_, ToolError>(format!("sent to {}: {}", a.to, a.body))
         })
         .arc(),
+        // A list of commands: the answer, then a note for the conversation.
+        FnTool::new("note", "Note something.", |a: Note, rt| async move {
+            Ok::<_, ToolError>(ToolOutput::commands([
+                ToolCommand::new().update(
+                    "messages",
+                    json!([Message::tool(
+                        format!("noted {}", a.what),
+                        rt.tool_call_id.clone()
+                    )]),
+                ),
+                ToolCommand::new().update(
+                    "messages",
+                    json!([Message::human(format!("remember: {}", a.what))]),
+                ),
+            ]))
+        })
+        .arc(),
     ]
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Note {
+    what: String,
 }
 
 fn call(name: &str, args: Value, id: &str) -> ToolCall {
@@ -193,7 +215,99 @@ async fn ours() -> BTreeMap<&'static str, Value> {
         )
         .await,
     );
+    // Each tool call of a message is its own task: one `tools` update per call.
+    out.insert(
+        "tool_calls_are_tasks",
+        updates_trace(vec![
+            Reply::tool_calls(
+                "",
+                vec![
+                    call("get_weather", json!({"city": "Paris"}), "w1"),
+                    call("get_weather", json!({"city": "Rome"}), "w2"),
+                    call("send_email", json!({"body": "sunny", "to": "bob"}), "e1"),
+                ],
+            ),
+            Reply::text("Done."),
+        ])
+        .await,
+    );
+    // A tool returning a list of commands: applied in order.
+    out.insert(
+        "tool_returns_commands",
+        run(
+            vec![
+                Reply::tool_calls(
+                    "",
+                    vec![
+                        call("note", json!({"what": "umbrella"}), "n1"),
+                        call("get_weather", json!({"city": "Paris"}), "w1"),
+                    ],
+                ),
+                Reply::text("Noted."),
+            ],
+            vec![],
+            vec![],
+        )
+        .await,
+    );
+    // The approval text renders the arguments in the order the model wrote them.
+    out.insert(
+        "approve_keeps_argument_order",
+        run(
+            vec![
+                Reply::tool_calls(
+                    "",
+                    vec![call("send_email", json!({"to": "bob", "body": "hi"}), "e1")],
+                ),
+                Reply::text("Sent."),
+            ],
+            vec![Arc::new(
+                HumanInTheLoop::new().interrupt_on("send_email", InterruptOn::all()),
+            )],
+            vec![json!({"decisions": [{"type": "approve"}]})],
+        )
+        .await,
+    );
     out
+}
+
+/// The `updates` stream of one run, as a sorted list: `model`, or `tools:<call ids>` for
+/// each tools update (LangChain runs each call as its own task, so one update per call).
+async fn updates_trace(replies: Vec<Reply>) -> Value {
+    use futures::StreamExt;
+    let agent = create_agent(Arc::new(ScriptedModel::new(replies)), tools())
+        .system_prompt("You help with weather and email.")
+        .checkpointer(InMemorySaver::new())
+        .build()
+        .unwrap();
+    let mut stream = agent.stream(
+        graphloom_core::RunInput::Update(
+            AgentGraphUpdate::new().messages(vec![Message::human("Weather in Paris, and tell bob.")]),
+        ),
+        RunConfig::thread("t"),
+        graphloom_core::StreamOptions::modes([graphloom_core::StreamMode::Updates]),
+    );
+    let mut updates = Vec::new();
+    while let Some(ev) = stream.next().await {
+        if let graphloom_core::RunEvent::Part(p) = ev {
+            for (node, update) in p.data_json().unwrap().as_object().unwrap() {
+                updates.push(if node == "tools" {
+                    let ids: Vec<&str> = update["messages"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|m| m["tool_call_id"].as_str().unwrap())
+                        .collect();
+                    format!("tools:{}", ids.join(","))
+                } else {
+                    node.clone()
+                });
+            }
+        }
+    }
+    updates.sort();
+    let state = agent.get_state(&RunConfig::thread("t")).await.unwrap();
+    json!({"updates": updates, "messages": state.values.messages.iter().map(norm).collect::<Vec<_>>()})
 }
 
 fn theirs() -> BTreeMap<String, Value> {

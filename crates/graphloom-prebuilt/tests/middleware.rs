@@ -54,6 +54,43 @@ fn kinds_texts(s: &AgentGraphState) -> Vec<(MessageKind, String)> {
 }
 
 #[tokio::test]
+async fn hitl_approval_text_shows_the_arguments_in_the_models_order() {
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct Pay {
+        to: String,
+        amount: i64,
+    }
+    let pay = FnTool::new("pay", "Pay someone", |a: Pay, _rt| async move {
+        Ok::<_, ToolError>(format!("paid {} to {}", a.amount, a.to))
+    });
+    // `to` before `amount`: not the keys' sorted order.
+    let args: Value = serde_json::from_str(r#"{"to": "B2", "amount": 5}"#).unwrap();
+    let model = ScriptedModel::new([
+        Reply::tool_calls("", vec![call("p1", "pay", args)]),
+        Reply::text("done"),
+    ]);
+    let agent = create_agent(Arc::new(model), [pay.arc()])
+        .middleware(HumanInTheLoop::new().interrupt_on("pay", InterruptOn::all()))
+        .checkpointer(InMemorySaver::new())
+        .build()
+        .unwrap();
+    let paused = agent
+        .invoke(input("pay"), RunConfig::thread("order"))
+        .await
+        .unwrap();
+    let request = &paused.interrupts[0].value["action_requests"][0];
+    assert_eq!(
+        request["description"],
+        "Tool execution requires approval\n\nTool: pay\nArgs: {'to': 'B2', 'amount': 5}"
+    );
+    assert_eq!(
+        serde_json::to_string(&request["args"]).unwrap(),
+        r#"{"to":"B2","amount":5}"#,
+        "the interrupt's JSON keeps the order too"
+    );
+}
+
+#[tokio::test]
 async fn hitl_reviews_several_calls_in_one_interrupt_with_langchains_shapes() {
     let sends = Arc::new(AtomicUsize::new(0));
     let deletes = Arc::new(AtomicUsize::new(0));

@@ -4,10 +4,10 @@
 
 use futures::StreamExt;
 use graphloom_core::{
-    Message, RunConfig, RunEvent, RunInput, Seq, State, StateGraph, StreamMode, StreamOptions, ToolCall, END,
-    START,
+    Message, MessageKind, RunConfig, RunEvent, RunInput, Seq, State, StateGraph, StreamMode, StreamOptions,
+    ToolCall, END, START,
 };
-use graphloom_prebuilt::{FnTool, Tool, ToolError, ToolNode};
+use graphloom_prebuilt::{FnTool, Tool, ToolCommand, ToolError, ToolNode, ToolOutput};
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -520,4 +520,76 @@ async fn run_message_refuses_a_tool_command_it_cannot_apply() {
     assert!(
         matches!(&answers[..], [graphloom_prebuilt::ToolAnswer::Command { call, .. }] if call.id == "c1")
     );
+}
+
+/// A tool returning a list of commands: a log line, then its answer with another log line
+/// and the team (`answers` tool messages in the second command), then a `goto`.
+fn steps(answers: usize) -> Arc<dyn Tool> {
+    FnTool::new(
+        "steps",
+        "Transfer in steps",
+        move |a: Transfer, rt: graphloom_prebuilt::ToolRuntime| async move {
+            let msgs: Vec<Message> = (0..answers)
+                .map(|i| Message::tool(format!("step {i} to {}", a.team), &rt.tool_call_id))
+                .collect();
+            Ok::<_, ToolError>(ToolOutput::commands([
+                ToolCommand::new().update("log", json!(["first"])),
+                ToolCommand::new()
+                    .update("messages", json!(msgs))
+                    .update("log", json!(["second"]))
+                    .update("team", json!(a.team)),
+                ToolCommand::new().goto(a.team.clone()),
+            ]))
+        },
+    )
+    .arc()
+}
+
+#[tokio::test]
+async fn a_tool_may_return_a_list_of_commands_applied_in_order() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let node = ToolNode::new([steps(1), sleeper("plain", Arc::clone(&runs))]);
+    let out = desk(node)
+        .invoke(
+            desk_input(vec![
+                tc("c1", "steps", json!({"team": "support"})),
+                tc("c2", "plain", json!({"ms": 1})),
+            ]),
+            RunConfig::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.values.team, "support");
+    assert_eq!(
+        out.values.log.to_vec(),
+        vec!["first", "second", "support ran"],
+        "the commands in order, then the goto"
+    );
+    let answers: Vec<Option<String>> = out
+        .values
+        .messages
+        .iter()
+        .filter(|m| m.kind == MessageKind::Tool)
+        .map(|m| m.tool_call_id.clone())
+        .collect();
+    assert_eq!(answers, [Some("c1".to_owned()), Some("c2".to_owned())]);
+}
+
+#[tokio::test]
+async fn a_list_of_commands_must_answer_its_call_exactly_once() {
+    for (answers, expect) in [
+        (0, "no tool message answering the call"),
+        (2, "with 2 tool messages answering the call"),
+    ] {
+        let err = desk(ToolNode::new([steps(answers)]))
+            .invoke(
+                desk_input(vec![tc("c1", "steps", json!({"team": "support"}))]),
+                RunConfig::default(),
+            )
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("tool `steps` (call `c1`)"), "{err}");
+        assert!(err.contains(expect), "{err}");
+    }
 }

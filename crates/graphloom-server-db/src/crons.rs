@@ -95,6 +95,8 @@ pub struct CronTick {
 
 /// What firing a tick did.
 #[derive(Clone, Debug, PartialEq)]
+// One value per fired tick, returned at once: boxing the run would only add an allocation.
+#[allow(clippy::large_enum_variant)]
 pub enum Fired {
     /// The run was created (claimed at once when the [`NewRun`] asked and it could be) and
     /// the cron moved to its next tick.

@@ -72,7 +72,7 @@ async fn a_planted_secret_never_reaches_the_stream_the_wire_or_the_state() {
     assert!(!stream_json.contains(SECRET));
     let wire = encode_data_stream(&events);
     assert!(
-        wire.contains(r#"a:{"result":{"plan":"pro","status":"active"}"#),
+        wire.contains(r#""result":{"status":"active","plan":"pro"}}"#),
         "{wire}"
     );
     assert!(!wire.contains(SECRET));

@@ -46,7 +46,7 @@ fn each_event_encodes_to_its_data_stream_part() {
             tool_name: "knowledge_search".into(),
             args: json!({"query": "x"}),
         }),
-        "9:{\"args\":{\"query\":\"x\"},\"toolCallId\":\"call_1\",\"toolName\":\"knowledge_search\"}\n"
+        "9:{\"toolCallId\":\"call_1\",\"toolName\":\"knowledge_search\",\"args\":{\"query\":\"x\"}}\n"
     );
     assert_eq!(
         enc.encode(&AiEvent::ToolCallResult {
@@ -55,7 +55,7 @@ fn each_event_encodes_to_its_data_stream_part() {
             result: json!({"resultCount": 2}),
             is_error: false,
         }),
-        "a:{\"result\":{\"resultCount\":2},\"toolCallId\":\"call_1\"}\n"
+        "a:{\"toolCallId\":\"call_1\",\"result\":{\"resultCount\":2}}\n"
     );
     let step1 = enc.encode(&AiEvent::UsageReport {
         fact: fact(Usage::new(10, 4), "tool_calls"),

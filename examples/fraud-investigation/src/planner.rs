@@ -437,6 +437,8 @@ impl Planner {
             .max_tokens(p.max_tokens)
             .timeout(p.timeout)
             .response_format(format)
+            // The decision is recorded in the state, not as a message: no tokens streamed.
+            .nostream()
             .metadata("investigation_id", state.investigation_id.clone());
         let msg = tokio::time::timeout(p.timeout, llm.dyn_invoke(&messages, &opts))
             .await

@@ -126,7 +126,9 @@ pub(crate) async fn planner(s: Arc<AgentState>, rt: Runtime, d: Arc<Deps>) -> No
     let validator = validator.node()?;
     let answer = d
         .model
-        .invoke(&msgs, &ChatOptions::new().response_format(format))
+        // The plan is the node's own: `nostream` keeps its tokens out of the `messages`
+        // stream, where a client would show them and then lose them on hydration.
+        .invoke(&msgs, &ChatOptions::new().response_format(format).nostream())
         .await
         .node()?;
     // A plan that does not parse falls back to answering directly.

@@ -7,7 +7,7 @@ use super::state::{FuncState, FuncUpdate};
 use crate::checkpoint::{CheckpointConfig, Checkpointer, DynCheckpointer};
 use crate::config::{RunConfig, RunInput, StreamOptions};
 use crate::error::{Error, Result};
-use crate::graph::{CompiledGraph, RunEvent, RunOutput, RunStatus, StateGraph, StateSnapshot};
+use crate::graph::{CompiledGraph, HistoryQuery, RunEvent, RunOutput, RunStatus, StateGraph, StateSnapshot};
 use crate::runtime::Runtime;
 use crate::state::StateError;
 use crate::store::{DynStore, Store};
@@ -150,8 +150,14 @@ where
     /// # Errors
     /// As [`StateGraph::compile`] (not expected for this fixed one-node shape).
     pub fn compile(self) -> Result<CompiledEntrypoint<I, O>> {
+        let mut graph = self.graph.compile()?;
+        // Number the steps as the functional API does: `-1` the input (the entrypoint
+        // next), `0` the entrypoint's step.
+        if let Some(inner) = Arc::get_mut(&mut graph.inner) {
+            inner.input_runs_start = true;
+        }
         Ok(CompiledEntrypoint {
-            graph: self.graph.compile()?,
+            graph,
             name: Arc::from(self.name),
             _io: PhantomData,
         })
@@ -350,6 +356,20 @@ where
     /// As [`CompiledGraph::get_state`].
     pub async fn get_state(&self, config: &RunConfig) -> Result<StateSnapshot<FuncState>> {
         self.graph.get_state(config).await
+    }
+
+    /// The thread's checkpoints, newest first, numbered as the functional API numbers
+    /// them: a run's input at its first step (`-1` on a new thread, source `input`, the
+    /// entrypoint next), the entrypoint's step after it (source `loop`).
+    ///
+    /// # Errors
+    /// As [`CompiledGraph::get_state_history`].
+    pub async fn get_state_history(
+        &self,
+        config: &RunConfig,
+        query: impl Into<Option<HistoryQuery>>,
+    ) -> Result<Vec<StateSnapshot<FuncState>>> {
+        self.graph.get_state_history(config, query).await
     }
 }
 

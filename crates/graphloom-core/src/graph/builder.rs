@@ -204,6 +204,34 @@ impl<S: State> StateGraph<S> {
         self.insert_node(name, Self::spec(func, InputKind::Packet))
     }
 
+    /// Add a node that runs `on_state` with the state snapshot when an edge or a `goto`
+    /// names it, and `on_packet` with its packet when a `Send` of a `T` does: one node
+    /// name for both ways in (an agent's tools node runs a whole message's calls, or one
+    /// call per `Send`).
+    pub fn add_node_with_packets<T, F, FutF, P, FutP, O>(
+        self,
+        name: impl Into<String>,
+        on_state: F,
+        on_packet: P,
+    ) -> Self
+    where
+        T: DeserializeOwned + Clone + Send + Sync + 'static,
+        F: Fn(Arc<S>, Runtime) -> FutF + Send + Sync + 'static,
+        FutF: Future<Output = Result<O, NodeError>> + Send + 'static,
+        P: Fn(T, Runtime) -> FutP + Send + Sync + 'static,
+        FutP: Future<Output = Result<O, NodeError>> + Send + 'static,
+        O: Into<NodeOutput<S>>,
+    {
+        let name = name.into();
+        let state = state_node_fn(on_state);
+        let packet = packet_node_fn(name.clone(), on_packet);
+        let func: NodeFn<S> = Arc::new(move |input, rt| match input {
+            NodeInput::State(_) => state(input, rt),
+            NodeInput::Packet(_) => packet(input, rt),
+        });
+        self.insert_node(name, Self::spec(func, InputKind::Either))
+    }
+
     /// Add a compiled graph as a node. `input` maps the parent state to the child's input;
     /// `output` maps the child's final state to a parent update. The child checkpoints in
     /// its own namespace; its interrupts pause the parent.

@@ -28,6 +28,8 @@ pub(crate) enum InputKind {
     State,
     /// `Send` packets only.
     Packet,
+    /// The state when an edge or a `goto` names it, its packet when a `Send` does.
+    Either,
 }
 
 /// A node of a graph.

@@ -43,6 +43,10 @@ pub(crate) struct GraphInner<S: State> {
     /// Static edges as declared (for drawing).
     pub declared_edges: Vec<(String, String)>,
     cache: Mutex<CacheMap<S>>,
+    /// The input's own step runs the edges out of START, so its checkpoint (step `-1`,
+    /// source `input`) already names the first nodes, and no checkpoint shows a
+    /// `__start__` task: the functional API's numbering (set by `Entrypoint::compile`).
+    pub input_runs_start: bool,
 }
 
 impl<S: State> GraphInner<S> {
@@ -102,6 +106,7 @@ impl<S: State> GraphInner<S> {
             interrupt_after,
             declared_edges,
             cache: Mutex::new(HashMap::new()),
+            input_runs_start: false,
         }
     }
 

@@ -311,7 +311,10 @@ impl<S: State> Loop<S> {
         };
         let meta = self.meta(source);
         let writes = self.deferred.take();
-        if how == Save::Hold || (source == CheckpointSource::Input && writes.is_none()) {
+        // An input checkpoint waits for the start task's writes; one that the start task
+        // already ran in (`input_runs_start`) is saved as a step's is.
+        let bare_input = source == CheckpointSource::Input && writes.is_none() && !self.g.input_runs_start;
+        if how == Save::Hold || bare_input {
             self.saver.hold(writes, &parent, cp, meta, nv).await?;
         } else if how == Save::Issue {
             self.saver.issue(writes, &parent, cp, meta, nv).await?;
@@ -336,9 +339,13 @@ impl<S: State> Loop<S> {
             .mark_dirty(START_CHANNEL, crate::state::FieldChange::Replaced);
         self.ls.start = Some(start);
         self.ls.candidates = Some(BTreeSet::new());
-        self.ls.step += 1;
         self.ls.checkpoint_id = checkpoint::new_checkpoint_id();
         self.ls.updated = vec![START_CHANNEL.to_owned()];
+        if self.g.input_runs_start {
+            // The start task's step is the input's step and saves its checkpoint.
+            return Ok(());
+        }
+        self.ls.step += 1;
         if self.saver.per_step() {
             self.save(CheckpointSource::Input, Save::Now).await?;
         }
@@ -602,7 +609,12 @@ impl<S: State> Loop<S> {
                 } else {
                     Save::Now
                 };
-                self.save(CheckpointSource::Loop, how).await?;
+                let source = if only_start && self.g.input_runs_start {
+                    CheckpointSource::Input
+                } else {
+                    CheckpointSource::Loop
+                };
+                self.save(source, how).await?;
             }
             let st = Arc::clone(&self.ls.state);
             self.emit(StreamMode::Values, || {

@@ -627,7 +627,7 @@ pub(crate) fn task_input<S: State>(
                     )
                 }),
         },
-        (TaskKind::Push(_, p), InputKind::Packet) => Ok(NodeInput::Packet(p.clone())),
+        (TaskKind::Push(_, p), InputKind::Packet | InputKind::Either) => Ok(NodeInput::Packet(p.clone())),
         (_, _) => Ok(NodeInput::State(Arc::clone(&ls.state))),
     }
 }

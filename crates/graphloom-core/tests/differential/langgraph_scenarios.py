@@ -416,7 +416,10 @@ def functional():
             "counts": dict(counts),
         }
 
-    return [fcall([1, 2, 3]), fcall(Command(resume="yes")), fcall([5]), fcall(Command(resume="no"))]
+    calls = [fcall([1, 2, 3]), fcall(Command(resume="yes")), fcall([5]), fcall(Command(resume="no"))]
+    history = [[s.metadata["step"], s.metadata["source"], list(s.next)]
+               for s in workflow.get_state_history(thread("t"))]
+    return calls + [{"history": history}]
 
 
 def timeouts():

@@ -641,6 +641,19 @@ async fn functional() -> Vec<Value> {
             "counts": *counts.lock().unwrap(),
         }));
     }
+    // The thread's checkpoints as (step, source, next), newest first: forks and filters
+    // by step must carry over.
+    let history: Vec<Value> = ep
+        .get_state_history(&t(), None)
+        .await
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let m = s.metadata.as_ref().unwrap();
+            json!([m.step, m.source, s.next])
+        })
+        .collect();
+    out.push(json!({"history": history}));
     out
 }
 

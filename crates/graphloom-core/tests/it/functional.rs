@@ -519,7 +519,7 @@ async fn no_task_runs_before_the_checkpoint_it_is_keyed_to_is_saved() {
             .unwrap_or_else(|| panic!("no `{what}` in {log:?}"))
     };
     assert!(
-        at("checkpoint 0 saved") < at("side effect"),
+        at("checkpoint -1 saved") < at("side effect"),
         "the task ran before its checkpoint was saved: {log:?}"
     );
 }
@@ -567,7 +567,9 @@ async fn a_task_may_call_tasks_whose_results_are_replayed_too() {
         .filter_map(|s| s.metadata.as_ref())
         .map(|m| m.step)
         .collect();
-    assert_eq!(steps, [1, 0, -1]);
+    // The functional API's numbering: `-1` the input (the entrypoint next), `0` its step.
+    assert_eq!(steps, [0, -1]);
+    assert_eq!(history[1].next, ["nest"]);
     assert_eq!(history[0].values.output(), &json!(106));
 }
 

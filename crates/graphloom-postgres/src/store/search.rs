@@ -253,10 +253,11 @@ mod tests {
         assert_eq!(
             pushed,
             vec![
+                // In the filter's own order (JSON objects keep it).
                 Pushed::Eq("kind".into(), json!("note")),
-                Pushed::Eq("s".into(), json!("y")),
-                Pushed::Ne("s".into(), json!("x")),
                 Pushed::Eq("tags".into(), json!(["a", "b"])),
+                Pushed::Ne("s".into(), json!("x")),
+                Pushed::Eq("s".into(), json!("y")),
             ]
         );
         let mut keys: Vec<&String> = rest.keys().collect();

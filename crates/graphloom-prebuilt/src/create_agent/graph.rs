@@ -7,8 +7,11 @@ use crate::middleware::{last_ai, Hook, Jump, Middleware, ModelExec, ModelNext, M
 use crate::tool_node::{ToolAnswer, ToolNode};
 use futures::future::BoxFuture;
 use graphloom_core::state::TaskUpdate;
-use graphloom_core::{Command, Message, MessageKind, NodeError, NodeOutput, Runtime, State, END};
+use graphloom_core::{
+    Command, Message, MessageKind, NodeError, NodeOutput, Route, Runtime, State, ToolCall, END,
+};
 use graphloom_llm::{ChatOptions, DynChatModel, ToolChoice, ToolSpec};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -130,6 +133,69 @@ pub(crate) fn route_after_turn(
         return wiring.exit();
     }
     wiring.loop_entry()
+}
+
+/// The routes at the end of a model turn: [`route_after_turn`], with the tools node as
+/// one `Send` per pending call (each call its own task: its own `updates` entry, and on
+/// resume the calls that finished are not run again).
+pub(crate) fn turn_routes(
+    state: &AgentGraphState,
+    wiring: &Wiring,
+    structured_name: Option<&str>,
+) -> Vec<Route> {
+    let to = route_after_turn(state, wiring, structured_name);
+    if to != AGENT_TOOLS_NODE {
+        return vec![Route::from(to)];
+    }
+    tool_sends(state, structured_name).unwrap_or_else(|| vec![Route::from(to)])
+}
+
+/// What a `Send` to the tools node carries: one call of the last AI message, and the
+/// state the model turn ended on (what the tool reads as its state).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct ToolCallTask {
+    pub tool_call: ToolCall,
+    pub state: Arc<Value>,
+}
+
+/// One `Send` per pending call of the last AI message; `None` when the message needs
+/// the whole-message run (calls with invalid arguments, or call ids used twice, are
+/// answered there, together).
+fn tool_sends(state: &AgentGraphState, structured_name: Option<&str>) -> Option<Vec<Route>> {
+    let (i, ai) = last_ai(&state.messages)?;
+    let answered = answered_ids(&state.messages, i);
+    let invalid = graphloom_llm::MessageExt::invalid_tool_calls(ai);
+    if invalid
+        .iter()
+        .any(|c| c.id.as_deref().is_some_and(|id| !answered.contains(id)))
+    {
+        return None;
+    }
+    let mut ids = HashSet::new();
+    if !ai.tool_calls.iter().all(|c| ids.insert(c.id.as_str())) {
+        return None;
+    }
+    let pending: Vec<&ToolCall> = ai
+        .tool_calls
+        .iter()
+        .filter(|c| !answered.contains(c.id.as_str()) && Some(c.name.as_str()) != structured_name)
+        .collect();
+    if pending.is_empty() {
+        return None;
+    }
+    let snapshot = Arc::new(state.to_json().ok()?);
+    Some(
+        pending
+            .into_iter()
+            .map(|c| {
+                let task = ToolCallTask {
+                    tool_call: c.clone(),
+                    state: Arc::clone(&snapshot),
+                };
+                Route::Send(graphloom_core::Send::new(AGENT_TOOLS_NODE, task))
+            })
+            .collect(),
+    )
 }
 
 /// Ids of the tool messages after message `i`.
@@ -255,7 +321,7 @@ impl ModelNode {
             return Ok(NodeOutput::Update(update));
         }
         let next = applied(&state, MODEL_NODE, &update)?;
-        let goto = route_after_turn(
+        let goto = turn_routes(
             &next,
             &self.wiring,
             self.structured.as_ref().map(StructuredOutput::name),
@@ -268,6 +334,8 @@ impl ModelNode {
 pub(crate) struct ToolsNode {
     pub node: ToolNode,
     pub structured_name: Option<String>,
+    /// The graph's state shape (fields and reducers), for joining tool commands.
+    pub shape: Arc<AgentGraphState>,
 }
 
 impl ToolsNode {
@@ -296,6 +364,27 @@ impl ToolsNode {
         let snapshot = Arc::clone(&state);
         let lazy = crate::tool::ToolState::lazy(move || snapshot.to_json().unwrap_or(Value::Null));
         let answers = self.node.run_calls(&message, lazy, Some(&rt)).await?;
+        Self::output(state.as_ref(), answers)
+    }
+
+    /// Run the one call a `Send` carries.
+    pub async fn run_one(
+        self: Arc<Self>,
+        task: ToolCallTask,
+        rt: Runtime,
+    ) -> Result<NodeOutput<AgentGraphState>, NodeError> {
+        let mut message = Message::ai("");
+        message.tool_calls = vec![task.tool_call];
+        let snapshot = task.state;
+        let lazy = crate::tool::ToolState::lazy(move || (*snapshot).clone());
+        let answers = self.node.run_calls(&message, lazy, Some(&rt)).await?;
+        Self::output(self.shape.as_ref(), answers)
+    }
+
+    fn output(
+        shape: &AgentGraphState,
+        answers: Vec<ToolAnswer>,
+    ) -> Result<NodeOutput<AgentGraphState>, NodeError> {
         if answers.iter().all(|a| matches!(a, ToolAnswer::Message(_))) {
             let msgs: Vec<Message> = answers
                 .into_iter()
@@ -306,7 +395,7 @@ impl ToolsNode {
                 .collect();
             return Ok(NodeOutput::Update(AgentGraphUpdate::new().messages(msgs)));
         }
-        crate::tool_command::join_answers(state.as_ref(), answers, |m| AgentGraphUpdate::new().messages(m))
+        crate::tool_command::join_answers(shape, answers, |m| AgentGraphUpdate::new().messages(m))
     }
 }
 
@@ -334,11 +423,11 @@ impl HookNode {
             Hook::WrapModelCall | Hook::WrapToolCall => return Ok(NodeOutput::None),
         };
         let goto = match (result.jump_to, self.wiring.next_after(self.hook, &self.name)) {
-            (Some(j), _) => self.wiring.jump(j),
-            (None, Some(next)) => next,
+            (Some(j), _) => vec![Route::from(self.wiring.jump(j))],
+            (None, Some(next)) => vec![Route::from(next)],
             (None, None) => {
                 let next = applied(&state, &self.name, &result.update)?;
-                route_after_turn(&next, &self.wiring, self.structured_name.as_deref())
+                turn_routes(&next, &self.wiring, self.structured_name.as_deref())
             }
         };
         let mut cmd = Command::new().goto(goto);

@@ -227,7 +227,9 @@ impl AgentBuilder {
         self.options = options;
         self
     }
-    /// Configure the tool node (timeout, result cap, error handling).
+    /// Configure the tool node (timeout, result cap, error handling). A model turn runs
+    /// each of its calls as its own `tools` task, so a mutating tool's approval gate holds
+    /// only its own call: the ungated siblings run (once) while it waits.
     pub fn tool_node(mut self, f: impl FnOnce(ToolNode) -> ToolNode + Send + 'static) -> Self {
         self.tool_node = Some(Box::new(f));
         self
@@ -363,9 +365,16 @@ impl AgentBuilder {
             let tools_node = Arc::new(ToolsNode {
                 node: tool_node,
                 structured_name: structured_name.clone(),
+                shape: Arc::new(AgentGraphState::with_fields(&fields)),
             });
+            let one = Arc::clone(&tools_node);
+            // A model turn sends each call on its own; a jump to `tools` runs them all.
             g = g
-                .add_node(AGENT_TOOLS_NODE, move |s, rt| Arc::clone(&tools_node).run(s, rt))
+                .add_node_with_packets(
+                    AGENT_TOOLS_NODE,
+                    move |s, rt| Arc::clone(&tools_node).run(s, rt),
+                    move |task: graph::ToolCallTask, rt| Arc::clone(&one).run_one(task, rt),
+                )
                 .add_edge(AGENT_TOOLS_NODE, wiring.loop_entry());
         }
         for (hook, list) in [

@@ -12,8 +12,10 @@ import sys
 from langchain.agents import create_agent
 from langchain.agents.middleware import HumanInTheLoopMiddleware, ModelCallLimitMiddleware
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, HumanMessage
-from langchain_core.tools import tool
+from typing import Annotated
+
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.tools import InjectedToolCallId, tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
@@ -37,6 +39,18 @@ def send_email(body: str, to: str) -> str:
     return f"sent to {to}: {body}"
 
 
+@tool
+def note(what: str, tool_call_id: Annotated[str, InjectedToolCallId]):
+    """Note something."""
+    return [
+        Command(update={"messages": [ToolMessage(f"noted {what}", tool_call_id=tool_call_id)]}),
+        Command(update={"messages": [HumanMessage(f"remember: {what}")]}),
+    ]
+
+
+TOOLS = [get_weather, send_email, note]
+
+
 def call(name, args, id_):
     return {"name": name, "args": args, "id": id_, "type": "tool_call"}
 
@@ -58,7 +72,7 @@ def norm(m):
 def run(replies, middleware, decisions):
     agent = create_agent(
         ScriptedChat(messages=iter(replies)),
-        [get_weather, send_email],
+        TOOLS,
         system_prompt="You help with weather and email.",
         middleware=middleware,
         checkpointer=InMemorySaver(),
@@ -122,12 +136,62 @@ def respond_and_limit_on_thread():
     return run(replies, middleware, [{"decisions": [{"type": "respond", "message": "ann replied: hi"}]}])
 
 
+def updates_trace(replies):
+    agent = create_agent(
+        ScriptedChat(messages=iter(replies)),
+        TOOLS,
+        system_prompt="You help with weather and email.",
+        checkpointer=InMemorySaver(),
+    )
+    cfg = {"configurable": {"thread_id": "t"}}
+    updates = []
+    inp = {"messages": [HumanMessage("Weather in Paris, and tell bob.")]}
+    for chunk in agent.stream(inp, cfg, stream_mode="updates"):
+        for node, update in chunk.items():
+            if node == "tools":
+                updates.append("tools:" + ",".join(m.tool_call_id for m in update["messages"]))
+            else:
+                updates.append(node)
+    state = agent.get_state(cfg)
+    return {"updates": sorted(updates), "messages": [norm(m) for m in state.values["messages"]]}
+
+
+def tool_calls_are_tasks():
+    return updates_trace([
+        AIMessage("", tool_calls=[call("get_weather", {"city": "Paris"}, "w1"),
+                                  call("get_weather", {"city": "Rome"}, "w2"),
+                                  call("send_email", {"body": "sunny", "to": "bob"}, "e1")]),
+        AIMessage("Done."),
+    ])
+
+
+def tool_returns_commands():
+    replies = [
+        AIMessage("", tool_calls=[call("note", {"what": "umbrella"}, "n1"),
+                                  call("get_weather", {"city": "Paris"}, "w1")]),
+        AIMessage("Noted."),
+    ]
+    return run(replies, [], [])
+
+
+def approve_keeps_argument_order():
+    replies = [
+        AIMessage("", tool_calls=[call("send_email", {"to": "bob", "body": "hi"}, "e1")]),
+        AIMessage("Sent."),
+    ]
+    middleware = [HumanInTheLoopMiddleware(interrupt_on={"send_email": True})]
+    return run(replies, middleware, [{"decisions": [{"type": "approve"}]}])
+
+
 if __name__ == "__main__":
     json.dump(
         {
             "reject_then_limit": reject_then_limit(),
             "edit_and_approve": edit_and_approve(),
             "respond_and_limit_on_thread": respond_and_limit_on_thread(),
+            "approve_keeps_argument_order": approve_keeps_argument_order(),
+            "tool_calls_are_tasks": tool_calls_are_tasks(),
+            "tool_returns_commands": tool_returns_commands(),
         },
         sys.stdout,
     )

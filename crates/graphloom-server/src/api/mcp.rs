@@ -125,6 +125,8 @@ impl Tools {
     }
 
     /// Check `args` against the tool's schema, and turn them into the graph's input.
+    // The error is the tool result the client gets, built once per call.
+    #[allow(clippy::result_large_err)]
     fn input(&self, tool: &Offered, args: Map<String, Value>) -> Result<Value, CallToolResult> {
         let (schema, has_messages) = agents::text_input_schema(&self.state, &tool.assistant);
         let args = Value::Object(args);

@@ -278,7 +278,8 @@ async fn a_protocol_run_keeps_what_its_channels_read() {
     let envelopes = of(&events, "checkpoints");
     assert_eq!(envelopes.len(), channel.len(), "{envelopes:#?}");
     for (cp, frame) in envelopes.iter().zip(&channel) {
-        let keys: Vec<&String> = cp.as_object().unwrap().keys().collect();
+        let mut keys: Vec<&String> = cp.as_object().unwrap().keys().collect();
+        keys.sort();
         assert_eq!(keys, ["config", "metadata", "parent_config"], "{cp}");
         assert_eq!(cp["config"]["configurable"]["checkpoint_id"], frame["id"]);
     }

@@ -51,7 +51,7 @@ async fn a_fact_saved_on_one_thread_is_recalled_on_another_for_the_same_user_onl
         .unwrap();
     let r = tool_results(&b.values);
     assert_eq!(r[0].0, "l2_search_facts");
-    assert_eq!(r[0].1, r#"{"found":[],"tier":"L2"}"#);
+    assert_eq!(r[0].1, r#"{"tier":"L2","found":[]}"#);
     assert_eq!(r[1].0, "l3_search_knowledge");
     assert!(r[1].1.contains("my favourite colour is teal"), "{r:?}");
     assert_eq!(last_text(&b.values), "Your favourite colour is teal.");
