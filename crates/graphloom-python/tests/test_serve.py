@@ -610,30 +610,29 @@ def test_cancel_stops_a_hanging_python_run(client):
     assert client.runs.wait(None, "steps", input={"log": []})["log"] == ["planned"]
 
 
-def test_config_keys_not_served_are_named(tmp_path):
-    write_app(tmp_path, '{"graphs": {"steps": "./steps.py:graph"}, "webhooks": {"env_prefix": "X_"}}')
+def serve_refused(root: Path) -> subprocess.CompletedProcess:
+    """``graphloom serve`` in ``root``, expected to refuse to start (exit code 1)."""
     done = subprocess.run(
-        [sys.executable, "-m", "graphloom", "serve", "--db", str(tmp_path / "x.db"), "--addr", "127.0.0.1:0"],
-        cwd=tmp_path,
+        [sys.executable, "-m", "graphloom", "serve", "--db", str(root / "x.db"), "--addr", "127.0.0.1:0"],
+        cwd=root,
         capture_output=True,
         text=True,
         timeout=60,
     )
-    assert done.returncode == 1
+    assert done.returncode == 1, done
+    return done
+
+
+def test_config_keys_not_served_are_named(tmp_path):
+    write_app(tmp_path, '{"graphs": {"steps": "./steps.py:graph"}, "webhooks": {"env_prefix": "X_"}}')
+    done = serve_refused(tmp_path)
     assert "`webhooks`" in done.stderr and "not supported by graphloom serve yet" in done.stderr
 
 
 def test_a_graph_that_fails_to_import_stops_the_start_with_its_error(tmp_path):
     (tmp_path / "bad.py").write_text("import nonexistent_module_for_the_test\n")
     (tmp_path / "langgraph.json").write_text('{"graphs": {"bad": "./bad.py:graph"}}')
-    done = subprocess.run(
-        [sys.executable, "-m", "graphloom", "serve", "--db", str(tmp_path / "x.db"), "--addr", "127.0.0.1:0"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 1
+    done = serve_refused(tmp_path)
     assert "graph 'bad'" in done.stderr and "nonexistent_module_for_the_test" in done.stderr
 
 
