@@ -108,11 +108,19 @@ fetch_sdist() {
 
 echo "== python: LangGraph $lg_version's own tests on graphloom's SQLite savers"
 plugin_dir="$PWD/crates/graphloom-python/langgraph_suite"
+# Left out of both runs: `test_weather_subgraph` (sync and async). Its expected `messages`
+# metadata predates LangChain being installed, and the venv has LangChain (graphloom serve's
+# tests serve its agents): a chat model's metadata then also names LangChain's version, and
+# the comparison fails before any saver is involved.
+langgraph_deselect=(
+  --deselect tests/test_large_cases.py::test_weather_subgraph
+  --deselect tests/test_large_cases_async.py::test_weather_subgraph
+)
 (
   cd "$lg_src/langgraph-$lg_version"
   NO_DOCKER=true PYTHONPATH="$run/site:$plugin_dir" PYTHONDONTWRITEBYTECODE=1 \
     "$venv/bin/python" -m pytest -p graphloom_langgraph_plugin -p no:cacheprovider -q \
-    -k "sqlite" \
+    -k "sqlite" "${langgraph_deselect[@]}" \
     tests/test_pregel.py tests/test_pregel_async.py \
     tests/test_time_travel.py tests/test_time_travel_async.py \
     tests/test_subgraph_persistence.py tests/test_subgraph_persistence_async.py \
@@ -133,7 +141,7 @@ echo "== python: LangGraph $lg_version's own tests on graphloom's PostgreSQL sav
   cd "$lg_src/langgraph-$lg_version"
   PYTHONPATH="$run/site:$plugin_dir" PYTHONDONTWRITEBYTECODE=1 \
     "$venv/bin/python" -m pytest -p graphloom_langgraph_plugin -p no:cacheprovider -q \
-    -k "postgres and not pipe and not redis" \
+    -k "postgres and not pipe and not redis" "${langgraph_deselect[@]}" \
     tests/test_pregel.py tests/test_pregel_async.py \
     tests/test_time_travel.py tests/test_time_travel_async.py \
     tests/test_subgraph_persistence.py tests/test_subgraph_persistence_async.py \
