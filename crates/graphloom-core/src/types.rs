@@ -178,6 +178,13 @@ pub struct Command<S: State> {
     pub resume: Option<Resume>,
     /// Which graph this addresses.
     pub graph: CommandGraph,
+    /// The writes this command joins, in order, when it stands for several (a tool node
+    /// applying the commands of several tool calls, or a tool's list of commands): each a
+    /// state key and its JSON value. They change only how the `updates` stream shows the
+    /// task: when a key is written more than once, as one update per write, in order (as
+    /// LangGraph shows a task's writes); otherwise as the joined `update`. Empty for a
+    /// plain command.
+    pub writes: Vec<(String, Value)>,
 }
 
 impl<S: State> Default for Command<S> {
@@ -188,6 +195,7 @@ impl<S: State> Default for Command<S> {
             goto: Vec::new(),
             resume: None,
             graph: CommandGraph::Current,
+            writes: Vec::new(),
         }
     }
 }
@@ -208,6 +216,12 @@ impl<S: State> Command<S> {
     #[must_use]
     pub fn update(mut self, update: S::Update) -> Self {
         self.update = Some(update);
+        self
+    }
+    /// The writes this command's update joins, in order (see [`Command::writes`]).
+    #[must_use]
+    pub fn writes(mut self, writes: Vec<(String, Value)>) -> Self {
+        self.writes = writes;
         self
     }
     /// Resume pending interrupts (single value for a single interrupt).

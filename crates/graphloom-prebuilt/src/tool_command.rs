@@ -1,6 +1,7 @@
 //! Joining the answers of one message's tool calls into one `Command` when some tools
 //! returned a [`ToolCommand`](crate::ToolCommand) (LangGraph's `Command` from a tool): the
-//! node's single output carries what LangGraph applies as several writes of one step.
+//! node's single output carries what LangGraph applies as several writes of one step, and
+//! lists those writes for the `updates` stream.
 
 use crate::tool_node::ToolAnswer;
 use graphloom_core::{Command, Message, MessageKind, NodeError, NodeOutput, State, ToolCall};
@@ -18,6 +19,7 @@ pub(crate) fn join_answers<S: State>(
     let mut acc = Joined {
         update: Map::new(),
         first: HashMap::new(),
+        writes: Vec::new(),
     };
     let mut goto: Vec<String> = Vec::new();
     for answer in answers {
@@ -32,14 +34,14 @@ pub(crate) fn join_answers<S: State>(
                 let single = then.is_empty();
                 let mut answers = 0;
                 for command in std::iter::once(command).chain(then) {
-                    let mut update = command.update;
-                    if let Some(v) = update.shift_remove(&key) {
-                        let (messages, n) = answered(&call, v);
-                        answers += n;
-                        acc.add(state, &key, messages, &who, true)?;
-                    }
-                    for (k, v) in update {
-                        acc.add(state, &k, v, &who, false)?;
+                    for (k, v) in command.update {
+                        if k == key {
+                            let (messages, n) = answered(&call, v);
+                            answers += n;
+                            acc.add(state, &key, messages, &who, true)?;
+                        } else {
+                            acc.add(state, &k, v, &who, false)?;
+                        }
                     }
                     goto.extend(command.goto);
                 }
@@ -52,7 +54,9 @@ pub(crate) fn join_answers<S: State>(
     let update = state.update_from_json(Value::Object(acc.update)).map_err(|e| {
         NodeError::fatal(format!("the tools' commands do not fit the graph's state: {e}")).with_source(e)
     })?;
-    Ok(NodeOutput::Command(Command::new().update(update).goto(goto)))
+    Ok(NodeOutput::Command(
+        Command::new().update(update).goto(goto).writes(acc.writes),
+    ))
 }
 
 /// The state key the tool node's messages go to: the one key of an empty message update.
@@ -113,10 +117,12 @@ fn unanswered(call: &ToolCall, key: &str, answers: usize) -> NodeError {
     }
 }
 
-/// The joined update and who wrote each key first (for conflict messages).
+/// The joined update, who wrote each key first (for conflict messages), and every write
+/// in order (for the `updates` stream).
 struct Joined {
     update: Map<String, Value>,
     first: HashMap<String, String>,
+    writes: Vec<(String, Value)>,
 }
 
 impl Joined {
@@ -128,6 +134,7 @@ impl Joined {
         who: &str,
         messages: bool,
     ) -> Result<(), NodeError> {
+        self.writes.push((key.to_owned(), value.clone()));
         let Some(cur) = self.update.get_mut(key) else {
             self.update.insert(key.to_owned(), value);
             self.first.insert(key.to_owned(), who.to_owned());

@@ -231,6 +231,22 @@ async fn ours() -> BTreeMap<&'static str, Value> {
         ])
         .await,
     );
+    // A tool returning a list of commands whose updates write `messages` twice: the
+    // `updates` stream shows that task as one update per write, in order.
+    out.insert(
+        "tool_commands_stream_per_write",
+        updates_trace(vec![
+            Reply::tool_calls(
+                "",
+                vec![
+                    call("note", json!({"what": "umbrella"}), "n1"),
+                    call("get_weather", json!({"city": "Paris"}), "w1"),
+                ],
+            ),
+            Reply::text("Noted."),
+        ])
+        .await,
+    );
     // A tool returning a list of commands: applied in order.
     out.insert(
         "tool_returns_commands",
@@ -271,6 +287,40 @@ async fn ours() -> BTreeMap<&'static str, Value> {
     out
 }
 
+/// A tools update: per key, its messages' kinds and tool call ids; a list (one update per
+/// write, when the task wrote a key more than once) as its updates in order.
+fn describe(update: &Value) -> String {
+    match update {
+        Value::Array(writes) => format!(
+            "[{}]",
+            writes.iter().map(describe).collect::<Vec<_>>().join(" | ")
+        ),
+        Value::Object(keys) => keys
+            .iter()
+            .map(|(k, v)| {
+                if k != "messages" {
+                    return k.clone();
+                }
+                let msgs: Vec<Message> = serde_json::from_value(v.clone()).unwrap();
+                let parts: Vec<String> = msgs
+                    .iter()
+                    .map(|m| {
+                        let kind = serde_json::to_value(m.kind).unwrap();
+                        format!(
+                            "{}:{}",
+                            kind.as_str().unwrap(),
+                            m.tool_call_id.as_deref().unwrap_or("")
+                        )
+                    })
+                    .collect();
+                format!("messages={}", parts.join("+"))
+            })
+            .collect::<Vec<_>>()
+            .join(","),
+        other => other.to_string(),
+    }
+}
+
 /// The `updates` stream of one run, as a sorted list: `model`, or `tools:<call ids>` for
 /// each tools update (LangChain runs each call as its own task, so one update per call).
 async fn updates_trace(replies: Vec<Reply>) -> Value {
@@ -292,13 +342,7 @@ async fn updates_trace(replies: Vec<Reply>) -> Value {
         if let graphloom_core::RunEvent::Part(p) = ev {
             for (node, update) in p.data_json().unwrap().as_object().unwrap() {
                 updates.push(if node == "tools" {
-                    let ids: Vec<&str> = update["messages"]
-                        .as_array()
-                        .unwrap()
-                        .iter()
-                        .map(|m| m["tool_call_id"].as_str().unwrap())
-                        .collect();
-                    format!("tools:{}", ids.join(","))
+                    format!("tools:{}", describe(update))
                 } else {
                     node.clone()
                 });

@@ -593,3 +593,74 @@ async fn a_list_of_commands_must_answer_its_call_exactly_once() {
         assert!(err.contains(expect), "{err}");
     }
 }
+
+/// The `updates` stream of the tool node's task in a run of `desk`.
+async fn tools_updates(input: DeskUpdate) -> Vec<Value> {
+    let g = desk(ToolNode::new([
+        steps(1),
+        transfer("to_billing", true, false),
+        sleeper("plain", Arc::new(AtomicUsize::new(0))),
+    ]));
+    let mut stream = g.stream(
+        RunInput::Update(input),
+        RunConfig::default(),
+        StreamOptions::modes([StreamMode::Updates]),
+    );
+    let mut out = Vec::new();
+    while let Some(ev) = stream.next().await {
+        if let RunEvent::Part(p) = ev {
+            if let Some(v) = p.data_json().unwrap().get("tools") {
+                out.push(v.clone());
+            }
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn commands_writing_a_key_twice_stream_one_update_per_write_in_order() {
+    let updates = tools_updates(desk_input(vec![
+        tc("c1", "steps", json!({"team": "support"})),
+        tc("c2", "plain", json!({"ms": 1})),
+    ]))
+    .await;
+    assert_eq!(updates.len(), 1, "{updates:?}");
+    let writes = updates[0].as_array().expect("a list of writes");
+    let shape: Vec<String> = writes
+        .iter()
+        .map(|w| {
+            let (k, v) = w.as_object().unwrap().iter().next().unwrap();
+            assert_eq!(w.as_object().unwrap().len(), 1, "one key per write: {w}");
+            match k.as_str() {
+                "messages" => format!("messages:{}", v[0]["tool_call_id"].as_str().unwrap()),
+                _ => format!("{k}:{v}"),
+            }
+        })
+        .collect();
+    // The first command, the second in its key order, then the plain call's answer.
+    assert_eq!(
+        shape,
+        [
+            "log:[\"first\"]",
+            "messages:c1",
+            "log:[\"second\"]",
+            "team:\"support\"",
+            "messages:c2"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn commands_writing_each_key_once_stream_one_joined_update() {
+    let updates = tools_updates(desk_input(vec![tc(
+        "c1",
+        "to_billing",
+        json!({"team": "billing"}),
+    )]))
+    .await;
+    assert_eq!(updates.len(), 1, "{updates:?}");
+    let update = updates[0].as_object().expect("one joined update");
+    let mut keys: Vec<&str> = update.keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    assert_eq!(keys, ["log", "messages"]);
+}

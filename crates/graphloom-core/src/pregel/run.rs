@@ -31,6 +31,7 @@ impl<S: State> Loop<S> {
                     update,
                     goto,
                     parent: None,
+                    ..
                 } => (update, goto, t.id.clone()),
                 Outcome::Handled { update, goto } => (update, goto, handler_task(t).id),
                 _ => continue,
@@ -62,6 +63,7 @@ impl<S: State> Loop<S> {
                     update: update.map(Arc::new),
                     goto: goto.unwrap_or_default(),
                     parent: None,
+                    per_write: None,
                 });
                 continue;
             }
@@ -242,6 +244,10 @@ impl<S: State> Loop<S> {
         }
         let data = match out {
             Outcome::Done { parent: Some(_), .. } | Outcome::Failed(_) | Outcome::HandlerDue(_) => return,
+            Outcome::Done {
+                per_write: Some(writes),
+                ..
+            } if !cached => StreamData::Json(json!({ task.node.as_str(): writes })),
             Outcome::Done { update, .. } | Outcome::Handled { update, .. } => {
                 let node = match out {
                     Outcome::Handled { .. } => self

@@ -143,6 +143,11 @@ pub(crate) enum Outcome<S: State> {
         update: Option<Arc<S::Update>>,
         goto: Vec<Route>,
         parent: Option<(Option<Value>, Vec<Route>)>,
+        /// How the `updates` stream shows the task when its command joined writes that
+        /// repeat a key: one `{key: value}` per write, in order ([`Command::writes`]).
+        ///
+        /// [`Command::writes`]: crate::types::Command::writes
+        per_write: Option<Value>,
     },
     /// `interrupt()` was called; resume values the task consumed so far.
     Interrupted(Vec<Interrupt>, BTreeMap<String, Value>),
@@ -165,26 +170,43 @@ impl<S: State> Outcome<S> {
                 update: None,
                 goto: Vec::new(),
                 parent: None,
+                per_write: None,
             },
             NodeOutput::Update(u) => Outcome::Done {
                 update: Some(Arc::new(u)),
                 goto: Vec::new(),
                 parent: None,
+                per_write: None,
             },
             NodeOutput::Command(c) => match c.graph {
                 crate::types::CommandGraph::Current => Outcome::Done {
                     update: c.update.map(Arc::new),
                     goto: c.goto,
                     parent: None,
+                    per_write: per_write(c.writes),
                 },
                 crate::types::CommandGraph::Parent => Outcome::Done {
                     update: None,
                     goto: Vec::new(),
                     parent: Some((c.parent_update, c.goto)),
+                    per_write: None,
                 },
             },
         }
     }
+}
+
+/// A command's joined writes as the `updates` stream shows them: one `{key: value}` per
+/// write, in order, when a key is written more than once (LangGraph's rule for a task's
+/// writes); `None` when every key is written once and the joined update says it all.
+fn per_write(writes: Vec<(String, Value)>) -> Option<Value> {
+    let mut seen = std::collections::HashSet::new();
+    if writes.iter().all(|(k, _)| seen.insert(k.as_str())) {
+        return None;
+    }
+    Some(Value::Array(
+        writes.into_iter().map(|(k, v)| json!({ k: v })).collect(),
+    ))
 }
 
 /// Encode a successful task's writes for `put_writes`.
@@ -267,6 +289,7 @@ pub(crate) fn decode_writes<S: State>(
         update: update.map(Arc::new),
         goto,
         parent: None,
+        per_write: None,
     }))
 }
 
@@ -508,6 +531,7 @@ impl<S: State> TaskRun<S> {
                         update: update.map(Arc::new),
                         goto,
                         parent: None,
+                        per_write: None,
                     };
                 }
                 Err(e) => {
@@ -580,6 +604,7 @@ impl<S: State> TaskRun<S> {
                     update,
                     goto,
                     parent: None,
+                    ..
                 } => Outcome::Handled { update, goto },
                 other => other,
             },

@@ -136,6 +136,21 @@ def respond_and_limit_on_thread():
     return run(replies, middleware, [{"decisions": [{"type": "respond", "message": "ann replied: hi"}]}])
 
 
+def describe(update):
+    """A tools update: per key, its messages' types and tool call ids; a list (one update
+    per write, when the task wrote a key more than once) as its updates in order."""
+    if isinstance(update, list):
+        return "[" + " | ".join(describe(u) for u in update) + "]"
+    parts = []
+    for key, value in update.items():
+        if key == "messages":
+            value = value if isinstance(value, list) else [value]
+            parts.append("messages=" + "+".join(f"{m.type}:{getattr(m, 'tool_call_id', '') or ''}" for m in value))
+        else:
+            parts.append(key)
+    return ",".join(parts)
+
+
 def updates_trace(replies):
     agent = create_agent(
         ScriptedChat(messages=iter(replies)),
@@ -149,7 +164,7 @@ def updates_trace(replies):
     for chunk in agent.stream(inp, cfg, stream_mode="updates"):
         for node, update in chunk.items():
             if node == "tools":
-                updates.append("tools:" + ",".join(m.tool_call_id for m in update["messages"]))
+                updates.append("tools:" + describe(update))
             else:
                 updates.append(node)
     state = agent.get_state(cfg)
@@ -174,6 +189,14 @@ def tool_returns_commands():
     return run(replies, [], [])
 
 
+def tool_commands_stream_per_write():
+    return updates_trace([
+        AIMessage("", tool_calls=[call("note", {"what": "umbrella"}, "n1"),
+                                  call("get_weather", {"city": "Paris"}, "w1")]),
+        AIMessage("Noted."),
+    ])
+
+
 def approve_keeps_argument_order():
     replies = [
         AIMessage("", tool_calls=[call("send_email", {"to": "bob", "body": "hi"}, "e1")]),
@@ -192,6 +215,7 @@ if __name__ == "__main__":
             "approve_keeps_argument_order": approve_keeps_argument_order(),
             "tool_calls_are_tasks": tool_calls_are_tasks(),
             "tool_returns_commands": tool_returns_commands(),
+            "tool_commands_stream_per_write": tool_commands_stream_per_write(),
         },
         sys.stdout,
     )
