@@ -72,6 +72,7 @@ pub mod migrate;
 pub mod saver;
 #[cfg(feature = "server")]
 pub mod server;
+mod storage;
 pub mod store;
 #[cfg(feature = "testing")]
 pub mod testing;

@@ -73,6 +73,16 @@ impl Backend {
         }
     }
 
+    pub(crate) async fn thread_storage(
+        &self,
+        thread_id: &str,
+    ) -> Result<graphloom_core::checkpoint::ThreadStorage> {
+        match self {
+            Self::Sqlite(s) => s.thread_storage(thread_id),
+            Self::Postgres(s) => s.thread_storage(thread_id).await,
+        }
+    }
+
     /// Let go of the database: PostgreSQL's pool closes its connections (a later call
     /// fails); SQLite's writer stops once the last handle is dropped, every write already
     /// committed.

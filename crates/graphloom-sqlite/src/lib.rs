@@ -94,6 +94,7 @@ mod row;
 mod saver;
 #[cfg(feature = "server")]
 pub mod server;
+mod storage;
 mod store;
 pub mod typed;
 mod writer;

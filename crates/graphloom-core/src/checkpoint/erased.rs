@@ -2,7 +2,7 @@
 
 use super::{
     Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointTuple, Checkpointer, ListQuery, TaskWrites,
-    Version,
+    ThreadStorage, Version,
 };
 use crate::error::Result;
 use futures::future::BoxFuture;
@@ -53,6 +53,8 @@ pub trait DynCheckpointer: Send + Sync + 'static {
     fn saves_in_order(&self) -> bool;
     /// See [`Checkpointer::prune_to_latest`].
     fn prune_to_latest<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<usize>>;
+    /// See [`Checkpointer::thread_storage`].
+    fn thread_storage<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<ThreadStorage>>;
     /// The saver itself, so code that knows a backend can reach its own API through a
     /// shared `Arc<dyn DynCheckpointer>` (`as_any().downcast_ref::<PostgresSaver>()`, say).
     fn as_any(&self) -> &dyn std::any::Any;
@@ -123,6 +125,9 @@ impl<T: Checkpointer> DynCheckpointer for T {
     }
     fn prune_to_latest<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<usize>> {
         Box::pin(Checkpointer::prune_to_latest(self, thread_id))
+    }
+    fn thread_storage<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<ThreadStorage>> {
+        Box::pin(Checkpointer::thread_storage(self, thread_id))
     }
     fn as_any(&self) -> &dyn std::any::Any {
         self

@@ -13,6 +13,7 @@ pub mod codec;
 mod erased;
 pub mod memory;
 mod resolve;
+mod storage;
 pub mod typed;
 mod version;
 
@@ -20,6 +21,7 @@ pub use codec::{BlobCodec, CodecError};
 pub use erased::DynCheckpointer;
 pub use memory::InMemorySaver;
 pub use resolve::{resolve_channel, ResolveError, StoredBlob};
+pub use storage::{StoredCount, ThreadStorage};
 pub use version::{ParseVersionError, Version};
 
 use crate::error::Result;
@@ -402,6 +404,13 @@ pub trait Checkpointer: Send + Sync + 'static {
         let message = format!("this checkpointer cannot prune the history of thread {thread_id}");
         async move { Err(crate::error::BackendError::new(crate::error::BackendErrorKind::Other, message).into()) }
     }
+
+    /// What the checkpoints of `thread_id` take in storage (all namespaces). The default
+    /// refuses: a backend that cannot measure must not report zero.
+    fn thread_storage(&self, thread_id: &str) -> impl Future<Output = Result<ThreadStorage>> + Send {
+        let message = format!("this checkpointer cannot measure the storage of thread {thread_id}");
+        async move { Err(crate::error::BackendError::new(crate::error::BackendErrorKind::Other, message).into()) }
+    }
 }
 
 impl<T: Checkpointer> Checkpointer for std::sync::Arc<T> {
@@ -456,6 +465,9 @@ impl<T: Checkpointer> Checkpointer for std::sync::Arc<T> {
     }
     fn prune_to_latest(&self, thread_id: &str) -> impl Future<Output = Result<usize>> + Send {
         (**self).prune_to_latest(thread_id)
+    }
+    fn thread_storage(&self, thread_id: &str) -> impl Future<Output = Result<ThreadStorage>> + Send {
+        (**self).thread_storage(thread_id)
     }
 }
 

@@ -279,4 +279,14 @@ impl Checkpointer for PostgresSaver {
         self.tables().await?;
         self.prune_history(thread_id).await
     }
+
+    async fn thread_storage(&self, thread_id: &str) -> Result<graphloom_core::checkpoint::ThreadStorage> {
+        self.tables().await?;
+        let tables = crate::storage::Tables {
+            checkpoints: "graphloom_checkpoints",
+            blobs: "graphloom_checkpoint_blobs",
+            writes: "graphloom_checkpoint_writes",
+        };
+        crate::storage::thread_storage(&self.pool, &tables, thread_id).await
+    }
 }

@@ -22,6 +22,19 @@ async fn drop_unnamed_blobs(conn: &mut PgConnection, threads: &[String]) -> Resu
 }
 
 impl TypedSaver {
+    /// What the checkpoints of `thread_id` take in the database (all namespaces).
+    ///
+    /// # Errors
+    /// A backend error.
+    pub async fn thread_storage(&self, thread_id: &str) -> Result<graphloom_core::checkpoint::ThreadStorage> {
+        let tables = crate::storage::Tables {
+            checkpoints: "typed_checkpoints",
+            blobs: "typed_blobs",
+            writes: "typed_writes",
+        };
+        crate::storage::thread_storage(&self.pool, &tables, thread_id).await
+    }
+
     /// Delete every checkpoint, blob and pending write of a thread.
     ///
     /// # Errors

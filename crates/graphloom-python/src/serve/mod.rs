@@ -86,7 +86,8 @@ pub(crate) fn serve(
 }
 
 /// The Python saver's tables as the server's mirror: a Python thread deleted, copied,
-/// pruned or rolled back by the server loses or gets its LangGraph checkpoints too.
+/// pruned or rolled back by the server loses or gets its LangGraph checkpoints too, and
+/// its storage report counts them.
 struct SaverTables(Py<Core>);
 
 impl ThreadCheckpoints for SaverTables {
@@ -109,5 +110,11 @@ impl ThreadCheckpoints for SaverTables {
     }
     fn prune_to_latest<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, graphloom_core::Result<()>> {
         Box::pin(self.0.get().backend().prune(vec![thread_id.to_owned()], true))
+    }
+    fn thread_storage<'a>(
+        &'a self,
+        thread_id: &'a str,
+    ) -> BoxFuture<'a, graphloom_core::Result<graphloom_core::checkpoint::ThreadStorage>> {
+        Box::pin(self.0.get().backend().thread_storage(thread_id))
     }
 }

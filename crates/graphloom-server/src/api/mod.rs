@@ -81,6 +81,7 @@ pub(crate) fn routes(state: &AppRef) -> Routes {
         .routes(routes!(threads::prune))
         .routes(routes!(threads::get_one, threads::patch, threads::delete))
         .routes(routes!(threads::copy))
+        .routes(routes!(threads::storage))
         .routes(routes!(threads::get_state, threads::update_state))
         .routes(routes!(threads::state_at_body))
         .routes(routes!(threads::state_at))

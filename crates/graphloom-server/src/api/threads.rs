@@ -247,6 +247,17 @@ pub(crate) async fn copy(
     Ok(Json(threads::copy(&state, &owner, &id).await?))
 }
 
+#[utoipa::path(get, path = "/threads/{thread_id}/storage", tag = "threads", summary = "What the thread's checkpoints take in storage",
+    params(("thread_id" = String, Path, description = "Thread id")),
+    responses((status = 200, description = "`{thread_id, total_bytes, checkpoints: {count, bytes}, channel_values: {count, bytes, by_channel: {<channel>: {versions, bytes}}}, pending_writes: {count, bytes}}`", body = Object)))]
+pub(crate) async fn storage(
+    State(state): State<AppRef>,
+    Owner(owner): Owner,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    Ok(Json(threads::storage(&state, &owner, &id).await?))
+}
+
 /// `POST /threads/prune`.
 #[derive(Deserialize, utoipa::ToSchema)]
 pub(crate) struct PruneBody {

@@ -106,7 +106,8 @@ pub(crate) fn rule_of(method: &Method, path: &str) -> Option<Rule> {
             "/threads/{thread_id}"
             | "/threads/{thread_id}/state"
             | "/threads/{thread_id}/state/{checkpoint_id}"
-            | "/threads/{thread_id}/history",
+            | "/threads/{thread_id}/history"
+            | "/threads/{thread_id}/storage",
         )
         | ("POST", "/threads/{thread_id}/history" | "/threads/{thread_id}/state/checkpoint") => {
             rule(Threads, Read, Thread, Stamp::Nothing)

@@ -11,7 +11,7 @@
 use futures::future::BoxFuture;
 use graphloom_core::checkpoint::{
     Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointTuple, DynCheckpointer, ListQuery,
-    TaskWrites, Version,
+    TaskWrites, ThreadStorage, Version,
 };
 use graphloom_core::Result;
 use serde_json::Value;
@@ -28,10 +28,13 @@ pub trait ThreadCheckpoints: Send + Sync + 'static {
     fn delete_run<'a>(&'a self, thread_id: &'a str, run_id: &'a str) -> BoxFuture<'a, Result<()>>;
     /// Keep only the latest checkpoint of `thread_id`.
     fn prune_to_latest<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<()>>;
+    /// What the checkpoints of `thread_id` take in storage here.
+    fn thread_storage<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<ThreadStorage>>;
 }
 
 /// The server's checkpointer with a mirror: reads and writes are the checkpointer's; thread
-/// deletes, copies, run deletes and prunes go to both (the mirror second).
+/// deletes, copies, run deletes and prunes go to both (the mirror second); a thread's
+/// storage is what both hold.
 pub(crate) struct Mirrored {
     main: Arc<dyn DynCheckpointer>,
     mirror: Arc<dyn ThreadCheckpoints>,
@@ -111,6 +114,13 @@ impl DynCheckpointer for Mirrored {
             let pruned = self.main.prune_to_latest(thread_id).await?;
             self.mirror.prune_to_latest(thread_id).await?;
             Ok(pruned)
+        })
+    }
+    fn thread_storage<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<ThreadStorage>> {
+        Box::pin(async move {
+            let mut all = self.main.thread_storage(thread_id).await?;
+            all.add(&self.mirror.thread_storage(thread_id).await?);
+            Ok(all)
         })
     }
     fn as_any(&self) -> &dyn std::any::Any {

@@ -200,6 +200,13 @@ pub(crate) async fn copy(state: &AppState, owner: &str, id: &str) -> ServiceResu
     Ok(t)
 }
 
+/// What the thread's checkpoints take in storage (the checkpointer's tables, and a mirror's
+/// for graphs that checkpoint on their own), as the Agent Server reports it.
+pub(crate) async fn storage(state: &AppState, owner: &str, id: &str) -> ServiceResult<Value> {
+    load(state, owner, id).await?;
+    Ok(state.checkpointer.thread_storage(id).await?.to_json(id))
+}
+
 fn empty_state() -> Value {
     json!({
         "values": {}, "next": [], "tasks": [], "checkpoint": null, "metadata": null,

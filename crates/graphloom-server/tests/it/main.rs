@@ -61,6 +61,7 @@ mod thread_protocol_react;
 mod thread_protocol_reference;
 mod thread_protocol_replicas;
 mod thread_protocol_socket;
+mod thread_storage;
 mod ui;
 mod wait;
 mod webhooks;

@@ -307,4 +307,14 @@ impl Checkpointer for SqliteSaver {
     async fn copy_thread(&self, source: &str, target: &str) -> Result<()> {
         self.copy_thread_now(source, target).await
     }
+
+    async fn thread_storage(&self, thread_id: &str) -> Result<graphloom_core::checkpoint::ThreadStorage> {
+        let tables = crate::storage::Tables {
+            checkpoints: "checkpoints",
+            blobs: "checkpoint_blobs",
+            writes: "checkpoint_writes",
+        };
+        self.db
+            .read(|conn| crate::storage::thread_storage(conn, &tables, thread_id))
+    }
 }

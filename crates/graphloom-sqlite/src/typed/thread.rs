@@ -10,6 +10,20 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 impl TypedSaver {
+    /// What the checkpoints of `thread_id` take in the file (all namespaces).
+    ///
+    /// # Errors
+    /// A backend error.
+    pub fn thread_storage(&self, thread_id: &str) -> Result<graphloom_core::checkpoint::ThreadStorage> {
+        let tables = crate::storage::Tables {
+            checkpoints: "typed_checkpoints",
+            blobs: "typed_blobs",
+            writes: "typed_writes",
+        };
+        self.db
+            .read(|conn| crate::storage::thread_storage(conn, &tables, thread_id))
+    }
+
     /// Delete every checkpoint, blob and pending write of a thread (all namespaces).
     ///
     /// # Errors
