@@ -362,6 +362,12 @@ pub const SERVER_MIGRATIONS: &[Migration] = &[
              ORDER BY created_at DESC, run_id DESC LIMIT p_limit OFFSET p_offset; END $$",
         ],
     },
+    Migration {
+        version: 11,
+        component: SERVER,
+        description: "server: why a run was cancelled",
+        statements: &["ALTER TABLE server_runs ADD COLUMN cancel_reason TEXT"],
+    },
 ];
 
 /// The server's tables' versions before they shared `graphloom_migrations` (its own

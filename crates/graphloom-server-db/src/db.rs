@@ -107,6 +107,8 @@ pub struct NewRun {
     pub reject_if_busy: bool,
     /// Whether to ask the thread's active runs to stop, with this action, before this run
     /// (strategies `interrupt` and `rollback`); pending runs of the thread are cancelled.
+    /// Their `cancel_reason` names the strategy and this run
+    /// ([`cancel_reason::multitask`](crate::models::cancel_reason::multitask)).
     pub cancel_active: Option<CancelAction>,
     /// Merged into the thread's metadata in the same transaction (the run's `graph_id`
     /// and `assistant_id`).
@@ -271,13 +273,15 @@ pub trait Db: CronDb + WebhookDb + RetentionDb + Send + Sync + 'static {
     }
     /// Ask a run to stop. A pending run ends `interrupted` at once (or is deleted for
     /// rollback); a running one gets the request, which its worker sees on its next heartbeat.
-    /// Returns the run as it is after the request; None when not found.
+    /// `reason` is recorded as the run's `cancel_reason` (a run already cancelled keeps its
+    /// first). Returns the run as it is after the request; None when not found.
     async fn cancel_run(
         &self,
         owner: &str,
         thread_id: Option<&str>,
         run_id: &str,
         action: CancelAction,
+        reason: &str,
     ) -> DbResult<Option<Run>>;
     /// Number of pending runs (for `/metrics`).
     async fn queue_depth(&self) -> DbResult<i64>;

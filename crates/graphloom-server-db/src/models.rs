@@ -226,6 +226,32 @@ impl CancelAction {
     }
 }
 
+/// Why a run was cancelled, as [`Run::cancel_reason`] says it.
+pub mod cancel_reason {
+    use super::CancelAction;
+
+    /// A cancel request (`POST .../cancel`, `POST /runs/cancel`): `requested`, with the
+    /// identity that asked when the request was authenticated.
+    #[must_use]
+    pub fn requested(identity: &str) -> String {
+        if identity.is_empty() {
+            "requested".to_owned()
+        } else {
+            format!("requested by {identity}")
+        }
+    }
+
+    /// The client of a run created with `on_disconnect: "cancel"` went away.
+    pub const CLIENT_DISCONNECTED: &str = "client disconnected";
+
+    /// A new run of the thread, created with multitask strategy `interrupt` or
+    /// `rollback`, displaced this one.
+    #[must_use]
+    pub fn multitask(action: CancelAction, new_run_id: &str) -> String {
+        format!("multitask strategy {}: run {new_run_id}", action.as_str())
+    }
+}
+
 /// A run.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
 pub struct Run {
@@ -249,6 +275,10 @@ pub struct Run {
     pub kwargs: Value,
     /// The strategy it was created with.
     pub multitask_strategy: MultitaskStrategy,
+    /// Why it was cancelled, once a cancel was asked for (see [`cancel_reason`]); `null`
+    /// for a run nobody cancelled.
+    #[serde(default)]
+    pub cancel_reason: Option<String>,
     /// Its place among its thread's runs, in creation order from 0, set by the database
     /// when it creates the run: no other run of the thread has it, before or after, a
     /// deleted one's is not given again. The thread-centric protocol's sequence numbers

@@ -280,6 +280,12 @@ pub const SERVER_MIGRATIONS: &[Migration] = &[
             "CREATE INDEX server_runs_thread_order_idx ON server_runs (thread_id, created_at, run_id)",
         ],
     },
+    Migration {
+        version: 11,
+        component: SERVER,
+        description: "server: why a run was cancelled",
+        statements: &["ALTER TABLE server_runs ADD COLUMN cancel_reason TEXT"],
+    },
 ];
 
 /// The migrations of the typed checkpoint tables (component `typed`): checkpoints whose

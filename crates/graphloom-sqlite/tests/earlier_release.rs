@@ -217,6 +217,7 @@ fn new_run(id: &str, thread: &str) -> NewRun {
             metadata: Default::default(),
             kwargs: json!({}),
             multitask_strategy: MultitaskStrategy::Enqueue,
+            cancel_reason: None,
             ordinal: 0,
         },
         owner: "alice".into(),

@@ -138,7 +138,7 @@ pub(super) struct QueuedRun {
 impl FromRow for QueuedRun {
     const COLUMNS: &'static str =
         "run_id, thread_id, assistant_id, created_at, updated_at, status, metadata, \
-         kwargs, multitask_strategy, attempt, ordinal";
+         kwargs, multitask_strategy, attempt, ordinal, cancel_reason";
 
     fn from_row(row: &PgRow) -> DbResult<Self> {
         Ok(QueuedRun {
@@ -152,6 +152,7 @@ impl FromRow for QueuedRun {
                 metadata: col::<Object>(row, "metadata")?.0,
                 kwargs: col::<Json<Value>>(row, "kwargs")?.0,
                 multitask_strategy: col::<Text<_>>(row, "multitask_strategy")?.0,
+                cancel_reason: col(row, "cancel_reason")?,
                 ordinal: col(row, "ordinal")?,
             },
             attempt: col(row, "attempt")?,

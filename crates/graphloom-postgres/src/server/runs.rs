@@ -6,7 +6,9 @@ use crate::error::ServerResultExt;
 use graphloom_server_db::kit::{
     after, cancel_action, created, creation_time, merge, now_micros, page, run_status, Made,
 };
-use graphloom_server_db::models::{rfc3339_from_micros, CancelAction, ClaimedRun, Run, RunStatus};
+use graphloom_server_db::models::{
+    cancel_reason, rfc3339_from_micros, CancelAction, ClaimedRun, Run, RunStatus,
+};
 use graphloom_server_db::{DbError, DbResult, Lease, NewRun, RunEventRecord, ThreadOutcome};
 use serde_json::{Map, Value};
 use sqlx::postgres::{PgArguments, PgPool, PgRow};
@@ -113,14 +115,17 @@ pub(super) async fn insert(tx: &mut sqlx::Transaction<'_, Postgres>, new: &NewRu
         return Err(DbError::Busy(r.thread_id.clone()));
     }
     if let Some(action) = new.cancel_active {
+        let reason = cancel_reason::multitask(action, &r.run_id);
         match action {
             CancelAction::Interrupt => {
                 sqlx::query(
-                    "UPDATE server_runs SET status = 'interrupted', updated_at = $1 \
+                    "UPDATE server_runs SET status = 'interrupted', updated_at = $1, \
+                     cancel_reason = COALESCE(cancel_reason, $3) \
                      WHERE thread_id = $2 AND status = 'pending'",
                 )
                 .bind(now)
                 .bind(&r.thread_id)
+                .bind(&reason)
                 .execute(&mut **tx)
                 .await
                 .db()?;
@@ -134,11 +139,13 @@ pub(super) async fn insert(tx: &mut sqlx::Transaction<'_, Postgres>, new: &NewRu
             }
         }
         sqlx::query(
-            "UPDATE server_runs SET cancel_action = $1, updated_at = $2 WHERE thread_id = $3 AND status = 'running'",
+            "UPDATE server_runs SET cancel_action = $1, updated_at = $2, \
+             cancel_reason = COALESCE(cancel_reason, $4) WHERE thread_id = $3 AND status = 'running'",
         )
         .bind(action.as_str())
         .bind(now)
         .bind(&r.thread_id)
+        .bind(&reason)
         .execute(&mut **tx)
         .await
         .db()?;
@@ -436,6 +443,7 @@ pub(super) async fn cancel(
     thread_id: Option<&str>,
     run_id: &str,
     action: CancelAction,
+    reason: &str,
 ) -> DbResult<Option<Run>> {
     let now = now_micros();
     let mut tx = pool.begin().await.db()?;
@@ -455,12 +463,16 @@ pub(super) async fn cancel(
     };
     match (r.status, action) {
         (RunStatus::Pending, CancelAction::Interrupt) => {
-            sqlx::query("UPDATE server_runs SET status = 'interrupted', updated_at = $1 WHERE run_id = $2")
-                .bind(now)
-                .bind(run_id)
-                .execute(&mut *tx)
-                .await
-                .db()?;
+            sqlx::query(
+                "UPDATE server_runs SET status = 'interrupted', updated_at = $1, \
+                 cancel_reason = COALESCE(cancel_reason, $3) WHERE run_id = $2",
+            )
+            .bind(now)
+            .bind(run_id)
+            .bind(reason)
+            .execute(&mut *tx)
+            .await
+            .db()?;
             r.status = RunStatus::Interrupted;
             r.updated_at = rfc3339_from_micros(now);
         }
@@ -474,18 +486,23 @@ pub(super) async fn cancel(
             r.updated_at = rfc3339_from_micros(now);
         }
         (RunStatus::Running, _) => {
-            sqlx::query("UPDATE server_runs SET cancel_action = $1, updated_at = $2 WHERE run_id = $3")
-                .bind(action.as_str())
-                .bind(now)
-                .bind(run_id)
-                .execute(&mut *tx)
-                .await
-                .db()?;
+            sqlx::query(
+                "UPDATE server_runs SET cancel_action = $1, updated_at = $2, \
+                 cancel_reason = COALESCE(cancel_reason, $4) WHERE run_id = $3",
+            )
+            .bind(action.as_str())
+            .bind(now)
+            .bind(run_id)
+            .bind(reason)
+            .execute(&mut *tx)
+            .await
+            .db()?;
             r.updated_at = rfc3339_from_micros(now);
         }
-        _ => {}
+        _ => return Ok(Some(r)),
     }
     tx.commit().await.db()?;
+    r.cancel_reason.get_or_insert_with(|| reason.to_owned());
     Ok(Some(r))
 }
 

@@ -485,6 +485,15 @@ async fn multitask_reject_enqueue_and_interrupt() {
     let r_new = s.wait_run(&t, new["run_id"].as_str().unwrap()).await;
     assert_eq!(r_long["status"], "interrupted");
     assert_eq!(r_new["status"], "success");
+    // The stopped run says which strategy of which run stopped it; the other did not stop.
+    assert_eq!(
+        r_long["cancel_reason"],
+        format!(
+            "multitask strategy interrupt: run {}",
+            new["run_id"].as_str().unwrap()
+        )
+    );
+    assert_eq!(r_new["cancel_reason"], Value::Null);
     s.stop().await;
 }
 
@@ -546,10 +555,10 @@ async fn cancel_a_running_and_a_pending_run() {
         .await
         .unwrap();
     assert_eq!(r.status().as_u16(), 202);
-    assert_eq!(
-        s.get(&format!("/threads/{t2}/runs/{pid}")).await.1["status"],
-        "interrupted"
-    );
+    let cancelled = s.get(&format!("/threads/{t2}/runs/{pid}")).await.1;
+    assert_eq!(cancelled["status"], "interrupted");
+    // Auth is off: nobody to name.
+    assert_eq!(cancelled["cancel_reason"], "requested");
     let r = s
         .http
         .post(s.u(&format!("/threads/{t}/runs/{rid}/cancel?wait=1")))
@@ -559,6 +568,7 @@ async fn cancel_a_running_and_a_pending_run() {
     assert!(r.status().is_success());
     let run = s.wait_run(&t, &rid).await;
     assert_eq!(run["status"], "interrupted");
+    assert_eq!(run["cancel_reason"], "requested");
     assert_eq!(s.get(&format!("/threads/{t}")).await.1["status"], "idle");
     // A finished run can be deleted; an unknown one is 404.
     assert_eq!(s.delete(&format!("/threads/{t}/runs/{rid}")).await.0, 204);

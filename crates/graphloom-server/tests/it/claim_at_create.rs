@@ -38,6 +38,7 @@ fn new_run(thread_id: &str, claim_by: Option<&str>) -> NewRun {
             metadata: Map::new(),
             kwargs: json!({"input": {"n": 1}}),
             multitask_strategy: MultitaskStrategy::Enqueue,
+            cancel_reason: None,
             ordinal: 0,
         },
         owner: OWNER.into(),

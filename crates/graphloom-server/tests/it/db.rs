@@ -676,28 +676,37 @@ async fn runs(db: &dyn Db) {
 
     // cancel_run.
     assert_eq!(
-        db.cancel_run(BOB, None, &r8.run_id, CancelAction::Interrupt)
+        db.cancel_run(BOB, None, &r8.run_id, CancelAction::Interrupt, "test")
             .await
             .unwrap(),
         None
     );
     assert_eq!(
-        db.cancel_run(ALICE, Some(th), &r8.run_id, CancelAction::Interrupt)
+        db.cancel_run(ALICE, Some(th), &r8.run_id, CancelAction::Interrupt, "test")
             .await
             .unwrap(),
         None,
         "wrong thread"
     );
     let c = db
-        .cancel_run(ALICE, Some("t1"), &r8.run_id, CancelAction::Interrupt)
+        .cancel_run(
+            ALICE,
+            Some("t1"),
+            &r8.run_id,
+            CancelAction::Interrupt,
+            "first reason",
+        )
         .await
         .unwrap()
         .unwrap();
     assert_eq!(c.status, RunStatus::Interrupted);
+    assert_eq!(c.cancel_reason.as_deref(), Some("first reason"));
     assert_eq!(status_of(db, &r8.run_id).await, Some(RunStatus::Interrupted));
+    let stored = db.get_run(ALICE, None, &r8.run_id).await.unwrap().unwrap();
+    assert_eq!(stored.cancel_reason.as_deref(), Some("first reason"));
     let r9 = db.create_run(&enqueue(th)).await.unwrap();
     let c = db
-        .cancel_run(ALICE, None, &r9.run_id, CancelAction::Rollback)
+        .cancel_run(ALICE, None, &r9.run_id, CancelAction::Rollback, "test")
         .await
         .unwrap()
         .unwrap();
@@ -711,11 +720,22 @@ async fn runs(db: &dyn Db) {
     let (c10, _) = claim(db, "w9", LONG).await.unwrap();
     assert_eq!(c10.run_id, r10.run_id);
     let c = db
-        .cancel_run(ALICE, None, &r10.run_id, CancelAction::Interrupt)
+        .cancel_run(ALICE, None, &r10.run_id, CancelAction::Interrupt, "asked once")
         .await
         .unwrap()
         .unwrap();
     assert_eq!(c.status, RunStatus::Running);
+    assert_eq!(c.cancel_reason.as_deref(), Some("asked once"));
+    let again = db
+        .cancel_run(ALICE, None, &r10.run_id, CancelAction::Interrupt, "asked twice")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        again.cancel_reason.as_deref(),
+        Some("asked once"),
+        "the first reason stays"
+    );
     assert_eq!(
         db.heartbeat(&r10.run_id, "w9", LONG).await.unwrap(),
         Lease::Cancel(CancelAction::Interrupt)
@@ -725,14 +745,15 @@ async fn runs(db: &dyn Db) {
         .await
         .unwrap());
     let c = db
-        .cancel_run(ALICE, None, &r4.run_id, CancelAction::Rollback)
+        .cancel_run(ALICE, None, &r4.run_id, CancelAction::Rollback, "test")
         .await
         .unwrap()
         .unwrap();
     assert_eq!(c.status, RunStatus::Success, "final runs are left alone");
+    assert_eq!(c.cancel_reason, None, "a final run is not marked cancelled");
     assert_eq!(status_of(db, &r4.run_id).await, Some(RunStatus::Success));
     assert_eq!(
-        db.cancel_run(ALICE, None, "nope", CancelAction::Interrupt)
+        db.cancel_run(ALICE, None, "nope", CancelAction::Interrupt, "test")
             .await
             .unwrap(),
         None

@@ -59,6 +59,7 @@ pub fn run_on(thread_id: &str) -> Run {
         metadata: obj(json!({"k": "v"})),
         kwargs: json!({"input": {"n": 1}, "stream_mode": ["values"]}),
         multitask_strategy: MultitaskStrategy::Enqueue,
+        cancel_reason: None,
         ordinal: 0,
     }
 }

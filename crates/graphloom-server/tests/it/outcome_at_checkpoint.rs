@@ -41,6 +41,7 @@ async fn running(db: &SqliteDb, thread_id: &str) -> String {
             metadata: Map::new(),
             kwargs: json!({}),
             multitask_strategy: MultitaskStrategy::Reject,
+            cancel_reason: None,
             ordinal: 0,
         },
         owner: OWNER.into(),

@@ -310,3 +310,29 @@ async fn system_routes_need_a_key_unless_made_public() {
     );
     s.stop().await;
 }
+
+#[tokio::test]
+async fn a_cancel_names_the_identity_that_asked() {
+    let (s, _dir) = two_owners(|c| c.workers = 0).await;
+    let (st, t) = call(&s, Some(ANN), "POST", "/threads", Some(json!({}))).await;
+    assert_eq!(st, 200, "{t}");
+    let t = t["thread_id"].as_str().unwrap().to_owned();
+    // No workers: the run stays pending until cancelled.
+    let (st, run) = call(
+        &s,
+        Some(ANN),
+        "POST",
+        &format!("/threads/{t}/runs"),
+        Some(json!({"assistant_id": "echo", "input": human("hi")})),
+    )
+    .await;
+    assert_eq!(st, 200, "{run}");
+    let id = run["run_id"].as_str().unwrap();
+    let cancel = format!("/threads/{t}/runs/{id}/cancel");
+    assert_eq!(call(&s, Some(BOB), "POST", &cancel, None).await.0, 404);
+    assert_eq!(call(&s, Some(ANN), "POST", &cancel, None).await.0, 202);
+    let (_, run) = call(&s, Some(ANN), "GET", &format!("/threads/{t}/runs/{id}"), None).await;
+    assert_eq!(run["status"], "interrupted");
+    assert_eq!(run["cancel_reason"], "requested by ann");
+    s.stop().await;
+}

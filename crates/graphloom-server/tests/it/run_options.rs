@@ -154,6 +154,7 @@ async fn a_stored_run_whose_request_does_not_read_ends_with_an_error() {
         metadata: serde_json::Map::new(),
         kwargs: json!({"input": human("x"), "graph_id": "echo", "owner": "", "stream_mode": 5}),
         multitask_strategy: MultitaskStrategy::Enqueue,
+        cancel_reason: None,
         ordinal: 0,
     };
     let new = NewRun {

@@ -79,6 +79,7 @@ async fn a_restarted_server_takes_over_its_dead_predecessors_runs_at_once() {
             metadata: serde_json::Map::new(),
             kwargs: json!({"input": human("orphan"), "graph_id": "echo", "owner": "", "stream_mode": ["values"]}),
             multitask_strategy: MultitaskStrategy::Enqueue,
+            cancel_reason: None,
             ordinal: 0,
         };
         let new = NewRun {

@@ -311,8 +311,9 @@ impl Db for SqliteDb {
         thread_id: Option<&str>,
         run_id: &str,
         action: CancelAction,
+        reason: &str,
     ) -> DbResult<Option<Run>> {
-        runs::cancel(self, owner, thread_id, run_id, action).await
+        runs::cancel(self, owner, thread_id, run_id, action, reason).await
     }
 
     async fn queue_depth(&self) -> DbResult<i64> {

@@ -109,7 +109,7 @@ pub(super) struct QueuedRun {
 impl FromRow for QueuedRun {
     const COLUMNS: &'static str =
         "run_id, thread_id, assistant_id, created_at, updated_at, status, metadata, \
-         kwargs, multitask_strategy, attempt, ordinal";
+         kwargs, multitask_strategy, attempt, ordinal, cancel_reason";
     type Error = DbError;
 
     fn from_row(row: &Row<'_>) -> DbResult<Self> {
@@ -124,6 +124,7 @@ impl FromRow for QueuedRun {
                 metadata: col::<Object>(row, "metadata")?.0,
                 kwargs: col(row, "kwargs")?,
                 multitask_strategy: col::<Text<_>>(row, "multitask_strategy")?.0,
+                cancel_reason: col(row, "cancel_reason")?,
                 ordinal: col(row, "ordinal")?,
             },
             attempt: col(row, "attempt")?,

@@ -10,7 +10,9 @@ use crate::SqliteDatabase;
 use graphloom_server_db::kit::{
     after, cancel_action, created, creation_time, merge, now_micros, run_status, Made,
 };
-use graphloom_server_db::models::{rfc3339_from_micros, CancelAction, ClaimedRun, Run, RunStatus};
+use graphloom_server_db::models::{
+    cancel_reason, rfc3339_from_micros, CancelAction, ClaimedRun, Run, RunStatus,
+};
 use graphloom_server_db::{DbError, DbResult, Lease, NewRun, RunEventRecord, ThreadOutcome};
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{params, Connection, OptionalExtension};
@@ -111,19 +113,23 @@ pub(super) fn insert_op(
         if let Some(action) = cancel_active {
             let pending = match action {
                 CancelAction::Interrupt => {
-                    "UPDATE server_runs SET status = 'interrupted', updated_at = ?1 \
+                    "UPDATE server_runs SET status = 'interrupted', updated_at = ?1, \
+                         cancel_reason = COALESCE(cancel_reason, ?3) \
                          WHERE thread_id = ?2 AND status = 'pending'"
                 }
                 CancelAction::Rollback => {
-                    "DELETE FROM server_runs WHERE thread_id = ?2 AND status = 'pending' AND ?1 IS NOT NULL"
+                    "DELETE FROM server_runs WHERE thread_id = ?2 AND status = 'pending' \
+                         AND ?1 IS NOT NULL AND ?3 IS NOT NULL"
                 }
             };
-            exec(c, pending, params![now, thread_id])?;
+            let reason = cancel_reason::multitask(action, run_id);
+            exec(c, pending, params![now, thread_id, reason])?;
             exec(
                 c,
-                "UPDATE server_runs SET cancel_action = ?1, updated_at = ?2 \
+                "UPDATE server_runs SET cancel_action = ?1, updated_at = ?2, \
+                     cancel_reason = COALESCE(cancel_reason, ?4) \
                      WHERE thread_id = ?3 AND status = 'running'",
-                params![action.as_str(), now, thread_id],
+                params![action.as_str(), now, thread_id, reason],
             )?;
         }
         // Claimed at once: inserted running (no pending row to update, no index
@@ -453,9 +459,11 @@ pub(super) async fn cancel(
     thread_id: Option<&str>,
     run_id: &str,
     action: CancelAction,
+    reason: &str,
 ) -> DbResult<Option<Run>> {
     let now = now_micros();
     let (owner, thread_id, run_id) = (owner.to_owned(), thread_id.map(str::to_owned), run_id.to_owned());
+    let reason = reason.to_owned();
     db.write(move |c| {
         let Some(QueuedRun { run: mut r, .. }) =
             query_one::<QueuedRun>(c, &by_id(), params![run_id, owner, thread_id])?
@@ -466,8 +474,9 @@ pub(super) async fn cancel(
             (RunStatus::Pending, CancelAction::Interrupt) => {
                 exec(
                     c,
-                    "UPDATE server_runs SET status = 'interrupted', updated_at = ?1 WHERE run_id = ?2",
-                    params![now, run_id],
+                    "UPDATE server_runs SET status = 'interrupted', updated_at = ?1, \
+                     cancel_reason = COALESCE(cancel_reason, ?3) WHERE run_id = ?2",
+                    params![now, run_id, reason],
                 )?;
                 r.status = RunStatus::Interrupted;
                 r.updated_at = rfc3339_from_micros(now);
@@ -480,13 +489,15 @@ pub(super) async fn cancel(
             (RunStatus::Running, _) => {
                 exec(
                     c,
-                    "UPDATE server_runs SET cancel_action = ?1, updated_at = ?2 WHERE run_id = ?3",
-                    params![action.as_str(), now, run_id],
+                    "UPDATE server_runs SET cancel_action = ?1, updated_at = ?2, \
+                     cancel_reason = COALESCE(cancel_reason, ?4) WHERE run_id = ?3",
+                    params![action.as_str(), now, run_id, reason],
                 )?;
                 r.updated_at = rfc3339_from_micros(now);
             }
-            _ => {}
+            _ => return Ok(Some(r)),
         }
+        r.cancel_reason.get_or_insert_with(|| reason.clone());
         Ok(Some(r))
     })
     .await

@@ -116,6 +116,7 @@ async fn enqueue_at(
         metadata: kwargs.metadata.clone(),
         kwargs: kwargs.to_value(),
         multitask_strategy: strategy,
+        cancel_reason: None,
         ordinal: 0,
     };
     let new = NewRun {

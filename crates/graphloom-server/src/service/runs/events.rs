@@ -4,7 +4,7 @@
 
 use super::{settled_body, wait_outcome};
 use crate::broker::{Next, Reader, RunEventRecord};
-use crate::models::{CancelAction, Run, RunStatus};
+use crate::models::{cancel_reason, CancelAction, Run, RunStatus};
 use crate::state::AppRef;
 use futures::Stream;
 use serde_json::Value;
@@ -96,7 +96,13 @@ impl Drop for DisconnectGuard {
             tokio::spawn(async move {
                 let _ = state
                     .db
-                    .cancel_run(&owner, Some(&run.thread_id), &run.run_id, CancelAction::Interrupt)
+                    .cancel_run(
+                        &owner,
+                        Some(&run.thread_id),
+                        &run.run_id,
+                        CancelAction::Interrupt,
+                        cancel_reason::CLIENT_DISCONNECTED,
+                    )
                     .await;
                 state.cancel_local(&run.run_id, CancelAction::Interrupt);
             });

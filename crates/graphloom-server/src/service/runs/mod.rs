@@ -8,7 +8,7 @@ pub(crate) use enqueue::{check_input, enqueue, enqueue_tick, Enqueued, Hold, Sub
 
 use crate::broker::Reader;
 use crate::error::{ServiceError, ServiceResult};
-use crate::models::{CancelAction, Run, RunStatus};
+use crate::models::{cancel_reason, CancelAction, Run, RunStatus};
 use crate::run::StreamFacts;
 use crate::state::AppState;
 use serde_json::{json, Value};
@@ -71,7 +71,8 @@ pub(crate) fn is_resumable(run: &Run) -> bool {
 }
 
 /// Ask a run to stop: a pending one ends at once, a running one here stops now, one
-/// running elsewhere at its worker's next heartbeat. The run as it is after the request.
+/// running elsewhere at its worker's next heartbeat. Its `cancel_reason` says who asked.
+/// The run as it is after the request.
 pub(crate) async fn cancel(
     state: &AppState,
     owner: &str,
@@ -81,7 +82,7 @@ pub(crate) async fn cancel(
 ) -> ServiceResult<Run> {
     let run = state
         .db
-        .cancel_run(owner, thread_id, run_id, action)
+        .cancel_run(owner, thread_id, run_id, action, &cancel_reason::requested(owner))
         .await?
         .ok_or_else(|| ServiceError::not_found(format!("run {run_id}")))?;
     state.cancel_local(run_id, action);
