@@ -826,6 +826,22 @@ def test_a_copied_thread_has_the_python_graphs_state_and_history(client):
     assert client.threads.get_state(tid)["next"] == ["approve"]
 
 
+def test_thread_storage_counts_the_python_graphs_checkpoints(app, client):
+    tid = client.threads.create()["thread_id"]
+    client.runs.wait(tid, "steps", input={"log": []})
+    response = httpx.get(f"{app.url}/threads/{tid}/storage", timeout=30)
+    assert response.status_code == 200, response.text
+    report = response.json()
+    assert set(report) == {"thread_id", "total_bytes", "checkpoints", "channel_values", "pending_writes"}
+    assert report["thread_id"] == tid
+    assert report["checkpoints"]["count"] == len(client.threads.get_history(tid, limit=100))
+    by_channel = report["channel_values"]["by_channel"]
+    assert by_channel["log"]["versions"] >= 1 and by_channel["log"]["bytes"] > 0
+    assert report["channel_values"]["bytes"] == sum(c["bytes"] for c in by_channel.values())
+    parts = report["checkpoints"]["bytes"] + report["channel_values"]["bytes"] + report["pending_writes"]["bytes"]
+    assert report["total_bytes"] == parts > 0
+
+
 def saved_checkpoints(db: Path, thread_id: str) -> int:
     """How many checkpoints graphloom's Python saver keeps for `thread_id` in `db`."""
     from graphloom.checkpoint.sqlite import SqliteSaver
