@@ -31,6 +31,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("patch", "/threads/{thread_id}"),
     ("delete", "/threads/{thread_id}"),
     ("post", "/threads/{thread_id}/copy"),
+    ("get", "/threads/{thread_id}/storage"),
     ("get", "/threads/{thread_id}/state"),
     ("post", "/threads/{thread_id}/state"),
     ("post", "/threads/{thread_id}/state/checkpoint"),
