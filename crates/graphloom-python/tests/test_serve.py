@@ -497,6 +497,26 @@ def test_a_chat_models_tokens_stream_as_messages(client):
     assert [m["type"] for m in state["values"]["messages"]] == ["human", "ai"]
 
 
+def test_the_events_mode_streams_astream_events_beside_the_other_modes(client):
+    tid = client.threads.create()["thread_id"]
+    parts = list(client.runs.stream(tid, "steps", input={"log": []}, stream_mode=["events", "updates"]))
+    events = [p.data for p in parts if p.event == "events"]
+    chain = [(e["event"], e["name"]) for e in events if e["event"].startswith("on_chain")]
+    # The run, named after its graph, opens the stream; its nodes start and end inside it.
+    assert chain[0] == ("on_chain_start", "steps")
+    assert ("on_chain_start", "plan") in chain and ("on_chain_end", "plan") in chain
+    root = events[0]["run_id"]
+    assert all(root in e["parent_ids"] for e in events if e["run_id"] != root), "the rest is under the run"
+    # The graph's own stream chunks are the `updates` parts, not `events`.
+    assert not [e for e in events if e["event"] == "on_chain_stream" and not e["parent_ids"]]
+    assert [p.data for p in parts if p.event == "updates"][0] == {"plan": {"log": ["planned"]}}
+    # Alone, `events` sends the events and nothing else but the metadata.
+    tid = client.threads.create()["thread_id"]
+    alone = list(client.runs.stream(tid, "steps", input={"log": []}, stream_mode="events"))
+    assert {p.event for p in alone} == {"metadata", "events"}
+    assert [(p.data["event"], p.data["name"]) for p in alone if p.event == "events"][0] == ("on_chain_start", "steps")
+
+
 def test_subgraphs_under_send_stream_with_their_namespaces(client):
     parts = list(
         client.runs.stream(

@@ -18,8 +18,10 @@
 //!   each chunk (content concatenated, tool-call chunks merged by index and parsed into
 //!   `tool_calls`, type `ai`), or `messages/complete` `[message]` for a whole message.
 //! - Interrupts go out as `updates` `{"__interrupt__": […]}` when `updates` was asked for,
-//!   and otherwise as a `values` event with that same data. Since the core reports
-//!   interrupts only in its `updates` mode, [`WireModes::core_modes`] always includes it.
+//!   else as a `values` event with that same data when `values` was, else not at all (a
+//!   client that asked for `custom` or `events` alone gets no frame for them, as from
+//!   LangGraph Server). Since the core reports interrupts only in its `updates` mode,
+//!   [`WireModes::core_modes`] always includes it.
 //! - `events` parts (the core's `astream_events` v2 events, see `graphloom_core::events`)
 //!   go out as event `events`, at any depth, as LangGraph Server sends them: the graph's
 //!   own run is named after the graph id and sends no `on_chain_stream` (its start and end
@@ -194,7 +196,7 @@ impl WireEncoder {
             StreamMode::Updates => {
                 if m.updates {
                     out.push((name("updates"), data));
-                } else if is_interrupt(&data) {
+                } else if m.values && is_interrupt(&data) {
                     out.push((name("values"), data));
                 }
             }

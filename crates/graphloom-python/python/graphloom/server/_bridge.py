@@ -270,10 +270,11 @@ class GraphBridge:
             run_input: Any = _command(req["command"])
         else:
             run_input = req.get("input")
-        # `events` (astream_events) is not produced for Python graphs yet: the other modes go.
-        modes = [m for m in req.get("modes") or ["values"] if m != "events"] or ["values"]
+        asked = req.get("modes") or ["values"]
+        events = "events" in asked
+        modes = [m for m in asked if m != "events"]
         kwargs: dict[str, Any] = {
-            "stream_mode": modes,
+            "stream_mode": modes or ["values"],
             "subgraphs": bool(req.get("subgraphs")),
             "durability": req.get("durability") or "sync",
         }
@@ -284,13 +285,30 @@ class GraphBridge:
         if req.get("context") is not None:
             kwargs["context"] = req["context"]
         nested = kwargs["subgraphs"]
-        async for chunk in graph.astream(run_input, config, **kwargs):
+
+        def part(chunk: Any) -> bool:
             if nested:
                 ns, mode, data = chunk
             else:
                 (mode, data), ns = chunk, ()
-            if not sink.part(mode, list(ns), dumps(data)):
-                return
+            return sink.part(mode, list(ns), dumps(data))
+
+        if events:
+            # The graph's own events are named after its graph id, as the Agent Server's.
+            config["run_name"] = self.graph_id
+            # `astream_events` (v2): every event goes out as an `events` part but the graph's
+            # own `on_chain_stream`, whose chunks are the other modes' parts (none when only
+            # `events` was asked), as the Agent Server sends them.
+            async for event in graph.astream_events(run_input, config, version="v2", **kwargs):
+                if event.get("event") == "on_chain_stream" and not event.get("parent_ids"):
+                    if modes and not part(event["data"]["chunk"]):
+                        return
+                elif not sink.part("events", [], dumps(event)):
+                    return
+        else:
+            async for chunk in graph.astream(run_input, config, **kwargs):
+                if not part(chunk):
+                    return
         snapshot = await graph.aget_state(self._config(req.get("thread_id")))
         interrupts = list(getattr(snapshot, "interrupts", ()) or ())
         sink.end(
