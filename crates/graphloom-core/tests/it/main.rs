@@ -13,6 +13,7 @@ mod functional;
 mod in_memory_conformance;
 mod interrupt_schemas;
 mod interrupts;
+mod invalid_update;
 mod json_state_graph;
 mod limits_and_retries;
 mod merge_order;
