@@ -613,7 +613,7 @@ async fn functional() -> Vec<Value> {
         let stream = match input {
             Some(xs) => ep.stream(xs, t(), StreamOptions::modes([StreamMode::Updates])),
             None => ep.stream_input(
-                RunInput::Command(Command::resume(answer)),
+                Command::resume(answer),
                 t(),
                 StreamOptions::modes([StreamMode::Updates]),
             ),
