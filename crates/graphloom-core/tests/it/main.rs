@@ -10,6 +10,7 @@ mod differential;
 mod durability_exit;
 mod error_handlers;
 mod functional;
+mod get_graph;
 mod in_memory_conformance;
 mod interrupt_schemas;
 mod interrupts;
