@@ -194,7 +194,7 @@ impl ToolCommand {
     ///
     /// A key the state does not have does not compile:
     ///
-    /// ```compile_fail
+    /// ```compile_fail,E0599
     /// # use graphloom_core::State;
     /// # use graphloom_prebuilt::ToolCommand;
     /// # #[derive(State, Clone, Default, Debug)]

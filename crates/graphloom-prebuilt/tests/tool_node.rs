@@ -461,13 +461,7 @@ async fn a_typed_tool_command_does_what_its_json_form_does() {
     assert_eq!(typed.values.team, "billing");
     assert_eq!(typed.values.team, json.values.team);
     assert_eq!(typed.values.log.to_vec(), json.values.log.to_vec());
-    let strip = |v: &Desk| -> Vec<(MessageKind, String, Option<String>, Option<String>)> {
-        v.messages
-            .iter()
-            .map(|m| (m.kind, m.text(), m.tool_call_id.clone(), m.name.clone()))
-            .collect()
-    };
-    assert_eq!(strip(&typed.values), strip(&json.values));
+    assert_eq!(seen(&typed.values.messages), seen(&json.values.messages));
     assert_eq!(
         typed.values.messages.to_vec().pop().unwrap().name.as_deref(),
         Some("transfer")
@@ -661,11 +655,11 @@ async fn a_list_of_commands_must_answer_its_call_exactly_once() {
 
 // ---- A tool node over the state's `messages` field, without functions ----
 
-/// What a test compares of a conversation: each message's kind, text, call id, name and
-/// status (ids are fresh per run).
-fn seen(
-    messages: &Seq<Message>,
-) -> Vec<(MessageKind, String, Option<String>, Option<String>, Option<Value>)> {
+/// What a test compares of a message: its kind, text, call id, name and status.
+type Seen = (MessageKind, String, Option<String>, Option<String>, Option<Value>);
+
+/// What a test compares of a conversation (ids are fresh per run).
+fn seen(messages: &Seq<Message>) -> Vec<Seen> {
     messages
         .iter()
         .map(|m| {
