@@ -70,6 +70,7 @@ fn run_on(thread_id: &str) -> NewRun {
                 "config": {"configurable": {}},
             }),
             multitask_strategy: MultitaskStrategy::Enqueue,
+            cancel_reason: None,
             ordinal: 0,
         },
         owner: String::new(),

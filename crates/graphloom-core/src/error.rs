@@ -230,6 +230,42 @@ impl Error {
         }
     }
 
+    /// Whether the run failed on an invalid update, LangGraph's `InvalidUpdateError`:
+    /// two writes in one step to a field that keeps one value per step, or two
+    /// `Overwrite`s of one field ([`StateError::is_invalid_update`]). One test for both,
+    /// wherever the step ran: the graph's own step ([`Error::State`]), a subgraph's, or
+    /// a node that reports one as its error's source.
+    ///
+    /// ```
+    /// use graphloom_core::{RunConfig, State, StateGraph, END, START};
+    ///
+    /// #[derive(State, Clone, Default, Debug)]
+    /// struct S { owner: String }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> graphloom_core::Result<()> {
+    /// let graph = StateGraph::<S>::new()
+    ///     .add_node("a", |_s, _rt| async { Ok(SUpdate::new().owner("a".into())) })
+    ///     .add_node("b", |_s, _rt| async { Ok(SUpdate::new().owner("b".into())) })
+    ///     .add_edge(START, "a")
+    ///     .add_edge(START, "b")
+    ///     .add_edge("a", END)
+    ///     .add_edge("b", END)
+    ///     .compile()?;
+    /// let err = graph.invoke(SUpdate::new(), RunConfig::default()).await.unwrap_err();
+    /// assert!(err.is_invalid_update());
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn is_invalid_update(&self) -> bool {
+        match self {
+            Error::State { source, .. } => source.is_invalid_update(),
+            _ => self
+                .find_source::<StateError>()
+                .is_some_and(StateError::is_invalid_update),
+        }
+    }
+
     /// The first `E` in this error's source chain: a node's own error, a backend's driver
     /// error, ...
     ///

@@ -64,6 +64,21 @@ pub enum StateError {
     },
 }
 
+impl StateError {
+    /// Whether this is an invalid update of one step, what LangGraph raises as
+    /// `InvalidUpdateError`: several values for a field that keeps one per step
+    /// ([`StateError::Conflict`]) or several `Overwrite`s of one field
+    /// ([`StateError::OverwriteConflict`]). [`crate::Error::is_invalid_update`] finds it
+    /// in a run's error.
+    #[must_use]
+    pub fn is_invalid_update(&self) -> bool {
+        matches!(
+            self,
+            StateError::Conflict { .. } | StateError::OverwriteConflict { .. }
+        )
+    }
+}
+
 /// The state of a graph.
 ///
 /// Implemented by `#[derive(State)]` for structs, and by [`crate::JsonState`]. All methods

@@ -111,4 +111,7 @@ pub use tool::{
     FnTool, Tool, ToolCommand, ToolError, ToolErrorCode, ToolOutput, ToolRuntime, ToolState,
     DEFAULT_MAX_RESULT_BYTES,
 };
-pub use tool_node::{redact, NodeFuture, ToolAnswer, ToolNode, DEFAULT_TOOL_TIMEOUT};
+pub use tool_command::UnansweredToolCall;
+pub use tool_node::{
+    redact, NodeFuture, ToolAnswer, ToolNode, ToolNodeGraph, DEFAULT_TOOL_TIMEOUT, MESSAGES_KEY,
+};

@@ -3,7 +3,7 @@
 
 use futures::future::BoxFuture;
 use graphloom_core::store::DynStore;
-use graphloom_core::Runtime;
+use graphloom_core::{Runtime, State, StateError};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -167,6 +167,63 @@ impl ToolCommand {
     pub fn goto(mut self, node: impl Into<String>) -> Self {
         self.goto.push(node.into());
         self
+    }
+    /// A command whose update is the graph's own typed update (`SUpdate` of a
+    /// `#[derive(State)] struct S`), so a key the state does not have fails at compile
+    /// time instead of when the tool node applies the command. The same as writing each
+    /// key with [`ToolCommand::update`]; `update` and `goto` may follow.
+    ///
+    /// ```
+    /// use graphloom_core::{Message, Seq, State};
+    /// use graphloom_prebuilt::ToolCommand;
+    ///
+    /// #[derive(State, Clone, Default, Debug)]
+    /// struct Desk {
+    ///     #[reducer(add_messages)]
+    ///     messages: Seq<Message>,
+    ///     team: String,
+    /// }
+    /// let answer = Message::tool("switched to billing", "call-1");
+    /// let cmd = ToolCommand::from_update::<Desk>(
+    ///     DeskUpdate::new().messages(vec![answer]).team("billing".into()),
+    /// )?
+    /// .goto("billing_agent");
+    /// assert_eq!(cmd.update["team"], "billing");
+    /// # Ok::<(), graphloom_core::StateError>(())
+    /// ```
+    ///
+    /// A key the state does not have does not compile:
+    ///
+    /// ```compile_fail,E0599
+    /// # use graphloom_core::State;
+    /// # use graphloom_prebuilt::ToolCommand;
+    /// # #[derive(State, Clone, Default, Debug)]
+    /// # struct Desk { team: String }
+    /// let cmd = ToolCommand::from_update::<Desk>(DeskUpdate::new().teem("billing".into()));
+    /// ```
+    ///
+    /// # Errors
+    /// When the update does not serialise to a JSON object (a field whose `Serialize`
+    /// fails); in a tool, `?` makes it a [`ToolError`].
+    pub fn from_update<S: State + Default>(update: S::Update) -> Result<Self, StateError> {
+        match S::default().update_to_json(&update)? {
+            Value::Object(update) => Ok(Self {
+                update,
+                goto: Vec::new(),
+            }),
+            other => Err(StateError::Decode {
+                field: String::new(),
+                message: format!("an update must serialise to a JSON object, not {other}"),
+            }),
+        }
+    }
+}
+
+/// A typed update that does not serialise ([`ToolCommand::from_update`]), as an
+/// execution error of the tool.
+impl From<StateError> for ToolError {
+    fn from(e: StateError) -> Self {
+        ToolError::execution(format!("the command's update does not serialise: {e}"))
     }
 }
 

@@ -4,7 +4,7 @@
 //! lists those writes for the `updates` stream.
 
 use crate::tool_node::ToolAnswer;
-use graphloom_core::{Command, Message, MessageKind, NodeError, NodeOutput, State, ToolCall};
+use graphloom_core::{Command, Message, MessageKind, NodeError, NodeOutput, State, StateError, ToolCall};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 
@@ -13,7 +13,7 @@ use std::collections::HashMap;
 pub(crate) fn join_answers<S: State>(
     state: &S,
     answers: Vec<crate::ToolAnswer>,
-    make_update: fn(Vec<Message>) -> S::Update,
+    make_update: MessagesOut<S>,
 ) -> Result<NodeOutput<S>, NodeError> {
     let key = messages_key(state, make_update)?;
     let mut acc = Joined {
@@ -59,11 +59,42 @@ pub(crate) fn join_answers<S: State>(
     ))
 }
 
-/// The state key the tool node's messages go to: the one key of an empty message update.
-fn messages_key<S: State>(
-    state: &S,
-    make_update: fn(Vec<Message>) -> S::Update,
-) -> Result<String, NodeError> {
+/// Where a tool node's messages go: the update a function builds from them, or a state
+/// field by name.
+pub(crate) enum MessagesOut<S: State> {
+    /// `make_update(messages)`.
+    Update(fn(Vec<Message>) -> S::Update),
+    /// The field of this name, through the state's JSON update.
+    Field(&'static str),
+}
+
+impl<S: State> MessagesOut<S> {
+    /// The update that appends `messages`.
+    pub(crate) fn update(&self, state: &S, messages: Vec<Message>) -> Result<S::Update, NodeError> {
+        match self {
+            MessagesOut::Update(make) => Ok(make(messages)),
+            MessagesOut::Field(key) => {
+                let mut update = Map::new();
+                let messages = serde_json::to_value(messages).map_err(NodeError::terminal)?;
+                update.insert((*key).to_owned(), messages);
+                state.update_from_json(Value::Object(update)).map_err(|e| {
+                    NodeError::fatal(format!(
+                        "ToolNode: the tool messages do not fit field `{key}`: {e}"
+                    ))
+                    .with_source(e)
+                })
+            }
+        }
+    }
+}
+
+/// The state key the tool node's messages go to: the field named, or the one key of an
+/// empty message update.
+fn messages_key<S: State>(state: &S, make_update: MessagesOut<S>) -> Result<String, NodeError> {
+    let make_update = match make_update {
+        MessagesOut::Field(key) => return Ok(key.to_owned()),
+        MessagesOut::Update(make) => make,
+    };
     match state.update_to_json(&make_update(Vec::new())) {
         Ok(Value::Object(m)) if m.len() == 1 => m.keys().next().cloned().ok_or_else(no_key),
         Ok(_) => Err(no_key()),
@@ -104,18 +135,55 @@ fn answered(call: &ToolCall, messages: Value) -> (Value, usize) {
 
 /// A tool's commands that do not answer its call (a list of commands: exactly once).
 fn unanswered(call: &ToolCall, key: &str, answers: usize) -> NodeError {
-    if answers == 0 {
-        NodeError::fatal(format!(
-            "tool `{}` (call `{}`) returned a Command whose update has no tool message answering the call: put a tool message with tool_call_id `{}` in its `{key}` (every tool call needs its answer)",
-            call.name, call.id, call.id
-        ))
-    } else {
-        NodeError::fatal(format!(
-            "tool `{}` (call `{}`) returned a list of commands with {answers} tool messages answering the call; exactly one of them must answer it",
-            call.name, call.id
-        ))
+    NodeError::terminal(UnansweredToolCall {
+        tool: call.name.clone(),
+        call_id: call.id.clone(),
+        answers,
+        key: key.to_owned(),
+    })
+}
+
+/// A tool returned a `Command` (or a list of them) that does not answer its call with
+/// exactly one tool message: LangGraph's "Expected to have a matching ToolMessage in
+/// Command.update". It is the source of the node's error, so a caller can match it:
+/// `err.find_source::<UnansweredToolCall>()` on the run's error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct UnansweredToolCall {
+    /// The tool that returned the command.
+    pub tool: String,
+    /// The id of the call it did not answer.
+    pub call_id: String,
+    /// How many tool messages in its commands answer the call: 0, or more than 1 in a
+    /// list of commands.
+    pub answers: usize,
+    /// The state key the answer belongs in (the tool node's messages key).
+    pub key: String,
+}
+
+impl std::fmt::Display for UnansweredToolCall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Self {
+            tool,
+            call_id,
+            answers,
+            key,
+        } = self;
+        if *answers == 0 {
+            write!(
+                f,
+                "tool `{tool}` (call `{call_id}`) returned a Command whose update has no tool message answering the call: put a tool message with tool_call_id `{call_id}` in its `{key}` (every tool call needs its answer)"
+            )
+        } else {
+            write!(
+                f,
+                "tool `{tool}` (call `{call_id}`) returned a list of commands with {answers} tool messages answering the call; exactly one of them must answer it"
+            )
+        }
     }
 }
+
+impl std::error::Error for UnansweredToolCall {}
 
 /// The joined update, who wrote each key first (for conflict messages), and every write
 /// in order (for the `updates` stream).
@@ -147,19 +215,32 @@ impl Joined {
         };
         combine(reducer, cur, value).map_err(|why| {
             let first = self.first.get(key).map_or("another tool", String::as_str);
-            NodeError::fatal(format!(
+            let e = NodeError::fatal(format!(
                 "{first} and {who} both update `{key}` in one step, and `{key}` {why}; write it from one tool"
-            ))
+            ));
+            // The two invalid updates of a step are the state's own errors, so
+            // `is_invalid_update` finds them as it finds the merge's.
+            let (field, nodes) = (key.to_owned(), vec![first.to_owned(), who.to_owned()]);
+            match why {
+                KEEPS_ONE => e.with_source(StateError::Conflict { field, nodes }),
+                OVERWRITTEN => e.with_source(StateError::OverwriteConflict { field, nodes }),
+                _ => e,
+            }
         })
     }
 }
+
+/// Why two writes of a last-value key cannot be joined.
+const KEEPS_ONE: &str = "keeps one value per step";
+/// Why two writes of which one is an `Overwrite` cannot be joined.
+const OVERWRITTEN: &str = "is overwritten by one of them";
 
 /// Fold `new` into `cur` as the field's reducer would fold the two writes in turn.
 fn combine(reducer: Option<&str>, cur: &mut Value, new: Value) -> Result<(), &'static str> {
     if graphloom_core::state::overwrite_of(cur).is_some()
         || graphloom_core::state::overwrite_of(&new).is_some()
     {
-        return Err("is overwritten by one of them");
+        return Err(OVERWRITTEN);
     }
     let list = |v: Value| match v {
         Value::Array(a) => a,
@@ -195,7 +276,7 @@ fn combine(reducer: Option<&str>, cur: &mut Value, new: Value) -> Result<(), &'s
             }
             _ => Err("is merged from objects, and one of the values is not an object"),
         },
-        Some("last") => Err("keeps one value per step"),
+        Some("last") => Err(KEEPS_ONE),
         _ => Err("has a custom reducer, which cannot combine the two before the merge"),
     }
 }

@@ -5,8 +5,11 @@ use crate::middleware::{ToolCallRequest, ToolExec, ToolWrap};
 use crate::tool::{
     Tool, ToolCommand, ToolError, ToolErrorCode, ToolOutput, ToolRuntime, ToolState, DEFAULT_MAX_RESULT_BYTES,
 };
+use crate::tool_command::MessagesOut;
 use futures::future::BoxFuture;
-use graphloom_core::{Message, MessageKind, NodeError, NodeOutput, RunType, Runtime, Seq, State, ToolCall};
+use graphloom_core::{
+    Message, MessageKind, NodeError, NodeOutput, RunType, Runtime, Seq, State, StateGraph, ToolCall,
+};
 use graphloom_llm::{MessageExt, ToolSpec};
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, HashMap};
@@ -591,33 +594,156 @@ impl ToolNode {
         move |state: Arc<S>, rt: Runtime| {
             let node = self.clone();
             Box::pin(async move {
-                let Some(last) = get_messages(&state).last().cloned() else {
-                    return Err(NodeError::fatal("ToolNode: there are no messages"));
-                };
-                if last.kind != MessageKind::Ai {
-                    return Err(NodeError::fatal(
-                        "ToolNode: the last message is not an AI message",
-                    ));
-                }
-                if last.tool_calls.is_empty() && last.invalid_tool_calls().is_empty() {
-                    return Ok(NodeOutput::None);
-                }
-                let snapshot = Arc::clone(&state);
-                let lazy = ToolState::lazy(move || snapshot.to_json().unwrap_or(Value::Null));
-                let answers = node.run_calls(&last, lazy, Some(&rt)).await?;
-                if answers.iter().all(|a| matches!(a, ToolAnswer::Message(_))) {
-                    let msgs = answers
-                        .into_iter()
-                        .filter_map(|a| match a {
-                            ToolAnswer::Message(m) => Some(m),
-                            ToolAnswer::Command { .. } => None,
-                        })
-                        .collect();
-                    return Ok(NodeOutput::Update(make_update(msgs)));
-                }
-                crate::tool_command::join_answers(state.as_ref(), answers, make_update)
+                let last = get_messages(&state).last().cloned();
+                node.answer_last(state, rt, last, MessagesOut::Update(make_update))
+                    .await
             })
         }
+    }
+
+    /// This tool node as a graph node over any state whose messages live in a field
+    /// called `messages` (LangGraph's `ToolNode(tools)`, whose `messages_key` is
+    /// `"messages"`): the same node as [`ToolNode::into_node`], reading the last message
+    /// and writing the answers through the [`State`] trait, so it needs no functions.
+    /// Only the last message is read (never the whole conversation).
+    ///
+    /// A state without a `messages` field fails the node on its first run with an error
+    /// naming the field; [`ToolNodeGraph::add_tool_node`] refuses such a graph at
+    /// `compile()` instead.
+    ///
+    /// ```
+    /// # use graphloom_core::{Message, Seq, State, StateGraph};
+    /// # use graphloom_prebuilt::ToolNode;
+    /// #[derive(State, Clone, Default, Debug)]
+    /// struct Chat {
+    ///     #[reducer(add_messages)]
+    ///     messages: Seq<Message>,
+    /// }
+    /// let _graph = StateGraph::<Chat>::new().add_node("tools", ToolNode::new([]).messages_node());
+    /// ```
+    pub fn messages_node<S: State>(
+        self,
+    ) -> impl Fn(Arc<S>, Runtime) -> NodeFuture<S> + Send + Sync + Clone + 'static {
+        move |state: Arc<S>, rt: Runtime| {
+            let node = self.clone();
+            Box::pin(async move {
+                let last = last_message(state.as_ref(), MESSAGES_KEY)?;
+                node.answer_last(state, rt, last, MessagesOut::Field(MESSAGES_KEY))
+                    .await
+            })
+        }
+    }
+
+    /// Answer the tool calls of `last`, the last message of `state`: the node's update or
+    /// `Command`.
+    async fn answer_last<S: State>(
+        &self,
+        state: Arc<S>,
+        rt: Runtime,
+        last: Option<Message>,
+        out: MessagesOut<S>,
+    ) -> Result<NodeOutput<S>, NodeError> {
+        let Some(last) = last else {
+            return Err(NodeError::fatal("ToolNode: there are no messages"));
+        };
+        if last.kind != MessageKind::Ai {
+            return Err(NodeError::fatal(
+                "ToolNode: the last message is not an AI message",
+            ));
+        }
+        if last.tool_calls.is_empty() && last.invalid_tool_calls().is_empty() {
+            return Ok(NodeOutput::None);
+        }
+        let snapshot = Arc::clone(&state);
+        let lazy = ToolState::lazy(move || snapshot.to_json().unwrap_or(Value::Null));
+        let answers = self.run_calls(&last, lazy, Some(&rt)).await?;
+        if answers.iter().all(|a| matches!(a, ToolAnswer::Message(_))) {
+            let msgs = answers
+                .into_iter()
+                .filter_map(|a| match a {
+                    ToolAnswer::Message(m) => Some(m),
+                    ToolAnswer::Command { .. } => None,
+                })
+                .collect();
+            return Ok(NodeOutput::Update(out.update(state.as_ref(), msgs)?));
+        }
+        crate::tool_command::join_answers(state.as_ref(), answers, out)
+    }
+}
+
+/// The field [`ToolNode::messages_node`] reads and writes (LangGraph's default
+/// `messages_key`).
+pub const MESSAGES_KEY: &str = "messages";
+
+/// The last message of `state`'s field `key`, reading only that one item.
+fn last_message<S: State>(state: &S, key: &str) -> Result<Option<Message>, NodeError> {
+    let idx = state.field_index(key).ok_or_else(|| {
+        NodeError::fatal(format!(
+            "ToolNode: the state has no field `{key}` to read the tool calls from; add a `{key}` field with the `add_messages` reducer, or name the field with `ToolNode::into_node`"
+        ))
+    })?;
+    match state.field_tail_to_json(idx, 1) {
+        None => Err(NodeError::fatal(format!(
+            "ToolNode: state field `{key}` is not a list of messages"
+        ))),
+        Some(Err(e)) => Err(NodeError::terminal(e)),
+        Some(Ok(items)) => items
+            .into_iter()
+            .next_back()
+            .map(serde_json::from_value::<Message>)
+            .transpose()
+            .map_err(|e| {
+                NodeError::fatal(format!(
+                    "ToolNode: the last item of `{key}` is not a message: {e}"
+                ))
+                .with_source(e)
+            }),
+    }
+}
+
+/// A [`StateGraph`] method to add a [`ToolNode`] over the state's `messages` field, as
+/// LangGraph's `add_node("tools", ToolNode(tools))` reads.
+pub trait ToolNodeGraph: Sized {
+    /// Add `node` as [`ToolNode::messages_node`] under `name`; `compile()` refuses the graph
+    /// when the state has no `messages` field, naming it.
+    ///
+    /// ```
+    /// use graphloom_core::{Message, Seq, State, StateGraph, START, END};
+    /// use graphloom_prebuilt::{ToolNode, ToolNodeGraph};
+    ///
+    /// #[derive(State, Clone, Default, Debug)]
+    /// struct Chat {
+    ///     #[reducer(add_messages)]
+    ///     messages: Seq<Message>,
+    /// }
+    /// #[derive(State, Clone, Default, Debug)]
+    /// struct Counter {
+    ///     n: i64,
+    /// }
+    /// let ok = StateGraph::<Chat>::new()
+    ///     .add_tool_node("tools", ToolNode::new([]))
+    ///     .add_edge(START, "tools")
+    ///     .add_edge("tools", END)
+    ///     .compile();
+    /// assert!(ok.is_ok());
+    /// let err = StateGraph::<Counter>::new()
+    ///     .add_tool_node("tools", ToolNode::new([]))
+    ///     .add_edge(START, "tools")
+    ///     .add_edge("tools", END)
+    ///     .compile()
+    ///     .err()
+    ///     .map(|e| e.to_string())
+    ///     .unwrap_or_default();
+    /// assert!(err.contains("reads state field `messages`"), "{err}");
+    /// ```
+    #[must_use]
+    fn add_tool_node(self, name: &str, node: ToolNode) -> Self;
+}
+
+impl<S: State> ToolNodeGraph for StateGraph<S> {
+    fn add_tool_node(self, name: &str, node: ToolNode) -> Self {
+        self.add_node(name, node.messages_node::<S>())
+            .node_reads(name, [MESSAGES_KEY])
     }
 }
 

@@ -7,7 +7,9 @@ use graphloom_core::{
     Message, MessageKind, RunConfig, RunEvent, RunInput, Seq, State, StateGraph, StreamMode, StreamOptions,
     ToolCall, END, START,
 };
-use graphloom_prebuilt::{FnTool, Tool, ToolCommand, ToolError, ToolNode, ToolOutput};
+use graphloom_prebuilt::{
+    FnTool, Tool, ToolCommand, ToolError, ToolNode, ToolNodeGraph, ToolOutput, UnansweredToolCall,
+};
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -424,6 +426,48 @@ async fn a_tool_command_updates_state_and_routes() {
     assert_eq!(answer.name.as_deref(), Some("transfer"));
 }
 
+/// [`transfer`] with the graph's own typed update: a misspelt key would not compile.
+fn typed_transfer(name: &str) -> Arc<dyn Tool> {
+    let tool = name.to_owned();
+    FnTool::new(
+        name,
+        "Transfer to a team",
+        move |a: Transfer, rt: graphloom_prebuilt::ToolRuntime| {
+            let tool = tool.clone();
+            async move {
+                let answer = Message::tool(format!("transferred to {}", a.team), &rt.tool_call_id);
+                let update = DeskUpdate::new()
+                    .messages(vec![answer])
+                    .team(a.team.clone())
+                    .log(vec![format!("{tool} -> {}", a.team)]);
+                Ok::<_, ToolError>(ToolCommand::from_update::<Desk>(update)?.goto(a.team))
+            }
+        },
+    )
+    .arc()
+}
+
+#[tokio::test]
+async fn a_typed_tool_command_does_what_its_json_form_does() {
+    let call = || desk_input(vec![tc("c1", "transfer", json!({"team": "billing"}))]);
+    let typed = desk(ToolNode::new([typed_transfer("transfer")]))
+        .invoke(call(), RunConfig::default())
+        .await
+        .unwrap();
+    let json = desk(ToolNode::new([transfer("transfer", true, true)]))
+        .invoke(call(), RunConfig::default())
+        .await
+        .unwrap();
+    assert_eq!(typed.values.team, "billing");
+    assert_eq!(typed.values.team, json.values.team);
+    assert_eq!(typed.values.log.to_vec(), json.values.log.to_vec());
+    assert_eq!(seen(&typed.values.messages), seen(&json.values.messages));
+    assert_eq!(
+        typed.values.messages.to_vec().pop().unwrap().name.as_deref(),
+        Some("transfer")
+    );
+}
+
 #[tokio::test]
 async fn parallel_tool_commands_combine_with_plain_answers_in_call_order() {
     let runs = Arc::new(AtomicUsize::new(0));
@@ -482,8 +526,10 @@ async fn two_tool_commands_writing_one_last_value_key_is_an_error_naming_both() 
             RunConfig::default(),
         )
         .await
-        .unwrap_err()
-        .to_string();
+        .unwrap_err();
+    // The same class of error as two nodes writing the key in one step.
+    assert!(err.is_invalid_update(), "{err:?}");
+    let err = err.to_string();
     assert!(err.contains("tool `a` (call `c1`)"), "{err}");
     assert!(err.contains("tool `b` (call `c2`)"), "{err}");
     assert!(err.contains("`team`"), "{err}");
@@ -499,8 +545,21 @@ async fn a_tool_command_without_its_tool_message_is_a_clear_error() {
             RunConfig::default(),
         )
         .await
-        .unwrap_err()
-        .to_string();
+        .unwrap_err();
+    // A typed error a caller can match, as the source of the node's error.
+    let unanswered = std::error::Error::source(&err)
+        .and_then(|s| s.downcast_ref::<UnansweredToolCall>())
+        .expect("the node's error is an UnansweredToolCall");
+    assert_eq!(
+        (
+            unanswered.tool.as_str(),
+            unanswered.call_id.as_str(),
+            unanswered.answers
+        ),
+        ("silent", "c9", 0)
+    );
+    assert_eq!(unanswered.key, "messages");
+    let err = err.to_string();
     assert!(err.contains("tool `silent` (call `c9`)"), "{err}");
     assert!(err.contains("no tool message answering the call"), "{err}");
     assert!(err.contains("tool_call_id `c9`"), "{err}");
@@ -587,8 +646,10 @@ async fn a_list_of_commands_must_answer_its_call_exactly_once() {
                 RunConfig::default(),
             )
             .await
-            .unwrap_err()
-            .to_string();
+            .unwrap_err();
+        let unanswered = err.find_source::<UnansweredToolCall>().expect("typed");
+        assert_eq!(unanswered.answers, answers);
+        let err = err.to_string();
         assert!(err.contains("tool `steps` (call `c1`)"), "{err}");
         assert!(err.contains(expect), "{err}");
     }
@@ -663,4 +724,150 @@ async fn commands_writing_each_key_once_stream_one_joined_update() {
     let mut keys: Vec<&str> = update.keys().map(String::as_str).collect();
     keys.sort_unstable();
     assert_eq!(keys, ["log", "messages"]);
+}
+
+// ---- A tool node over the state's `messages` field, without functions ----
+
+/// What a test compares of a message: its kind, text, call id, name and status.
+type Seen = (MessageKind, String, Option<String>, Option<String>, Option<Value>);
+
+/// What a test compares of a conversation (ids are fresh per run).
+fn seen(messages: &Seq<Message>) -> Vec<Seen> {
+    messages
+        .iter()
+        .map(|m| {
+            (
+                m.kind,
+                m.text(),
+                m.tool_call_id.clone(),
+                m.name.clone(),
+                m.extra.get("status").cloned(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn messages_node_answers_as_into_node_does() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let tools = || ToolNode::new([sleeper("sleep", Arc::clone(&runs))]).timeout(Duration::from_millis(300));
+    let calls = || {
+        input(vec![
+            tc("a", "sleep", json!({"ms": 1})),
+            tc("slow", "sleep", json!({"ms": 5000})),
+            tc("u", "teleport", json!({})),
+            tc("v", "sleep", json!({"ms": "not a number"})),
+        ])
+    };
+    let named = StateGraph::<Chat>::new()
+        .add_tool_node("tools", tools())
+        .add_edge(START, "tools")
+        .add_edge("tools", END)
+        .compile()
+        .unwrap();
+    let by_name = named.invoke(calls(), RunConfig::default()).await.unwrap();
+    let by_fn = graph(tools())
+        .invoke(calls(), RunConfig::default())
+        .await
+        .unwrap();
+    assert_eq!(seen(&by_name.values.messages), seen(&by_fn.values.messages));
+    assert_eq!(by_name.values.messages.len(), 6);
+
+    // Nothing to answer: no update, as `into_node`.
+    let quiet = ChatUpdate::new().messages(vec![Message::human("hi"), Message::ai("hello")]);
+    let out = named.invoke(quiet, RunConfig::default()).await.unwrap();
+    assert_eq!(out.values.messages.len(), 2);
+}
+
+#[tokio::test]
+async fn messages_node_applies_tool_commands_as_into_node_does() {
+    let desk_named = |node: ToolNode| {
+        StateGraph::<Desk>::new()
+            .add_node("tools", node.messages_node())
+            .add_node("billing", |_s, _rt| async {
+                Ok(DeskUpdate::new().log(vec!["billing ran".into()]))
+            })
+            .add_node("support", |_s, _rt| async {
+                Ok(DeskUpdate::new().log(vec!["support ran".into()]))
+            })
+            .add_edge(START, "tools")
+            .add_edge("tools", END)
+            .destinations("tools", ["billing", "support"])
+            .add_edge("billing", END)
+            .add_edge("support", END)
+            .compile()
+            .unwrap()
+    };
+    let runs = Arc::new(AtomicUsize::new(0));
+    let tools = || {
+        ToolNode::new([
+            transfer("to_billing", true, false),
+            typed_transfer("to_support"),
+            sleeper("sleep", Arc::clone(&runs)),
+        ])
+    };
+    let calls = || {
+        desk_input(vec![
+            tc("c1", "to_billing", json!({"team": "billing"})),
+            tc("c2", "sleep", json!({"ms": 1})),
+            tc("c3", "to_support", json!({"team": "support"})),
+        ])
+    };
+    let by_name = desk_named(tools())
+        .invoke(calls(), RunConfig::default())
+        .await
+        .unwrap();
+    let by_fn = desk(tools()).invoke(calls(), RunConfig::default()).await.unwrap();
+    assert_eq!(seen(&by_name.values.messages), seen(&by_fn.values.messages));
+    assert_eq!(by_name.values.log.to_vec(), by_fn.values.log.to_vec());
+    assert_eq!(by_name.values.team, "support");
+    assert_eq!(by_name.values.team, by_fn.values.team);
+
+    // The same typed error for a command that does not answer its call.
+    let err = desk_named(ToolNode::new([transfer("silent", false, true)]))
+        .invoke(
+            desk_input(vec![tc("c9", "silent", json!({"team": "billing"}))]),
+            RunConfig::default(),
+        )
+        .await
+        .unwrap_err();
+    let unanswered = err.find_source::<UnansweredToolCall>().expect("typed");
+    assert_eq!(
+        (unanswered.call_id.as_str(), unanswered.key.as_str()),
+        ("c9", "messages")
+    );
+}
+
+#[derive(State, Clone, Default, Debug)]
+struct Inbox {
+    #[reducer(add_messages)]
+    history: Seq<Message>,
+}
+
+#[tokio::test]
+async fn a_state_without_messages_is_refused_naming_the_field() {
+    // At compile time through `add_tool_node`.
+    let err = StateGraph::<Inbox>::new()
+        .add_tool_node("tools", ToolNode::new([]))
+        .add_edge(START, "tools")
+        .add_edge("tools", END)
+        .compile()
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(err.contains("node `tools` reads state field `messages`"), "{err}");
+
+    // On the first run through `messages_node` alone.
+    let g = StateGraph::<Inbox>::new()
+        .add_node("tools", ToolNode::new([]).messages_node())
+        .add_edge(START, "tools")
+        .add_edge("tools", END)
+        .compile()
+        .unwrap();
+    let err = g
+        .invoke(InboxUpdate::new(), RunConfig::default())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("the state has no field `messages`"), "{err}");
 }

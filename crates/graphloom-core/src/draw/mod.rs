@@ -29,11 +29,13 @@
 
 mod layout;
 mod svg;
+mod view;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
 pub use svg::SvgOptions;
+pub use view::{GraphView, ViewEdge, ViewNode, ViewNodeKind, XRay};
 
 /// What kind of box a node of a drawing is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -329,10 +329,13 @@ where
         }
     }
 
-    /// [`Self::stream`] from any input of the underlying graph (a `Command` to resume).
+    /// [`Self::stream`] from any input of the underlying graph, as a graph's
+    /// [`CompiledGraph::stream`] takes it: `Command::resume(v)` resumes a paused
+    /// entrypoint (LangGraph's `wf.stream(Command(resume=v), cfg)`), `None` continues.
+    /// The finished task calls are replayed, not run again.
     pub fn stream_input(
         &self,
-        input: RunInput<FuncState>,
+        input: impl Into<RunInput<FuncState>>,
         config: RunConfig,
         opts: StreamOptions,
     ) -> BoxStream<'static, RunEvent<FuncState>> {

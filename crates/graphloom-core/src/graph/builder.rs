@@ -181,6 +181,26 @@ impl<S: State> StateGraph<S> {
         }
     }
 
+    /// Declare that node `node` reads the state fields `fields` by name (a node built
+    /// over any state, such as a prebuilt tool node reading `messages`): `compile()`
+    /// refuses the graph, naming the node and the field, when the state has no such field,
+    /// rather than the node failing on its first run.
+    pub fn node_reads<I, T>(mut self, node: &str, fields: I) -> Self
+    where
+        I: IntoIterator<Item = T>,
+        T: AsRef<str>,
+    {
+        for field in fields {
+            let field = field.as_ref();
+            if self.shape.field_index(field).is_none() {
+                self.problems.push(format!(
+                    "node `{node}` reads state field `{field}`, which the state does not have"
+                ));
+            }
+        }
+        self
+    }
+
     /// Add a node: an async function of the state snapshot and the [`Runtime`].
     pub fn add_node<F, Fut, O>(self, name: impl Into<String>, f: F) -> Self
     where

@@ -514,6 +514,34 @@ impl<S: State> CompiledGraph<S> {
         Drawing::new(g.name.clone(), nodes, edges)
     }
 
+    /// The graph's nodes and edges as LangGraph's `get_graph(xray=..)` gives them (see
+    /// [`GraphView`](crate::draw::GraphView)); `.to_json()` is `get_graph().to_json()`.
+    /// `xray`: `false`, `true` (every level) or a depth. A node the graph interrupts at
+    /// carries LangGraph's `__interrupt` metadata.
+    #[must_use]
+    pub fn get_graph(&self, xray: impl Into<crate::draw::XRay>) -> crate::draw::GraphView {
+        let mut view = crate::draw::GraphView::from_drawing(&self.drawing(), xray);
+        let g = &self.inner;
+        for n in &mut view.nodes {
+            if !g.nodes.contains_key(&n.id) {
+                continue;
+            }
+            let at = match (
+                g.interrupt_before.contains(&n.id),
+                g.interrupt_after.contains(&n.id),
+            ) {
+                (true, true) => "before,after",
+                (true, false) => "before",
+                (false, true) => "after",
+                (false, false) => continue,
+            };
+            n.metadata
+                .get_or_insert_with(serde_json::Map::new)
+                .insert("__interrupt".into(), serde_json::Value::from(at));
+        }
+        view
+    }
+
     /// The graph as an SVG document, laid out top down (see [`crate::draw`]).
     #[must_use]
     pub fn draw_svg(&self, options: &crate::draw::SvgOptions) -> String {

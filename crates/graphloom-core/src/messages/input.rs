@@ -53,6 +53,83 @@ fn unknown_kind(name: &str) -> String {
     )
 }
 
+/// A role that [`Message::from_role`] cannot make a message of.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RoleError {
+    /// No message kind has this role.
+    #[error("unknown message role `{0}`: use one of human, user, ai, assistant, system, developer")]
+    Unknown(String),
+    /// The role's message needs more than a role and content (a tool message needs the id
+    /// of the call it answers, a removal the id of the message it removes).
+    #[error("a `{role}` message needs {needs}: use `Message::{constructor}`")]
+    NeedsMore {
+        /// The role.
+        role: String,
+        /// What else it needs.
+        needs: &'static str,
+        /// The constructor that takes it.
+        constructor: &'static str,
+    },
+}
+
+impl Message {
+    /// A message from LangChain's role form, `("user", "hi")` or
+    /// `{"role": "user", "content": "hi"}`, as `convert_to_messages` coerces it: `human` and
+    /// `user` a human message, `ai` and `assistant` an AI message, `system` and `developer`
+    /// a system message. `content` is text or a list of content parts.
+    ///
+    /// ```
+    /// use graphloom_core::{Message, MessageKind};
+    ///
+    /// let m = Message::from_role("assistant", "hello")?;
+    /// assert_eq!((m.kind, m.text()), (MessageKind::Ai, "hello".to_owned()));
+    /// let m = Message::try_from(("user", "hi"))?;
+    /// assert_eq!(m.kind, MessageKind::Human);
+    /// assert!(Message::from_role("robot", "beep").is_err());
+    /// # Ok::<(), graphloom_core::messages::RoleError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`RoleError::Unknown`] for a role no message has; [`RoleError::NeedsMore`] for `tool`
+    /// and `remove`, whose messages need an id ([`Message::tool`], [`Message::remove`]),
+    /// as LangChain refuses a `("tool", ..)` pair without a `tool_call_id`.
+    pub fn from_role(role: &str, content: impl Into<Value>) -> Result<Self, RoleError> {
+        let needs = |needs, constructor| RoleError::NeedsMore {
+            role: role.to_owned(),
+            needs,
+            constructor,
+        };
+        let kind = match role {
+            "human" | "user" => MessageKind::Human,
+            "ai" | "assistant" => MessageKind::Ai,
+            "system" | "developer" => MessageKind::System,
+            "tool" => return Err(needs("the id of the call it answers", "tool")),
+            "remove" => return Err(needs("the id of the message it removes", "remove")),
+            _ => return Err(RoleError::Unknown(role.to_owned())),
+        };
+        let mut m = Message::with(kind, "");
+        m.content = content.into();
+        Ok(m)
+    }
+}
+
+impl TryFrom<(&str, &str)> for Message {
+    type Error = RoleError;
+    /// `("user", "hi")`: see [`Message::from_role`].
+    fn try_from((role, content): (&str, &str)) -> Result<Self, RoleError> {
+        Message::from_role(role, content)
+    }
+}
+
+impl TryFrom<(&str, String)> for Message {
+    type Error = RoleError;
+    /// `("user", text)`: see [`Message::from_role`].
+    fn try_from((role, content): (&str, String)) -> Result<Self, RoleError> {
+        Message::from_role(role, content)
+    }
+}
+
 /// A tool call as it may arrive: LangChain's `{"id", "name", "args"}` or OpenAI's
 /// `{"id", "type": "function", "function": {"name", "arguments"}}`.
 #[derive(Deserialize)]
@@ -338,6 +415,43 @@ mod tests {
 
     fn read(v: Value) -> Result<Message, String> {
         serde_json::from_value(v).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn from_role_coerces_as_the_json_role_form_does() {
+        for (role, kind) in [
+            ("user", MessageKind::Human),
+            ("human", MessageKind::Human),
+            ("assistant", MessageKind::Ai),
+            ("ai", MessageKind::Ai),
+            ("system", MessageKind::System),
+            ("developer", MessageKind::System),
+        ] {
+            let typed = Message::from_role(role, "x").unwrap();
+            assert_eq!(typed, read(json!([role, "x"])).unwrap(), "{role}");
+            assert_eq!(typed.kind, kind);
+            assert_eq!(Message::try_from((role, "x".to_owned())).unwrap(), typed);
+        }
+        let parts = Message::from_role("user", json!([{"type": "text", "text": "hi"}])).unwrap();
+        assert_eq!(parts.text(), "hi");
+        assert_eq!(
+            Message::try_from(("robot", "beep")).unwrap_err(),
+            RoleError::Unknown("robot".into())
+        );
+        let tool = Message::from_role("tool", "r").unwrap_err().to_string();
+        assert!(
+            tool.contains("the id of the call it answers") && tool.contains("Message::tool"),
+            "{tool}"
+        );
+        assert!(matches!(
+            Message::from_role("remove", ""),
+            Err(RoleError::NeedsMore {
+                constructor: "remove",
+                ..
+            })
+        ));
+        // A chunk's type name is not a role.
+        assert!(Message::from_role("AIMessageChunk", "x").is_err());
     }
 
     #[test]

@@ -7,7 +7,7 @@
 
 pub mod input;
 
-pub use input::{canonical_message_json, kind_from_name};
+pub use input::{canonical_message_json, kind_from_name, RoleError};
 
 use crate::change::{FieldChange, ReducerError};
 use crate::seq::SeqLike;

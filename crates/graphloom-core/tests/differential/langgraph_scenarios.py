@@ -518,6 +518,42 @@ def interrupt_schemas():
     ]
 
 
+def graph_view(drawn):
+    """`to_json()` of a drawn graph without the runnables' class paths (`data.id`), edges
+    sorted (LangGraph lists them in the order its dry run finds them)."""
+    j = drawn.to_json()
+    nodes = []
+    for n in j["nodes"]:
+        c = {k: n[k] for k in ("id", "type", "metadata") if k in n}
+        if isinstance(n.get("data"), dict):
+            c["name"] = n["data"].get("name")
+        nodes.append(c)
+    edges = sorted(j["edges"], key=canon)
+    return {"nodes": nodes, "edges": edges}
+
+
+def get_graph():
+    """The nodes and edges of `get_graph()` and `get_graph(xray=True)`: a path map, a
+    subgraph whose end two edges reach, a node the graph interrupts before."""
+    c = StateGraph(Log)
+    c.add_node("plan", log_node("plan"))
+    c.add_node("act", log_node("act"))
+    c.add_edge(START, "plan")
+    c.add_conditional_edges("plan", lambda s: "act", ["act", END])
+    c.add_edge("act", END)
+    child = c.compile()
+    g = StateGraph(Log)
+    g.add_node("a", log_node("a"))
+    g.add_node("team", child)
+    g.add_node("b", log_node("b"))
+    g.add_edge(START, "a")
+    g.add_conditional_edges("a", lambda s: "team", {"go": "team", "stop": END})
+    g.add_edge("team", "b")
+    g.add_edge("b", END)
+    graph = g.compile(checkpointer=InMemorySaver(), interrupt_before=["b"])
+    return [graph_view(graph.get_graph()), graph_view(graph.get_graph(xray=True))]
+
+
 SCENARIOS = {
     "join": join,
     "loop": loop,
@@ -539,6 +575,7 @@ SCENARIOS = {
     "timeouts": timeouts,
     "error_handlers": error_handlers,
     "interrupt_schemas": interrupt_schemas,
+    "get_graph": get_graph,
 }
 
 if __name__ == "__main__":

@@ -613,7 +613,7 @@ async fn functional() -> Vec<Value> {
         let stream = match input {
             Some(xs) => ep.stream(xs, t(), StreamOptions::modes([StreamMode::Updates])),
             None => ep.stream_input(
-                RunInput::Command(Command::resume(answer)),
+                Command::resume(answer),
                 t(),
                 StreamOptions::modes([StreamMode::Updates]),
             ),
@@ -817,6 +817,56 @@ async fn interrupt_schemas() -> Vec<Value> {
 }
 
 /// graphloom's traces, by scenario.
+/// `get_graph().to_json()` without the runnables' class paths (`data.id`), edges sorted:
+/// what the LangGraph side records.
+fn graph_view(drawn: &graphloom_core::draw::GraphView) -> Value {
+    let j = drawn.to_json();
+    let nodes: Vec<Value> = j["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| {
+            let mut c = serde_json::Map::new();
+            for k in ["id", "type", "metadata"] {
+                if let Some(v) = n.get(k) {
+                    c.insert(k.into(), v.clone());
+                }
+            }
+            if let Some(name) = n.get("data").and_then(|d| d.get("name")) {
+                c.insert("name".into(), name.clone());
+            }
+            Value::Object(c)
+        })
+        .collect();
+    let mut edges = j["edges"].as_array().unwrap().clone();
+    edges.sort_by_key(canon);
+    json!({"nodes": nodes, "edges": edges})
+}
+
+async fn get_graph() -> Vec<Value> {
+    let child = StateGraph::with_shape(log_shape())
+        .add_node("plan", log_node("plan"))
+        .add_node("act", log_node("act"))
+        .add_edge(START, "plan")
+        .add_conditional_edges_to("plan", |_s: &JsonState| "act", ["act", END])
+        .add_edge("act", END)
+        .compile()
+        .unwrap();
+    let g = StateGraph::with_shape(log_shape())
+        .add_node("a", log_node("a"))
+        .add_subgraph_shared("team", child)
+        .add_node("b", log_node("b"))
+        .add_edge(START, "a")
+        .add_conditional_edges_map("a", |_s: &JsonState| "go", [("go", "team"), ("stop", END)])
+        .add_edge("team", "b")
+        .add_edge("b", END)
+        .interrupt_before(NodeSet::of(["b"]))
+        .checkpointer(saver())
+        .compile()
+        .unwrap();
+    vec![graph_view(&g.get_graph(false)), graph_view(&g.get_graph(true))]
+}
+
 async fn graphloom_traces() -> BTreeMap<&'static str, Vec<Value>> {
     BTreeMap::from([
         ("join", join().await),
@@ -839,6 +889,7 @@ async fn graphloom_traces() -> BTreeMap<&'static str, Vec<Value>> {
         ("timeouts", timeouts().await),
         ("error_handlers", error_handlers().await),
         ("interrupt_schemas", interrupt_schemas().await),
+        ("get_graph", get_graph().await),
     ])
 }
 

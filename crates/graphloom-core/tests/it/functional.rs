@@ -91,6 +91,73 @@ async fn finished_tasks_are_replayed_after_an_interrupt_not_run_again() {
 }
 
 #[tokio::test]
+async fn a_resume_streams_like_a_graphs() {
+    let (runs_a, runs_b) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (a, b) = (counted("a", 1, &runs_a), counted("b", 2, &runs_b));
+    let ep = Entrypoint::<i64, String>::new("flow", move |x, ctx| {
+        let (a, b) = (a.clone(), b.clone());
+        async move {
+            let (ra, rb) = futures::try_join!(ctx.call(&a, x), ctx.call(&b, x))?;
+            let answer = ctx.interrupt(json!({"sum": ra + rb}))?;
+            Ok(format!("{} {}", ra + rb, answer.as_str().unwrap_or_default()))
+        }
+    })
+    .checkpointer(InMemorySaver::new())
+    .compile()
+    .unwrap();
+    let cfg = RunConfig::thread("sr");
+    let opts = || StreamOptions::modes([StreamMode::Updates, StreamMode::Values]);
+    let paused: Vec<RunEvent<_>> = ep.stream(10, cfg.clone(), opts()).collect().await;
+    let Some(RunEvent::End(Ok(out))) = paused.last() else {
+        panic!("the first run ends paused: {paused:?}")
+    };
+    assert_eq!(out.status, RunStatus::Interrupted);
+
+    // LangGraph: `wf.stream(Command(resume="yes"), cfg)`.
+    let events: Vec<RunEvent<_>> = ep
+        .stream_input(Command::resume("yes"), cfg.clone(), opts())
+        .collect()
+        .await;
+    let mut updates = Vec::new();
+    let mut values = Vec::new();
+    for ev in &events[..events.len() - 1] {
+        let RunEvent::Part(p) = ev else {
+            panic!("one End, last: {events:?}")
+        };
+        match p.mode {
+            StreamMode::Updates => updates.push(p.data_json().unwrap()),
+            StreamMode::Values => values.push(p.data_json().unwrap()),
+            _ => {}
+        }
+    }
+    assert_eq!(updates.last(), Some(&json!({"flow": "23 yes"})), "{updates:?}");
+    assert!(
+        updates.iter().all(|u| u.get("__interrupt__").is_none()),
+        "{updates:?}"
+    );
+    assert_eq!(values.last(), Some(&json!("23 yes")), "{values:?}");
+    let Some(RunEvent::End(Ok(done))) = events.last() else {
+        panic!("the resumed run ends done: {events:?}")
+    };
+    assert_eq!(done.status, RunStatus::Done);
+    assert_eq!(done.values.output(), &json!("23 yes"));
+    assert_eq!(
+        (runs_a.load(Ordering::SeqCst), runs_b.load(Ordering::SeqCst)),
+        (1, 1),
+        "the finished calls are replayed, not run again"
+    );
+    // Nothing left to resume: the same refusal as a graph's.
+    let again: Vec<RunEvent<_>> = ep
+        .stream_input(Command::resume("no"), cfg, opts())
+        .collect()
+        .await;
+    assert!(
+        matches!(again.last(), Some(RunEvent::End(Err(Error::InvalidResume(_))))),
+        "{again:?}"
+    );
+}
+
+#[tokio::test]
 async fn an_interrupt_inside_a_task_pauses_and_resumes_it() {
     let runs_first = Arc::new(AtomicUsize::new(0));
     let first = counted("first", 0, &runs_first);

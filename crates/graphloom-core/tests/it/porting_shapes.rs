@@ -6,6 +6,7 @@
 
 use futures::StreamExt;
 use graphloom_core::prelude::*;
+use graphloom_core::{MessageKind, Seq};
 use std::sync::Arc;
 use tokio::sync::Notify;
 
@@ -218,4 +219,53 @@ fn the_defaults_a_port_meets_are_those_the_guide_states() {
     assert_eq!(graphloom_core::DEFAULT_RECURSION_LIMIT, 100);
     assert_eq!(RunConfig::thread("t").durability, Durability::Sync);
     assert_eq!(RunConfig::default().recursion_limit, 100);
+}
+
+#[derive(State, Clone, Default, Debug)]
+struct Chat {
+    #[reducer(add_messages)]
+    messages: Seq<Message>,
+}
+
+#[tokio::test]
+async fn a_typed_node_returns_role_form_messages_without_json() {
+    // LangGraph: `return {"messages": [("assistant", "hi")]}`.
+    let g = StateGraph::<Chat>::new()
+        .add_node("reply", |_s, _rt| async {
+            Ok(ChatUpdate::new().messages(vec![
+                Message::try_from(("assistant", "hi"))?,
+                Message::from_role("user", "and you?")?,
+            ]))
+        })
+        .add_edge(START, "reply")
+        .add_edge("reply", END)
+        .compile()
+        .unwrap();
+    let out = g.invoke(ChatUpdate::new(), RunConfig::default()).await.unwrap();
+    let kinds: Vec<_> = out.values.messages.iter().map(|m| (m.kind, m.text())).collect();
+    assert_eq!(
+        kinds,
+        [
+            (MessageKind::Ai, "hi".to_owned()),
+            (MessageKind::Human, "and you?".to_owned())
+        ]
+    );
+
+    // An unknown role fails the node, the typed error as its source.
+    let g = StateGraph::<Chat>::new()
+        .add_node("robot", |_s, _rt| async {
+            Ok(ChatUpdate::new().messages(vec![Message::try_from(("robot", "beep"))?]))
+        })
+        .add_edge(START, "robot")
+        .add_edge("robot", END)
+        .compile()
+        .unwrap();
+    let err = g
+        .invoke(ChatUpdate::new(), RunConfig::default())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.find_source::<graphloom_core::messages::RoleError>(),
+        Some(&graphloom_core::messages::RoleError::Unknown("robot".into()))
+    );
 }

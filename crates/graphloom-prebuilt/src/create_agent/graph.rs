@@ -395,7 +395,11 @@ impl ToolsNode {
                 .collect();
             return Ok(NodeOutput::Update(AgentGraphUpdate::new().messages(msgs)));
         }
-        crate::tool_command::join_answers(shape, answers, |m| AgentGraphUpdate::new().messages(m))
+        crate::tool_command::join_answers(
+            shape,
+            answers,
+            crate::tool_command::MessagesOut::Update(|m| AgentGraphUpdate::new().messages(m)),
+        )
     }
 }
 

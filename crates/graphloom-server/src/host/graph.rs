@@ -114,7 +114,8 @@ pub trait HostedGraph: Send + Sync + 'static {
     fn output_schema(&self) -> Value;
     /// JSON Schema of the state.
     fn state_schema(&self) -> Value;
-    /// The drawing data: `{"nodes": [{"id", "type", "data"}], "edges": [{"source", "target", "conditional"}]}`.
+    /// The drawing data, LangGraph's `get_graph().to_json()`: `{"nodes": [{"id", "type",
+    /// "data", "metadata"?}], "edges": [{"source", "target", "data"?, "conditional"?}]}`.
     fn drawing(&self) -> Value;
     /// Mermaid text.
     fn mermaid(&self) -> String;
@@ -374,33 +375,10 @@ fn bad_state_json(e: &serde_json::Error) -> graphloom_core::Error {
     })
 }
 
-/// The drawing data of `g` (see [`HostedGraph::drawing`]).
+/// The drawing data of `g` (see [`HostedGraph::drawing`]): LangGraph's
+/// `get_graph().to_json()`.
 fn drawing_json<S: State>(g: &CompiledGraph<S>) -> Value {
-    let mut nodes = vec![json!({"id": START, "type": "schema", "data": START})];
-    for name in g.node_names() {
-        nodes.push(json!({
-            "id": name,
-            "type": "runnable",
-            "data": {"id": ["graphloom", "graph", "Node"], "name": name},
-        }));
-    }
-    nodes.push(json!({"id": END, "type": "schema", "data": END}));
-    // A labelled edge carries its label as `data`, as LangGraph's graph JSON does; one edge
-    // per source, target and kind (the first key's label).
-    let mut seen = std::collections::BTreeSet::new();
-    let edges: Vec<Value> = g
-        .drawing()
-        .edges
-        .into_iter()
-        .filter(|e| seen.insert((e.source.clone(), e.target.clone(), e.conditional)))
-        .map(|e| match e.label {
-            Some(label) => {
-                json!({"source": e.source, "target": e.target, "conditional": e.conditional, "data": label})
-            }
-            None => json!({"source": e.source, "target": e.target, "conditional": e.conditional}),
-        })
-        .collect();
-    json!({"nodes": nodes, "edges": edges})
+    g.get_graph(false).to_json()
 }
 
 /// A [`Drawing`](graphloom_core::draw::Drawing) from the drawing JSON of

@@ -1,30 +1,59 @@
 //! The `xray` drawing of a graph (`GET /assistants/{id}/graph?xray=true`, what LangGraph
 //! Studio asks for): every subgraph node replaced by its graph's nodes, `<node>:<child>`,
-//! to a depth. Edges into a subgraph node go to its first nodes, edges out of it leave
-//! from its last ones (those that reach its end); the subgraph's own start and end go.
+//! to a depth, as graphloom-core's [`GraphView`] expands them (LangGraph's
+//! `get_graph(xray=..)`).
 //!
-//! A subgraph's structure comes from its Mermaid text (the drawing graphloom-core makes
-//! of every graph), read back here.
+//! A hosted graph that is not a compiled graph of this process (a Python graph) gives its
+//! subgraphs as Mermaid text; they are read back here into drawings.
 
 use crate::host::HostedGraph;
-use serde_json::{json, Value};
+use graphloom_core::draw::{DrawEdge, DrawNode, DrawNodeKind, Drawing, GraphView, XRay};
+use serde_json::Value;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 const START: &str = "__start__";
 const END: &str = "__end__";
 
-/// A drawing: node names (in order) and edges `(source, target, conditional)`.
+/// A graph read back from Mermaid: node names (in order) and edges `(source, target,
+/// conditional)`.
 #[derive(Debug, Default, PartialEq)]
-struct Drawing {
+struct MermaidGraph {
     nodes: Vec<String>,
     edges: Vec<(String, String, bool)>,
 }
 
+impl MermaidGraph {
+    /// As a drawing (START and END are added back by [`Drawing::new`]).
+    fn into_drawing(self) -> Drawing {
+        let nodes = self
+            .nodes
+            .into_iter()
+            .filter(|n| n != START && n != END)
+            .map(|id| DrawNode {
+                id,
+                kind: DrawNodeKind::Node,
+                subgraph: None,
+            })
+            .collect();
+        let edges = self
+            .edges
+            .into_iter()
+            .map(|(source, target, conditional)| DrawEdge {
+                source,
+                target,
+                conditional,
+                label: None,
+            });
+        Drawing::new("subgraph", nodes, edges)
+    }
+}
+
 /// Read a graph back from its Mermaid text (nodes `\tid(name)`, edges `a --> b;`,
 /// `a -.-> b;`, `a -. label .-> b;`).
-fn parse_mermaid(text: &str) -> Drawing {
+fn parse_mermaid(text: &str) -> MermaidGraph {
     let mut ids = BTreeMap::new();
-    let mut d = Drawing::default();
+    let mut d = MermaidGraph::default();
     for line in text.lines() {
         let line = line.trim();
         if line.starts_with("classDef") || line.starts_with("graph ") || !line.contains(['(', '-']) {
@@ -70,114 +99,53 @@ fn parse_mermaid(text: &str) -> Drawing {
     d
 }
 
-/// Replace each subgraph node of `d` (those in `children`, by namespace below `ns`) by
-/// its nodes, `depth` levels down.
-fn expand(d: Drawing, ns: &str, children: &BTreeMap<String, String>, depth: usize, prefix: &str) -> Drawing {
-    if depth == 0 {
-        return d;
-    }
-    let mut out = Drawing::default();
-    let mut firsts: BTreeMap<String, Vec<(String, bool)>> = BTreeMap::new();
-    let mut lasts: BTreeMap<String, Vec<(String, bool)>> = BTreeMap::new();
-    for node in &d.nodes {
+/// Give each subgraph node of `d` without a drawing of its own the one its Mermaid text
+/// describes (`mermaids` by namespace, `parent|child`), every level.
+fn attach(d: &mut Drawing, ns: &str, mermaids: &BTreeMap<String, String>) {
+    for node in &mut d.nodes {
         let key = if ns.is_empty() {
-            node.clone()
+            node.id.clone()
         } else {
-            format!("{ns}|{node}")
+            format!("{ns}|{}", node.id)
         };
-        let full = format!("{prefix}{node}");
-        match children.get(&key).filter(|_| node != START && node != END) {
-            Some(mermaid) => {
-                let inner = expand(parse_mermaid(mermaid), &key, children, depth - 1, "");
-                let inner_prefix = format!("{full}:");
-                for n in inner.nodes.iter().filter(|n| *n != START && *n != END) {
-                    out.nodes.push(format!("{inner_prefix}{n}"));
-                }
-                for (a, b, c) in &inner.edges {
-                    match (a.as_str(), b.as_str()) {
-                        (START, END) => {}
-                        (START, _) => firsts
-                            .entry(full.clone())
-                            .or_default()
-                            .push((format!("{inner_prefix}{b}"), *c)),
-                        (_, END) => lasts
-                            .entry(full.clone())
-                            .or_default()
-                            .push((format!("{inner_prefix}{a}"), *c)),
-                        _ => out
-                            .edges
-                            .push((format!("{inner_prefix}{a}"), format!("{inner_prefix}{b}"), *c)),
-                    }
-                }
-            }
-            None => out.nodes.push(full),
-        }
-    }
-    for (a, b, c) in d.edges {
-        let (a, b) = (format!("{prefix}{a}"), format!("{prefix}{b}"));
-        let sources = lasts.get(&a).cloned().unwrap_or_else(|| vec![(a.clone(), false)]);
-        let targets = firsts
-            .get(&b)
-            .cloned()
-            .unwrap_or_else(|| vec![(b.clone(), false)]);
-        for (s, c1) in &sources {
-            for (t, c2) in &targets {
-                out.edges.push((s.clone(), t.clone(), c || *c1 || *c2));
+        if node.subgraph.is_none() {
+            if let Some(text) = mermaids.get(&key) {
+                node.subgraph = Some(Arc::new(parse_mermaid(text).into_drawing()));
             }
         }
+        if let Some(sub) = &mut node.subgraph {
+            attach(Arc::make_mut(sub), &key, mermaids);
+        }
     }
-    out.edges.sort();
-    out.edges.dedup();
-    out
 }
 
 /// The drawing data of `g` with its subgraphs expanded `depth` levels (`None`: all).
 pub(crate) fn drawing(g: &dyn HostedGraph, depth: Option<usize>) -> Value {
-    let base = g.drawing();
-    let nodes: Vec<String> = base["nodes"]
+    let mut d = g.draw();
+    let mermaids: BTreeMap<String, String> = g.subgraph_mermaids().into_iter().collect();
+    attach(&mut d, "", &mermaids);
+    let xray = depth.map_or(XRay::All, XRay::Depth);
+    let mut out = GraphView::from_drawing(&d, xray).to_json();
+    // Node metadata (the interrupts a graph was compiled with) from the plain drawing.
+    let plain = g.drawing();
+    let metadata: BTreeMap<&str, &Value> = plain["nodes"]
         .as_array()
         .into_iter()
         .flatten()
-        .filter_map(|n| n["id"].as_str().map(str::to_owned))
+        .filter_map(|n| Some((n["id"].as_str()?, n.get("metadata")?)))
         .collect();
-    let edges = base["edges"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|e| {
-            Some((
-                e["source"].as_str()?.to_owned(),
-                e["target"].as_str()?.to_owned(),
-                e["conditional"].as_bool().unwrap_or(false),
-            ))
-        })
-        .collect();
-    let children: BTreeMap<String, String> = g.subgraph_mermaids().into_iter().collect();
-    let d = expand(
-        Drawing { nodes, edges },
-        "",
-        &children,
-        depth.unwrap_or(usize::MAX),
-        "",
-    );
-    let nodes: Vec<Value> = d
-        .nodes
-        .iter()
-        .map(|n| {
-            if n == START || n == END {
-                json!({"id": n, "type": "schema", "data": n})
-            } else {
-                let name = n.rsplit(':').next().unwrap_or(n);
-                json!({"id": n, "type": "runnable", "data": {"id": ["graphloom", "graph", "Node"], "name": name}})
+    if let Some(nodes) = out["nodes"].as_array_mut() {
+        for n in nodes {
+            let m = n["id"]
+                .as_str()
+                .and_then(|id| metadata.get(id))
+                .map(|m| (*m).clone());
+            if let (Some(m), Value::Object(o)) = (m, n) {
+                o.insert("metadata".into(), m);
             }
-        })
-        .collect();
-    let edges: Vec<Value> = d
-        .edges
-        .iter()
-        .map(|(s, t, c)| json!({"source": s, "target": t, "conditional": c}))
-        .collect();
-    json!({"nodes": nodes, "edges": edges})
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -195,29 +163,43 @@ mod tests {
     }
 
     #[test]
-    fn a_subgraph_node_becomes_its_nodes() {
-        let parent = Drawing {
-            nodes: vec![
-                "__start__".into(),
-                "team".into(),
-                "after".into(),
-                "__end__".into(),
-            ],
-            edges: vec![
-                ("__start__".into(), "team".into(), false),
-                ("team".into(), "after".into(), false),
-                ("after".into(), "__end__".into(), false),
-            ],
-        };
-        let children = BTreeMap::from([("team".to_owned(), CHILD.to_owned())]);
-        let d = expand(parent, "", &children, usize::MAX, "");
-        assert_eq!(
-            d.nodes,
-            ["__start__", "team:plan", "team:act", "after", "__end__"]
+    fn a_subgraph_from_mermaid_is_expanded_as_core_expands_one() {
+        let mut parent = Drawing::new(
+            "parent",
+            ["team", "after"]
+                .into_iter()
+                .map(|id| DrawNode {
+                    id: id.into(),
+                    kind: DrawNodeKind::Node,
+                    subgraph: None,
+                })
+                .collect(),
+            [("__start__", "team"), ("team", "after"), ("after", "__end__")].map(|(a, b)| DrawEdge {
+                source: a.into(),
+                target: b.into(),
+                conditional: false,
+                label: None,
+            }),
         );
-        assert!(d.edges.contains(&("__start__".into(), "team:plan".into(), false)));
-        assert!(d.edges.contains(&("team:act".into(), "after".into(), false)));
-        assert!(d.edges.contains(&("team:plan".into(), "after".into(), true)));
-        assert!(d.edges.contains(&("team:plan".into(), "team:act".into(), true)));
+        let mermaids = BTreeMap::from([("team".to_owned(), CHILD.to_owned())]);
+        attach(&mut parent, "", &mermaids);
+        let v = GraphView::from_drawing(&parent, XRay::All);
+        let ids: Vec<&str> = v.nodes.iter().map(|n| n.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "__start__",
+                "after",
+                "__end__",
+                "team:plan",
+                "team:act",
+                "team:__end__"
+            ]
+        );
+        let has = |a: &str, b: &str| v.edges.iter().any(|e| e.source == a && e.target == b);
+        assert!(
+            has("__start__", "team:plan") && has("team:__end__", "after"),
+            "{v:?}"
+        );
     }
 }
