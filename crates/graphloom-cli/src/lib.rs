@@ -89,7 +89,8 @@ struct DbArgs {
 // Parsed once per process: the size of `Serve`'s options does not matter.
 #[allow(clippy::large_enum_variant)]
 enum Cmd {
-    /// Serve the example graphs over the LangGraph Server HTTP API.
+    /// Serve the example graphs over the LangGraph Server HTTP API. SIGTERM or Ctrl-C
+    /// drains it: running runs stop at a step boundary and go back to the queue.
     Serve {
         /// A `langgraph.json` naming Python graphs to serve beside this binary's (the
         /// Python package's `graphloom serve` reads it; default there: ./langgraph.json).
@@ -489,12 +490,34 @@ async fn serve(args: ServeArgs, graphs: &Graphs) -> anyhow::Result<()> {
         "graphloom listening on http://{local} ({store}); graphs: {}",
         server.graph_ids().join(", ")
     );
-    server
-        .serve(listener, async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
-        .await?;
+    server.serve(listener, shutdown_signal()).await?;
     Ok(())
+}
+
+/// Completes at Ctrl-C (SIGINT) or, on Unix, SIGTERM (what a container runtime or a
+/// process manager sends to stop a server): the server then drains its runs (see
+/// `--shutdown-grace-secs`).
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot listen for SIGTERM; only Ctrl-C stops the server gracefully");
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
 }
 
 async fn draw(
