@@ -486,37 +486,44 @@ async fn serve(args: ServeArgs, graphs: &Graphs) -> anyhow::Result<()> {
         Some(_) => "PostgreSQL".to_owned(),
         None => format!("SQLite {}", db.db.display()),
     };
+    let stop = shutdown_signal();
     println!(
         "graphloom listening on http://{local} ({store}); graphs: {}",
         server.graph_ids().join(", ")
     );
-    server.serve(listener, shutdown_signal()).await?;
+    server.serve(listener, stop).await?;
     Ok(())
 }
 
 /// Completes at Ctrl-C (SIGINT) or, on Unix, SIGTERM (what a container runtime or a
 /// process manager sends to stop a server): the server then drains its runs (see
-/// `--shutdown-grace-secs`).
-async fn shutdown_signal() {
+/// `--shutdown-grace-secs`). The handlers are installed here, before the future is first
+/// polled, so a signal that comes as soon as the server says it listens is not missed.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> + Send + 'static {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
+        let streams = signal(SignalKind::terminate()).and_then(|t| Ok((t, signal(SignalKind::interrupt())?)));
+        async move {
+            match streams {
+                Ok((mut term, mut int)) => {
+                    tokio::select! {
+                        _ = term.recv() => {}
+                        _ = int.recv() => {}
+                    }
                 }
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot listen for SIGTERM; only Ctrl-C stops the server gracefully");
-                let _ = tokio::signal::ctrl_c().await;
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot listen for SIGTERM; only Ctrl-C stops the server gracefully");
+                    let _ = tokio::signal::ctrl_c().await;
+                }
             }
         }
     }
     #[cfg(not(unix))]
     {
-        let _ = tokio::signal::ctrl_c().await;
+        async {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }
 
