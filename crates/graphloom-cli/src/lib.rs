@@ -89,7 +89,8 @@ struct DbArgs {
 // Parsed once per process: the size of `Serve`'s options does not matter.
 #[allow(clippy::large_enum_variant)]
 enum Cmd {
-    /// Serve the example graphs over the LangGraph Server HTTP API.
+    /// Serve the example graphs over the LangGraph Server HTTP API. SIGTERM or Ctrl-C
+    /// drains it: running runs stop at a step boundary and go back to the queue.
     Serve {
         /// A `langgraph.json` naming Python graphs to serve beside this binary's (the
         /// Python package's `graphloom serve` reads it; default there: ./langgraph.json).
@@ -485,16 +486,45 @@ async fn serve(args: ServeArgs, graphs: &Graphs) -> anyhow::Result<()> {
         Some(_) => "PostgreSQL".to_owned(),
         None => format!("SQLite {}", db.db.display()),
     };
+    let stop = shutdown_signal();
     println!(
         "graphloom listening on http://{local} ({store}); graphs: {}",
         server.graph_ids().join(", ")
     );
-    server
-        .serve(listener, async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
-        .await?;
+    server.serve(listener, stop).await?;
     Ok(())
+}
+
+/// Completes at Ctrl-C (SIGINT) or, on Unix, SIGTERM (what a container runtime or a
+/// process manager sends to stop a server): the server then drains its runs (see
+/// `--shutdown-grace-secs`). The handlers are installed here, before the future is first
+/// polled, so a signal that comes as soon as the server says it listens is not missed.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> + Send + 'static {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let streams = signal(SignalKind::terminate()).and_then(|t| Ok((t, signal(SignalKind::interrupt())?)));
+        async move {
+            match streams {
+                Ok((mut term, mut int)) => {
+                    tokio::select! {
+                        _ = term.recv() => {}
+                        _ = int.recv() => {}
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot listen for SIGTERM; only Ctrl-C stops the server gracefully");
+                    let _ = tokio::signal::ctrl_c().await;
+                }
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        async {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
 }
 
 async fn draw(

@@ -49,6 +49,13 @@ pub(crate) struct OpsArgs {
     /// How often expired threads and store items are swept, in seconds.
     #[arg(long, value_name = "SECS", default_value_t = 60.0)]
     sweep_interval_secs: f64,
+    /// At SIGTERM or Ctrl-C the server drains: it claims no new run, and each running run
+    /// stops at its next step boundary with its checkpoint saved and goes back to the
+    /// queue, where another replica (or this server, restarted) continues it. A run whose
+    /// step is still running after this many seconds is stopped then, keeping the writes
+    /// of its finished nodes.
+    #[arg(long, value_name = "SECS", default_value_t = 10.0)]
+    shutdown_grace_secs: f64,
 }
 
 /// A positive duration from a number of `unit`s, or an error naming the flag.
@@ -71,6 +78,7 @@ impl OpsArgs {
         cfg.webhooks.allowed_hosts = self.webhook_allow_hosts;
         cfg.webhooks.timeout = positive("webhook-timeout-secs", self.webhook_timeout_secs, 1.0)?;
         cfg.retention.sweep_interval = positive("sweep-interval-secs", self.sweep_interval_secs, 1.0)?;
+        cfg.shutdown_grace = positive("shutdown-grace-secs", self.shutdown_grace_secs, 1.0)?;
         if let Some(m) = self.thread_ttl_minutes {
             cfg.retention.thread_ttl = Some(DefaultTtl {
                 strategy: match self.thread_ttl_strategy {

@@ -44,6 +44,10 @@ pub struct RunConfig {
     /// finished are kept, and the run ends with [`Error::Cancelled`](crate::Error::Cancelled)
     /// and a resumable checkpoint.
     pub cancel: Option<CancelToken>,
+    /// Asks the run to drain: it stops at its next superstep boundary, once the step that
+    /// is running has finished and its checkpoint is saved, and ends with
+    /// [`Error::Drained`](crate::Error::Drained). See [`RunControl`].
+    pub control: Option<RunControl>,
     /// Told about each task of the root graph as it ends (node, time taken, failed or
     /// not): a cheap way to time nodes, e.g. for metrics, without streaming `tasks`
     /// events (which carry each task's whole input state).
@@ -231,6 +235,50 @@ impl CancelToken {
     }
 }
 
+/// Asks a run to drain (LangGraph's `RunControl`): a graceful stop that loses no work.
+///
+/// A run given a control in [`RunConfig::control`] looks at it before each superstep,
+/// after the previous step's checkpoint is saved. Once [`drain`](Self::drain) was called
+/// it starts no further step: the step that is running finishes (its writes applied and
+/// checkpointed as any step's), and the run ends with
+/// [`Error::Drained`](crate::Error::Drained). Invoking the graph again on the same thread
+/// with [`RunInput::Continue`] carries on from that checkpoint; no finished node runs
+/// again. A run with nothing left to do completes as usual even if drain was asked.
+///
+/// Only the root graph's steps are boundaries: a subgraph node in flight finishes its
+/// whole subgraph run as part of the root's step. Unlike [`CancelToken`], nothing is
+/// aborted, so a drain can wait as long as the running step takes; a caller that cannot
+/// wait (a server given a grace period) cancels after its deadline.
+///
+/// ```
+/// use graphloom_core::{RunConfig, RunControl};
+/// let control = RunControl::new();
+/// let cfg = RunConfig::thread("t").control(control.clone());
+/// control.drain(); // from a signal handler, another task, or a node
+/// assert!(control.is_draining());
+/// # drop(cfg);
+/// ```
+#[derive(Clone, Default, Debug)]
+pub struct RunControl(Arc<std::sync::atomic::AtomicBool>);
+
+impl RunControl {
+    /// A control with no drain asked.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Ask the run to stop at its next superstep boundary. It cannot be taken back: a
+    /// control is for one run (make a new one for the run that continues).
+    pub fn drain(&self) {
+        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+    /// Whether [`drain`](Self::drain) was called.
+    #[must_use]
+    pub fn is_draining(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
 impl Default for RunConfig {
     fn default() -> Self {
         Self {
@@ -245,6 +293,7 @@ impl Default for RunConfig {
             metadata: Map::new(),
             run_id: None,
             cancel: None,
+            control: None,
             on_task_end: None,
             on_complete: None,
             store: None,
@@ -328,6 +377,12 @@ impl RunConfig {
     #[must_use]
     pub fn run_id(mut self, id: impl Into<String>) -> Self {
         self.run_id = Some(id.into());
+        self
+    }
+    /// Let `control` drain the run ([`RunConfig::control`]).
+    #[must_use]
+    pub fn control(mut self, control: RunControl) -> Self {
+        self.control = Some(control);
         self
     }
     /// Use `store` as the run's long-term store instead of the graph's own

@@ -181,6 +181,13 @@ pub enum Error {
     /// The run was cancelled.
     #[error("run cancelled")]
     Cancelled,
+    /// The run was asked to drain ([`RunControl::drain`](crate::RunControl::drain)) and
+    /// stopped at a superstep boundary: every step it ran is checkpointed, nothing is lost.
+    /// Not a failure: invoke again on the same thread with
+    /// [`RunInput::Continue`](crate::RunInput::Continue) to carry on (LangGraph's
+    /// `GraphDrained`).
+    #[error("run drained: stopped at a step boundary; invoke again to continue")]
+    Drained,
 }
 
 impl Error {

@@ -65,8 +65,8 @@ pub mod timeout;
 pub mod types;
 
 pub use config::{
-    CancelToken, Completion, CompletionHook, RunConfig, RunInput, StreamOptions, TaskEnd, TaskObserver,
-    DEFAULT_RECURSION_LIMIT,
+    CancelToken, Completion, CompletionHook, RunConfig, RunControl, RunInput, StreamOptions, TaskEnd,
+    TaskObserver, DEFAULT_RECURSION_LIMIT,
 };
 pub use error::{BackendError, BackendErrorKind, Error, ErrorSource, Result};
 pub use events::{EventData, EventFilter, EventKind, EventRun, RunType, StreamEvent};

@@ -57,6 +57,10 @@ pub struct JsonRunRequest {
     pub subgraphs: bool,
     /// Cancels the run (pass it on as `RunConfig::cancel`).
     pub cancel: Option<graphloom_core::CancelToken>,
+    /// Drains the run: it stops at its next step boundary (pass it on as
+    /// `RunConfig::control`). The worker drains its runs at a graceful shutdown; a graph
+    /// that cannot drain ignores it and is cancelled after the grace period.
+    pub control: Option<graphloom_core::RunControl>,
     /// Told as each root task ends (pass it on as `RunConfig::on_task_end`); the worker
     /// times nodes with it.
     pub on_task_end: Option<graphloom_core::TaskObserver>,

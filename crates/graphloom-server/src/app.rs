@@ -298,10 +298,14 @@ impl Server {
         crate::worker::start(Arc::clone(&self.state))
     }
 
-    /// Begin a graceful shutdown: stop claiming runs, give running steps
-    /// `shutdown_grace` to finish, then stop them keeping their finished writes.
+    /// Begin a graceful shutdown: stop claiming runs and drain the running ones. Each stops
+    /// at its next step boundary, its checkpoint saved, and goes back to the queue for
+    /// another replica (or this server, restarted) to continue. A run whose step is still
+    /// running after `shutdown_grace` (or whose graph cannot drain) is stopped then, keeping
+    /// its finished writes, and goes back to the queue too.
     pub fn shutdown(&self) {
         let _ = self.state.shutdown.send(true);
+        self.state.drain_local();
         self.state.wake.notify_waiters();
     }
 

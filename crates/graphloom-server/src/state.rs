@@ -10,7 +10,7 @@ use crate::models::{CancelAction, ClaimedRun};
 use crate::run::{KwargsError, RunKwargs};
 use graphloom_core::checkpoint::DynCheckpointer;
 use graphloom_core::store::DynStore;
-use graphloom_core::CancelToken;
+use graphloom_core::{CancelToken, RunControl};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use tokio::sync::{watch, Notify, OwnedSemaphorePermit, Semaphore};
@@ -28,6 +28,8 @@ pub(crate) struct LocalRun {
     pub thread_id: String,
     pub token: CancelToken,
     pub action: Mutex<Option<CancelAction>>,
+    /// Drains the run (a graceful shutdown asks it to stop at its next step boundary).
+    pub control: RunControl,
 }
 
 impl LocalRun {
@@ -122,5 +124,13 @@ impl AppState {
     /// Whether a graceful shutdown has begun.
     pub(crate) fn shutting_down(&self) -> bool {
         *self.shutdown.borrow()
+    }
+
+    /// Ask every run executing here to drain (stop at its next step boundary). A run whose
+    /// graph cannot drain does not hear it.
+    pub(crate) fn drain_local(&self) {
+        for run in self.local_runs().values() {
+            run.control.drain();
+        }
     }
 }

@@ -272,6 +272,29 @@ async fn a_second_server_on_the_same_database_fails_at_start() {
     assert_eq!(call(&http, &url, ANN, "GET", "/info", None).await.0, 200);
 }
 
+/// SIGTERM, what a container runtime or a process manager stops a server with, shuts it
+/// down gracefully (draining its runs) as Ctrl-C does: it exits 0 and frees the database
+/// file for the next server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_shuts_the_server_down_gracefully() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut first, _) = serve(dir.path()).await;
+    let pid = first.id().unwrap().to_string();
+    let kill = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let status = tokio::time::timeout(Duration::from_secs(30), first.wait())
+        .await
+        .expect("graphloom serve exits after SIGTERM")
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+    let (_second, url) = serve(dir.path()).await;
+    let http = reqwest::Client::new();
+    assert_eq!(call(&http, &url, ANN, "GET", "/info", None).await.0, 200);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lease_flags_are_checked() {
     let dir = tempfile::tempdir().unwrap();
@@ -284,6 +307,10 @@ async fn lease_flags_are_checked() {
         (
             &["--lease-secs", "5", "--heartbeat-secs=-1"][..],
             "--heartbeat-secs must be",
+        ),
+        (
+            &["--shutdown-grace-secs", "0"][..],
+            "--shutdown-grace-secs must be a number above zero",
         ),
     ] {
         let mut all = vec!["serve", "--db", "g.db", "--addr", "127.0.0.1:0"];

@@ -95,6 +95,8 @@ struct Loop<S: State> {
     deadline: Option<Instant>,
     timeout_ms: u64,
     cancel: Option<crate::config::CancelToken>,
+    /// Asks the run to stop at the next step boundary (the root graph's loop only).
+    control: Option<crate::config::RunControl>,
     /// Parent of the last saved checkpoint (for checkpoint stream events).
     event_parent: Option<String>,
     /// `sync` mode: the writes of the task that finished the step, saved with its checkpoint.
@@ -174,6 +176,7 @@ pub(crate) async fn run_loop<S: State>(
         interrupt_after: merge_sets(&rc.interrupt_after, is_root),
         deadline,
         cancel: rc.cancel.clone(),
+        control: if is_root { rc.control.clone() } else { None },
         event_parent: None,
         deferred: None,
         timeout_ms: rc
@@ -542,6 +545,9 @@ impl<S: State> Loop<S> {
             }
             let only_start = tasks.iter().all(|t| matches!(t.kind, TaskKind::Start));
             if !only_start {
+                if self.draining() {
+                    return self.drained().await;
+                }
                 if executed >= self.limit {
                     let limit = self.limit;
                     return self.fail(Error::RecursionLimit { limit }).await;
@@ -631,6 +637,21 @@ impl<S: State> Loop<S> {
                 }
             }
         }
+    }
+
+    /// Whether the run was asked to drain. The start step (the input, no node code) is
+    /// never a boundary: the input is applied and checkpointed first.
+    fn draining(&self) -> bool {
+        self.control
+            .as_ref()
+            .is_some_and(crate::config::RunControl::is_draining)
+    }
+
+    /// Stop at this step boundary: the last step's checkpoint (already saved in `sync`
+    /// mode) is made durable, and the run ends as drained.
+    async fn drained(self) -> Result<LoopResult<S>> {
+        self.finish(LoopEnd::Done).await?;
+        Err(Error::Drained)
     }
 
     /// Pause at a static interrupt (`interrupt_before`/`interrupt_after`): as LangGraph

@@ -19,6 +19,7 @@ import typing_extensions as TE
 
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.errors import (
+    GraphDrained,
     GraphRecursionError,
     InvalidUpdateError,
     NodeError,
@@ -27,7 +28,7 @@ from langgraph.errors import (
 )
 from langgraph.func import entrypoint, task
 from langgraph.graph import END, START, StateGraph
-from langgraph.runtime import Runtime
+from langgraph.runtime import RunControl, Runtime
 from langgraph.types import Command, Interrupt, Overwrite, RetryPolicy, Send, TimeoutPolicy, interrupt
 
 
@@ -49,6 +50,8 @@ def canon(v):
 
 
 def error_kind(e):
+    if isinstance(e, GraphDrained):
+        return "drained"
     if isinstance(e, GraphRecursionError):
         return "recursion_limit"
     if isinstance(e, InvalidUpdateError):
@@ -66,10 +69,11 @@ def thread(tid, **extra):
     return cfg
 
 
-def call(graph, inp, cfg, tid, counts=None):
+def call(graph, inp, cfg, tid, counts=None, control=None):
     steps, cur, err = [], [], None
+    extra = {"control": control} if control is not None else {}
     try:
-        for mode, chunk in graph.stream(inp, cfg, stream_mode=["updates", "values"]):
+        for mode, chunk in graph.stream(inp, cfg, stream_mode=["updates", "values"], **extra):
             if mode == "updates":
                 cur.append(canon(chunk))
             else:
@@ -554,6 +558,39 @@ def get_graph():
     return [graph_view(graph.get_graph()), graph_view(graph.get_graph(xray=True))]
 
 
+def drain():
+    """A node asks the run to drain: the run stops after that step; continuing runs the
+    rest, each node once. A run drained before it starts keeps its input."""
+    counts = {"a": 0, "b": 0, "c": 0}
+    control = RunControl()
+
+    def node(name):
+        def run(s):
+            counts[name] += 1
+            if name == "a" and s["log"] == ["in"]:
+                control.request_drain()
+            return {"log": [name]}
+
+        return run
+
+    g = StateGraph(Log)
+    for name in ["a", "b", "c"]:
+        g.add_node(name, node(name))
+    g.add_edge(START, "a")
+    g.add_edge("a", "b")
+    g.add_edge("b", "c")
+    g.add_edge("c", END)
+    graph = g.compile(checkpointer=InMemorySaver())
+    before = RunControl()
+    before.request_drain()
+    return [
+        call(graph, {"log": ["in"]}, thread("t"), "t", counts, control),
+        call(graph, None, thread("t"), "t", counts),
+        call(graph, {"log": ["early"]}, thread("u"), "u", counts, before),
+        call(graph, None, thread("u"), "u", counts),
+    ]
+
+
 SCENARIOS = {
     "join": join,
     "loop": loop,
@@ -576,6 +613,7 @@ SCENARIOS = {
     "error_handlers": error_handlers,
     "interrupt_schemas": interrupt_schemas,
     "get_graph": get_graph,
+    "drain": drain,
 }
 
 if __name__ == "__main__":

@@ -59,6 +59,7 @@ fn error_kind(e: &Error) -> &'static str {
         Error::Node { .. } => "node",
         Error::NodeTimeout { .. } => "timeout",
         Error::InvalidResume(_) => "invalid_resume",
+        Error::Drained => "drained",
         other => panic!("an error kind the scenarios do not expect: {other}"),
     }
 }
@@ -867,6 +868,60 @@ async fn get_graph() -> Vec<Value> {
     vec![graph_view(&g.get_graph(false)), graph_view(&g.get_graph(true))]
 }
 
+/// A node asks the run to drain: the run stops after that step; continuing runs the rest,
+/// each node once. A run drained before it starts keeps its input.
+async fn drain() -> Vec<Value> {
+    let counts: Counts = Arc::new(Mutex::new(BTreeMap::from([
+        ("a".into(), 0),
+        ("b".into(), 0),
+        ("c".into(), 0),
+    ])));
+    let control = RunControl::new();
+    let node = |name: &'static str| {
+        let (counts, control) = (Arc::clone(&counts), control.clone());
+        move |s: Arc<JsonState>, _rt| {
+            bump(&counts, name);
+            if name == "a" && s.get("log") == Some(json!(["in"])) {
+                control.drain();
+            }
+            async move { Ok(NodeOutput::Update(upd(json!({"log": [name]})))) }
+        }
+    };
+    let g = StateGraph::with_shape(log_shape())
+        .add_node("a", node("a"))
+        .add_node("b", node("b"))
+        .add_node("c", node("c"))
+        .add_sequence(["a", "b", "c"])
+        .add_edge(START, "a")
+        .add_edge("c", END)
+        .checkpointer(saver())
+        .compile()
+        .unwrap();
+    let before = RunControl::new();
+    before.drain();
+    let (t, u) = (RunConfig::thread("t"), RunConfig::thread("u"));
+    vec![
+        call(
+            &g,
+            input(json!({"log": ["in"]})),
+            t.clone().control(control.clone()),
+            "t",
+            Some(&counts),
+        )
+        .await,
+        call(&g, RunInput::Continue, t, "t", Some(&counts)).await,
+        call(
+            &g,
+            input(json!({"log": ["early"]})),
+            u.clone().control(before),
+            "u",
+            Some(&counts),
+        )
+        .await,
+        call(&g, RunInput::Continue, u, "u", Some(&counts)).await,
+    ]
+}
+
 async fn graphloom_traces() -> BTreeMap<&'static str, Vec<Value>> {
     BTreeMap::from([
         ("join", join().await),
@@ -890,6 +945,7 @@ async fn graphloom_traces() -> BTreeMap<&'static str, Vec<Value>> {
         ("error_handlers", error_handlers().await),
         ("interrupt_schemas", interrupt_schemas().await),
         ("get_graph", get_graph().await),
+        ("drain", drain().await),
     ])
 }
 
@@ -966,6 +1022,23 @@ fn known_difference(scenario: &str, langgraph: &mut [Value]) {
             langgraph[1]["counts"]["review"] = json!(runs - 1);
             let runs = langgraph[2]["counts"]["review"].as_u64().unwrap();
             langgraph[2]["counts"]["review"] = json!(runs - 1);
+        }
+        // A run drained before its first step: LangGraph stops before its `__start__`
+        // task (the input is saved but not applied: `next` is `__start__`); graphloom
+        // applies the input first (no node code runs in that step), so the thread shows
+        // it and `next` is the first node. Continuing then runs the same nodes once.
+        "drain" => {
+            let early = &mut langgraph[2];
+            assert_eq!(
+                (&early["next"], &early["history"]),
+                (&json!(["__start__"]), &json!(1))
+            );
+            early["steps"] = json!([[]]);
+            early["values"] = json!({"log": ["early"]});
+            early["next"] = json!(["a"]);
+            early["history"] = json!(2);
+            let steps = langgraph[3]["steps"].as_array_mut().unwrap();
+            assert_eq!(steps.remove(1), json!([]));
         }
         _ => {}
     }

@@ -7,6 +7,7 @@ mod declared_destinations;
 mod deferred;
 mod derive_state;
 mod differential;
+mod drain;
 mod durability_exit;
 mod error_handlers;
 mod functional;

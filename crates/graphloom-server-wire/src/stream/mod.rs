@@ -53,6 +53,7 @@ pub fn error_name(e: &Error) -> &'static str {
         Error::Node { .. } => "NodeError",
         Error::BudgetExceeded { .. } => "BudgetExceededError",
         Error::Cancelled => "CancelledError",
+        Error::Drained => "GraphDrained",
         Error::NotFound(_) => "NotFoundError",
         Error::CorruptCheckpoint { .. } => "CorruptCheckpointError",
         Error::Backend(_) => "BackendError",
@@ -171,11 +172,12 @@ impl WireEncoder {
 
     /// The wire events for the run's end: an `error` event when it failed. A cancelled
     /// run's stream ends without one, as the reference server's does (its status says
-    /// how it ended: `interrupted`, or gone when rolled back).
+    /// how it ended: `interrupted`, or gone when rolled back), and so does a drained one's
+    /// (it goes back to the queue and continues: it has not ended).
     #[must_use]
     pub fn end(r: &Result<JsonRunOutput, Error>) -> Vec<(String, Value)> {
         match r {
-            Ok(_) | Err(Error::Cancelled) => Vec::new(),
+            Ok(_) | Err(Error::Cancelled | Error::Drained) => Vec::new(),
             Err(e) => vec![("error".to_owned(), error_json(e))],
         }
     }

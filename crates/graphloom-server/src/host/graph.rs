@@ -150,6 +150,14 @@ pub trait HostedGraph: Send + Sync + 'static {
     fn run_end_hook(&self) -> Option<super::run_end::RunEndHook> {
         None
     }
+    /// Whether a run of the graph can drain: stop at its next step boundary when its
+    /// request's [`JsonRunRequest::control`] asks. At a graceful shutdown the server drains
+    /// such a run and hands it back to the queue once it stops; any other run is given the
+    /// shutdown grace and then cancelled (its finished writes kept). No by default; a
+    /// compiled graph says yes.
+    fn drains(&self) -> bool {
+        false
+    }
     /// Run and stream.
     fn stream(&self, req: JsonRunRequest) -> BoxStream<'static, JsonRunEvent>;
     /// The thread's state (latest, or at a checkpoint) as a LangGraph `ThreadState` JSON
@@ -301,6 +309,7 @@ fn run_config(req: &JsonRunRequest) -> RunConfig {
         metadata: req.metadata.clone(),
         run_id: req.run_id.clone(),
         cancel: req.cancel.clone(),
+        control: req.control.clone(),
         on_task_end: req.on_task_end.clone(),
         on_complete: req.on_complete.clone(),
         store: req.store.clone(),
@@ -468,6 +477,10 @@ impl<S: State> HostedGraph for CompiledGraph<S> {
 
     fn store(&self) -> Option<Arc<dyn DynStore>> {
         CompiledGraph::store(self).cloned()
+    }
+
+    fn drains(&self) -> bool {
+        true
     }
 
     fn stream(&self, req: JsonRunRequest) -> BoxStream<'static, JsonRunEvent> {

@@ -160,6 +160,9 @@ impl HostedGraph for Hosting {
     fn run_end_hook(&self) -> Option<RunEndHook> {
         self.on_run_end.clone().or_else(|| self.graph.run_end_hook())
     }
+    fn drains(&self) -> bool {
+        self.graph.drains()
+    }
     fn stream(&self, req: JsonRunRequest) -> BoxStream<'static, JsonRunEvent> {
         self.graph.stream(req)
     }

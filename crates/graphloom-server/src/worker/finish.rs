@@ -1,7 +1,7 @@
-//! The end of a run: handed back to the queue when a shutdown stopped it, else its status
-//! and its thread's outcome recorded (with the run's last checkpoint when that already
-//! happened), a rolled-back run's checkpoints deleted, a temporary thread dropped, the
-//! metrics counted and the readers given the end.
+//! The end of a run: handed back to the queue when a shutdown drained or stopped it, else
+//! its status and its thread's outcome recorded (with the run's last checkpoint when that
+//! already happened), a rolled-back run's checkpoints deleted, a temporary thread dropped,
+//! the metrics counted and the readers given the end.
 
 use super::execution::RunExecution;
 use super::faults::Backoff;
@@ -38,6 +38,13 @@ impl Ended {
         matches!(self.result, Err(graphloom_core::Error::Cancelled))
     }
 
+    /// Whether a shutdown stopped the run: drained at a step boundary, or cancelled with no
+    /// action past the grace period. It has not ended: it goes back to the queue.
+    fn handed_back(&self) -> bool {
+        matches!(self.result, Err(graphloom_core::Error::Drained))
+            || (self.cancelled() && self.action.is_none())
+    }
+
     fn rollback(&self) -> bool {
         self.cancelled() && self.action == Some(CancelAction::Rollback)
     }
@@ -48,6 +55,7 @@ impl Ended {
             Ok(out) if out.interrupted => (RunStatus::Interrupted, ThreadStatus::Interrupted),
             Ok(_) => (RunStatus::Success, ThreadStatus::Idle),
             Err(graphloom_core::Error::Cancelled) => (RunStatus::Interrupted, ThreadStatus::Idle),
+            Err(graphloom_core::Error::Drained) => (RunStatus::Pending, ThreadStatus::Busy),
             Err(graphloom_core::Error::RunTimeout { .. }) => (RunStatus::Timeout, ThreadStatus::Error),
             Err(_) => (RunStatus::Error, ThreadStatus::Error),
         }
@@ -61,12 +69,16 @@ pub(super) async fn call_end_hook(exec: &RunExecution, ended: &Ended) {
     let Some(hook) = exec.graph.run_end_hook() else {
         return;
     };
+    if ended.handed_back() {
+        // The run has not ended here: it continues from its checkpoint elsewhere.
+        return;
+    }
     let (outcome, error) = match &ended.result {
         Ok(out) if out.interrupted => (RunOutcome::Interrupted, None),
         Ok(_) => (RunOutcome::Success, None),
         Err(graphloom_core::Error::Cancelled) => match ended.action {
             Some(CancelAction::Interrupt) => (RunOutcome::Cancelled, None),
-            // Handed back (no action) or rolled back: the run has not ended here.
+            // Rolled back: nothing of the run is left.
             _ => return,
         },
         Err(e @ graphloom_core::Error::RunTimeout { .. }) => (RunOutcome::Timeout, Some(e.to_string())),
@@ -105,7 +117,9 @@ pub(super) async fn call_end_hook(exec: &RunExecution, ended: &Ended) {
 
 /// End the run (see the module docs).
 pub(super) async fn finish(mut exec: RunExecution, ended: Ended) {
-    if ended.cancelled() && ended.action.is_none() {
+    if ended.handed_back() {
+        let drained = matches!(ended.result, Err(graphloom_core::Error::Drained));
+        tracing::info!(run_id = %exec.run_id(), drained, "shutdown: the run goes back to the queue");
         hand_back(&exec).await;
         return;
     }
@@ -140,8 +154,9 @@ pub(super) async fn finish(mut exec: RunExecution, ended: Ended) {
     close(&exec, &ended, status).await;
 }
 
-/// Stopped by shutdown: hand the run back to the queue; it continues from its checkpoint
-/// on another worker or after restart.
+/// Drained or stopped by shutdown: hand the run back to the queue (`pending`, neither
+/// failed nor finished, no webhook); it continues from its checkpoint on another worker or
+/// after restart.
 async fn hand_back(exec: &RunExecution) {
     let state = &exec.state;
     let _ = state

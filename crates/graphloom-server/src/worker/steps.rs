@@ -19,7 +19,7 @@ use crate::run::{KwargsError, RunKwargs};
 use crate::state::{AppState, LocalRun};
 use crate::wire::WireEncoder;
 use futures::{FutureExt, StreamExt};
-use graphloom_core::{CancelToken, StreamMode, TaskObserver};
+use graphloom_core::{CancelToken, RunControl, StreamMode, TaskObserver};
 use serde_json::{json, Map, Value};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
@@ -164,6 +164,7 @@ async fn claim(
         thread_id: claimed.run.thread_id.clone(),
         token: CancelToken::new(),
         action: Mutex::new(None),
+        control: RunControl::new(),
     });
     state.local_runs().insert(run_id.clone(), Arc::clone(&local));
     sink.push(
@@ -182,9 +183,10 @@ async fn claim(
 }
 
 /// The graph request of the run: its kwargs' request, the stream modes the run produces,
-/// its timeout, its cancel token, the node timer, the completion hook that records a
-/// completed run with its last checkpoint (`early`; a resumable run's through [`stream`],
-/// which gets the receiver returned), and, with auth on, its owner's store.
+/// its timeout, its cancel token, its drain control (when its graph drains), the node
+/// timer, the completion hook that records a completed run with its last checkpoint
+/// (`early`; a resumable run's through [`stream`], which gets the receiver returned), and,
+/// with auth on, its owner's store.
 fn start(
     exec: &RunExecution,
     early: &Arc<AtomicBool>,
@@ -195,6 +197,9 @@ fn start(
     req.modes = produced_modes(exec);
     req.timeout = exec.run_limit();
     req.cancel = Some(exec.local.token.clone());
+    if exec.graph.drains() {
+        req.control = Some(exec.local.control.clone());
+    }
     req.on_task_end = Some(node_timer(state, &kw.graph_id));
     // With auth on, what the graph keeps in its store is its owner's.
     if !kw.owner.is_empty() {

@@ -1,6 +1,6 @@
 //! What watches a run while it executes: the heartbeat that keeps its lease (and learns of
-//! cancels and of losing the run), and the graceful shutdown that stops it after the
-//! grace period.
+//! cancels and of losing the run), and the graceful shutdown that drains it (it stops at
+//! its next step boundary) or, past the grace period, stops it.
 
 use crate::db::Lease;
 use crate::state::{AppState, LocalRun};
@@ -74,11 +74,16 @@ async fn heartbeat(state: Arc<AppState>, run_id: String, local: Arc<LocalRun>, l
     }
 }
 
-/// Graceful shutdown: give the run `shutdown_grace`, then stop it (keeping what finished;
-/// with no cancel action, the worker hands it back to the queue).
+/// Graceful shutdown: drain the run (also done by [`crate::Server::shutdown`] for the runs
+/// executing then; this covers one claimed as the shutdown began): it stops once its
+/// running step is checkpointed, and the worker hands it back to the queue. A run still
+/// running after `shutdown_grace` (a step that takes longer, or a graph that cannot drain,
+/// [`crate::HostedGraph::drains`]) is stopped then, keeping what finished, and handed back
+/// all the same (no cancel action).
 async fn stop_at_shutdown(state: Arc<AppState>, local: Arc<LocalRun>) {
     let mut rx = state.shutdown.subscribe();
     if rx.wait_for(|v| *v).await.is_ok() {
+        local.control.drain();
         tokio::time::sleep(state.config.shutdown_grace).await;
         local.token.cancel();
     }

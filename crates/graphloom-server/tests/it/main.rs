@@ -25,6 +25,7 @@ mod db_ops;
 mod db_queue;
 mod db_run_end;
 mod db_run_thread;
+mod drain;
 mod events_mode;
 mod fork_unsaved;
 mod hosted;
