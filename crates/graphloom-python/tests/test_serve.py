@@ -283,6 +283,9 @@ GRAPHS = {
 
         def first(state):
             mark("first")
+            # Held while the test asks the server to stop.
+            while os.path.exists(MARKS + ".hold"):
+                time.sleep(0.05)
             return {"log": ["first"]}
 
         def second(state):
@@ -683,6 +686,56 @@ def test_a_run_killed_with_its_server_resumes_from_its_checkpoint(tmp_path):
         assert out["log"] == ["first", "second"]
         # `first` was checkpointed before the kill: it did not run again.
         assert [line.split()[0] for line in marks.read_text().splitlines()] == ["first", "second", "second"]
+        assert client.runs.get(tid, run["run_id"])["status"] == "success"
+    finally:
+        stop(served)
+
+
+def test_sigterm_drains_a_python_run_at_its_step_boundary_and_a_restart_finishes_it(tmp_path):
+    write_app(tmp_path)
+    marks = tmp_path / "marks"
+    hold = Path(str(marks) + ".hold")
+    hold.write_text("")
+    db = tmp_path / "server.db"
+    env = {"CRASH_MARKS": str(marks)}
+    served = start(tmp_path, db, "--shutdown-grace-secs", "60", env=env)
+    try:
+        client = get_sync_client(url=served.url)
+        tid = client.threads.create()["thread_id"]
+        run = client.runs.create(tid, "crash", input={"log": []})
+        deadline = time.monotonic() + 30
+        while "first" not in (marks.read_text() if marks.exists() else ""):
+            assert time.monotonic() < deadline, "the run never reached its first node"
+            time.sleep(0.02)
+        served.proc.send_signal(signal.SIGTERM)
+        # The server stops listening once its shutdown began; only then does `first` end.
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                httpx.get(f"{served.url}/ok", timeout=1)
+            except httpx.TransportError:
+                break
+            assert time.monotonic() < deadline, "the server kept listening after SIGTERM"
+            time.sleep(0.05)
+        stopping = time.monotonic()
+        hold.unlink()
+        # `first` ends, its step is checkpointed, the run drains: the server exits long
+        # before its 60 s grace, without running `second`.
+        assert served.proc.wait(timeout=30) == 0
+        assert time.monotonic() - stopping < 30
+        assert [line.split()[0] for line in marks.read_text().splitlines()] == ["first"]
+    finally:
+        hold.unlink(missing_ok=True)
+        if served.proc.poll() is None:
+            served.proc.kill()
+            served.proc.wait()
+    served = start(tmp_path, db, env=env)
+    try:
+        client = get_sync_client(url=served.url)
+        out = client.runs.join(tid, run["run_id"])
+        assert out["log"] == ["first", "second"]
+        # Drained after `first`: the restarted server ran `second` alone.
+        assert [line.split()[0] for line in marks.read_text().splitlines()] == ["first", "second"]
         assert client.runs.get(tid, run["run_id"])["status"] == "success"
     finally:
         stop(served)

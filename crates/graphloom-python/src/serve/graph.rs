@@ -122,6 +122,9 @@ fn cancel(handle: Py<PyAny>) {
 fn failure(class: &str, message: String, recursion_limit: usize) -> graphloom_core::Error {
     match class {
         "CancelledError" => graphloom_core::Error::Cancelled,
+        // LangGraph stopped the run at a step boundary, its checkpoint saved, because the
+        // server asked it to drain.
+        "GraphDrained" => graphloom_core::Error::Drained,
         "GraphRecursionError" => graphloom_core::Error::RecursionLimit {
             limit: recursion_limit,
         },
@@ -214,7 +217,7 @@ fn run_output(v: Value) -> JsonRunOutput {
 /// limit, or the reader going away (each of the last three cancels the Python task).
 async fn drive(bridge: Arc<Py<PyAny>>, req: JsonRunRequest, out: mpsc::UnboundedSender<JsonRunEvent>) {
     let limit = req.recursion_limit.unwrap_or(DEFAULT_RECURSION_LIMIT);
-    let (sink, mut said) = Sink::new();
+    let (sink, mut said) = Sink::with_control(req.control.clone());
     let handle = match submit(bridge, "run", request_json(&req), sink).await {
         Ok(h) => h,
         Err(e) => {
@@ -345,6 +348,12 @@ impl HostedGraph for PyGraph {
             .iter()
             .map(|(ns, _, _, mermaid)| (ns.clone(), mermaid.clone()))
             .collect()
+    }
+
+    /// LangGraph's `RunControl` drains a run (LangGraph 1.2): the bridge gives each run one
+    /// that reads the request's control.
+    fn drains(&self) -> bool {
+        true
     }
 
     fn stream(&self, req: JsonRunRequest) -> BoxStream<'static, JsonRunEvent> {

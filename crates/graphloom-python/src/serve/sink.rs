@@ -3,7 +3,7 @@
 //! them, then one end (a JSON answer) or one failure; the Rust side reads them from a
 //! channel.
 
-use graphloom_core::StreamMode;
+use graphloom_core::{RunControl, StreamMode};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use serde_json::Value;
@@ -49,12 +49,19 @@ fn json(text: &str, what: &str) -> PyResult<Value> {
 #[pyclass(frozen, module = "graphloom._native")]
 pub(crate) struct Sink {
     tx: mpsc::UnboundedSender<Said>,
+    /// The run's drain control, when the server may ask it to drain.
+    control: Option<RunControl>,
 }
 
 impl Sink {
     pub(crate) fn new() -> (Self, mpsc::UnboundedReceiver<Said>) {
+        Self::with_control(None)
+    }
+
+    /// A sink whose [`draining`](Sink::draining) reads `control`.
+    pub(crate) fn with_control(control: Option<RunControl>) -> (Self, mpsc::UnboundedReceiver<Said>) {
         let (tx, rx) = mpsc::unbounded_channel();
-        (Self { tx }, rx)
+        (Self { tx, control }, rx)
     }
 }
 
@@ -84,5 +91,11 @@ impl Sink {
     /// Whether the server still listens.
     fn open(&self) -> bool {
         !self.tx.is_closed()
+    }
+
+    /// Whether the server asked the run to drain (stop at its next step boundary, its
+    /// checkpoint saved): LangGraph's `RunControl` of the run reads it.
+    fn draining(&self) -> bool {
+        self.control.as_ref().is_some_and(RunControl::is_draining)
     }
 }

@@ -24,6 +24,32 @@ from langgraph.types import Command, Send
 
 from graphloom.server._json import dumps, loads
 
+try:
+    from langgraph.runtime import RunControl
+except ImportError:  # LangGraph before 1.2: its runs cannot drain
+    RunControl = None  # type: ignore[assignment,misc]
+
+if RunControl is not None:
+
+    class _ServerControl(RunControl):  # type: ignore[misc,valid-type]
+        """LangGraph's drain control of one run, asked by the server through the run's sink
+        (a graceful shutdown: the run stops at its next step boundary, checkpoint saved,
+        and goes back to the queue)."""
+
+        __slots__ = ("_sink",)
+
+        def __init__(self, sink: Any) -> None:
+            super().__init__()
+            self._sink = sink
+
+        @property
+        def drain_requested(self) -> bool:
+            return super().drain_requested or self._sink.draining()
+
+        @property
+        def drain_reason(self) -> str | None:
+            return super().drain_reason or ("shutdown" if self._sink.draining() else None)
+
 log = logging.getLogger("graphloom.server")
 
 # Separates the failed node's name from the message in a failure's text (the Rust side
@@ -284,6 +310,8 @@ class GraphBridge:
             kwargs["interrupt_after"] = _nodes(req["interrupt_after"])
         if req.get("context") is not None:
             kwargs["context"] = req["context"]
+        if RunControl is not None and "control" in inspect.signature(graph.astream).parameters:
+            kwargs["control"] = _ServerControl(sink)
         nested = kwargs["subgraphs"]
 
         def part(chunk: Any) -> bool:
