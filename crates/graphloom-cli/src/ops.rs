@@ -148,7 +148,8 @@ impl OpsArgs {
             .iter()
             .map(|h| webhook_header(h, &self.webhook_env_prefix, |v| std::env::var(v).ok()))
             .collect::<anyhow::Result<_>>()?;
-        graphloom_server::webhook::header_map(&cfg.webhooks).map_err(|e| anyhow::anyhow!("--webhook-header: {e}"))?;
+        graphloom_server::webhook::header_map(&cfg.webhooks)
+            .map_err(|e| anyhow::anyhow!("--webhook-header: {e}"))?;
         cfg.webhooks.timeout = positive("webhook-timeout-secs", self.webhook_timeout_secs, 1.0)?;
         cfg.retention.sweep_interval = positive("sweep-interval-secs", self.sweep_interval_secs, 1.0)?;
         cfg.shutdown_grace = positive("shutdown-grace-secs", self.shutdown_grace_secs, 1.0)?;

@@ -197,7 +197,9 @@ pub fn check(config: &WebhookConfig, url: &str) -> Result<reqwest::Url, Refused>
     if !config.allowed_domains.is_empty() && !domain_allowed(config, &text) {
         return Err(Refused::Domain(text));
     }
-    let port = parsed.port_or_known_default().unwrap_or(if https { 443 } else { 80 });
+    let port = parsed
+        .port_or_known_default()
+        .unwrap_or(if https { 443 } else { 80 });
     if !config.allowed_ports.is_empty() && !config.allowed_ports.contains(&port) {
         return Err(Refused::Port(port));
     }

@@ -37,8 +37,8 @@ pub enum HeaderError {
 pub fn header_map(config: &WebhookConfig) -> Result<HeaderMap, HeaderError> {
     let mut map = HeaderMap::new();
     for (name, value) in &config.headers {
-        let key = HeaderName::from_bytes(name.trim().as_bytes())
-            .map_err(|_| HeaderError::Name(name.clone()))?;
+        let key =
+            HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| HeaderError::Name(name.clone()))?;
         if RESERVED.contains(&key.as_str()) {
             return Err(HeaderError::Reserved(name.clone()));
         }
@@ -56,7 +56,10 @@ mod tests {
 
     fn with(headers: &[(&str, &str)]) -> Result<HeaderMap, HeaderError> {
         header_map(&WebhookConfig {
-            headers: headers.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect(),
+            headers: headers
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
             ..WebhookConfig::default()
         })
     }
@@ -66,8 +69,14 @@ mod tests {
         let map = with(&[("Authorization", "Bearer t"), ("x-team", "a")]).unwrap();
         assert_eq!(map["authorization"], "Bearer t");
         assert_eq!(map["x-team"], "a");
-        assert_eq!(with(&[("bad name", "v")]).unwrap_err(), HeaderError::Name("bad name".into()));
-        assert_eq!(with(&[("x-a", "line\nbreak")]).unwrap_err(), HeaderError::Value("x-a".into()));
+        assert_eq!(
+            with(&[("bad name", "v")]).unwrap_err(),
+            HeaderError::Name("bad name".into())
+        );
+        assert_eq!(
+            with(&[("x-a", "line\nbreak")]).unwrap_err(),
+            HeaderError::Value("x-a".into())
+        );
         assert_eq!(
             with(&[("Content-Type", "text/plain")]).unwrap_err(),
             HeaderError::Reserved("Content-Type".into())

@@ -297,7 +297,10 @@ async fn static_headers_arrive_and_a_host_off_the_domain_allowlist_is_a_422() {
         )
         .await;
     assert_eq!(st, 422, "{e}");
-    assert!(e["detail"].as_str().unwrap().starts_with("Webhook URL too long"), "{e}");
+    assert!(
+        e["detail"].as_str().unwrap().starts_with("Webhook URL too long"),
+        "{e}"
+    );
     let (st, out) = s
         .post(
             &format!("/threads/{t}/runs/wait"),
@@ -309,7 +312,10 @@ async fn static_headers_arrive_and_a_host_off_the_domain_allowlist_is_a_422() {
     let h = &got[0].headers;
     assert_eq!(h["authorization"], "Bearer hook-token");
     assert_eq!(h["x-team"], "agents");
-    assert_eq!(h["content-type"], "application/json", "the delivery's own headers stay");
+    assert_eq!(
+        h["content-type"], "application/json",
+        "the delivery's own headers stay"
+    );
     assert!(h.contains_key("x-graphloom-signature"));
     s.stop().await;
 }
