@@ -34,6 +34,30 @@ pub(crate) struct OpsArgs {
     /// addresses (repeatable), e.g. `127.0.0.1` or `hooks.internal`.
     #[arg(long = "webhook-allow-host", value_name = "HOST")]
     webhook_allow_hosts: Vec<String>,
+    /// Let webhooks reach loopback addresses (127.0.0.0/8, ::1) and `localhost` names
+    /// (default: refused unless named by `--webhook-allow-host`).
+    #[arg(long)]
+    webhook_allow_loopback: bool,
+    /// When given (repeatable), the only hosts webhook URLs may name: an exact host
+    /// (`hooks.example.com`, `127.0.0.1`) or `*.example.com` for its subdomains (not
+    /// `example.com` itself). The address guard still applies to them.
+    #[arg(long = "webhook-allow-domain", value_name = "DOMAIN")]
+    webhook_allow_domains: Vec<String>,
+    /// When given (repeatable), the only ports webhook URLs may use (443 for an https URL
+    /// without one, 80 for http).
+    #[arg(long = "webhook-allow-port", value_name = "PORT")]
+    webhook_allow_ports: Vec<u16>,
+    /// Longest webhook URL accepted, in characters (default: no limit).
+    #[arg(long, value_name = "CHARS")]
+    webhook_max_url_length: Option<usize>,
+    /// A header sent with every webhook delivery, `NAME: VALUE` (repeatable). The value may
+    /// hold `${{ env.VAR }}`, replaced at start by the variable VAR, which must be set and
+    /// start with `--webhook-env-prefix` (this keeps secrets out of the process list).
+    #[arg(long = "webhook-header", value_name = "NAME: VALUE")]
+    webhook_headers: Vec<String>,
+    /// The prefix of the variables `--webhook-header` values may name.
+    #[arg(long, value_name = "PREFIX", default_value = "LG_WEBHOOK_")]
+    webhook_env_prefix: String,
     /// Time limit of one webhook attempt, in seconds.
     #[arg(long, value_name = "SECS", default_value_t = 10.0)]
     webhook_timeout_secs: f64,
@@ -66,6 +90,45 @@ fn positive(flag: &str, value: f64, unit: f64) -> anyhow::Result<Duration> {
     }
 }
 
+/// A `--webhook-header NAME: VALUE` as `(name, value)`, its `${{ env.VAR }}` templates
+/// replaced by `env(VAR)`; VAR must start with `prefix` and be set.
+fn webhook_header(
+    arg: &str,
+    prefix: &str,
+    env: impl Fn(&str) -> Option<String>,
+) -> anyhow::Result<(String, String)> {
+    let Some((name, template)) = arg.split_once(':') else {
+        bail!("--webhook-header {arg:?}: expected NAME: VALUE");
+    };
+    let name = name.trim();
+    let mut value = String::new();
+    let mut rest = template.trim();
+    while let Some(start) = rest.find("${{") {
+        value.push_str(&rest[..start]);
+        let after = &rest[start + 3..];
+        let Some(end) = after.find("}}") else {
+            bail!("--webhook-header {name}: unclosed `${{{{` in its value");
+        };
+        let inner = after[..end].trim();
+        let Some(var) = inner.strip_prefix("env.").map(str::trim) else {
+            bail!("--webhook-header {name}: `${{{{ {inner} }}}}` is not `${{{{ env.VAR }}}}`");
+        };
+        if !var.starts_with(prefix) {
+            bail!(
+                "--webhook-header {name}: variable {var} does not start with {prefix} \
+                 (only variables with --webhook-env-prefix may be sent)"
+            );
+        }
+        match env(var) {
+            Some(v) => value.push_str(&v),
+            None => bail!("--webhook-header {name}: variable {var} is not set"),
+        }
+        rest = &after[end + 2..];
+    }
+    value.push_str(rest);
+    Ok((name.to_owned(), value))
+}
+
 impl OpsArgs {
     /// Put these options into `cfg`.
     pub(crate) fn apply(self, cfg: &mut ServerConfig) -> anyhow::Result<()> {
@@ -76,6 +139,17 @@ impl OpsArgs {
             .filter(|s| !s.is_empty());
         cfg.webhooks.allow_http = self.webhook_allow_http;
         cfg.webhooks.allowed_hosts = self.webhook_allow_hosts;
+        cfg.webhooks.allow_loopback = self.webhook_allow_loopback;
+        cfg.webhooks.allowed_domains = self.webhook_allow_domains;
+        cfg.webhooks.allowed_ports = self.webhook_allow_ports;
+        cfg.webhooks.max_url_length = self.webhook_max_url_length;
+        cfg.webhooks.headers = self
+            .webhook_headers
+            .iter()
+            .map(|h| webhook_header(h, &self.webhook_env_prefix, |v| std::env::var(v).ok()))
+            .collect::<anyhow::Result<_>>()?;
+        graphloom_server::webhook::header_map(&cfg.webhooks)
+            .map_err(|e| anyhow::anyhow!("--webhook-header: {e}"))?;
         cfg.webhooks.timeout = positive("webhook-timeout-secs", self.webhook_timeout_secs, 1.0)?;
         cfg.retention.sweep_interval = positive("sweep-interval-secs", self.sweep_interval_secs, 1.0)?;
         cfg.shutdown_grace = positive("shutdown-grace-secs", self.shutdown_grace_secs, 1.0)?;
@@ -141,5 +215,51 @@ mod tests {
         assert_eq!(cfg.retention.store_ttl.default_ttl, Some(Duration::from_secs(30)));
         let bad = Cli::try_parse_from(["x", "--thread-ttl-minutes=-1"]).unwrap();
         assert!(bad.ops.apply(&mut cfg).is_err());
+    }
+
+    #[test]
+    fn webhook_policy_flags_become_settings() {
+        let cli = Cli::try_parse_from([
+            "x",
+            "--webhook-allow-domain",
+            "*.example.com",
+            "--webhook-allow-domain=hooks.internal",
+            "--webhook-allow-port",
+            "8443",
+            "--webhook-max-url-length",
+            "512",
+            "--webhook-header",
+            "x-team: agents",
+            "--webhook-allow-loopback",
+        ])
+        .unwrap();
+        let mut cfg = ServerConfig::sqlite("x.db");
+        cli.ops.apply(&mut cfg).unwrap();
+        let w = &cfg.webhooks;
+        assert_eq!(w.allowed_domains, ["*.example.com", "hooks.internal"]);
+        assert_eq!(w.allowed_ports, [8443]);
+        assert_eq!(w.max_url_length, Some(512));
+        assert_eq!(w.headers, [("x-team".to_owned(), "agents".to_owned())]);
+        assert!(w.allow_loopback);
+        assert!(!w.allow_http, "https only stays the default");
+        let bad = Cli::try_parse_from(["x", "--webhook-header", "bad name: v"]).unwrap();
+        assert!(bad.ops.apply(&mut cfg).is_err());
+    }
+
+    #[test]
+    fn header_templates_read_prefixed_variables_only() {
+        let env = |v: &str| (v == "LG_WEBHOOK_TOKEN").then(|| "t0k".to_owned());
+        let h = |arg: &str| webhook_header(arg, "LG_WEBHOOK_", env);
+        assert_eq!(
+            h("Authorization: Bearer ${{ env.LG_WEBHOOK_TOKEN }}").unwrap(),
+            ("Authorization".to_owned(), "Bearer t0k".to_owned())
+        );
+        assert_eq!(h("a: ${{env.LG_WEBHOOK_TOKEN}}!").unwrap().1, "t0k!");
+        assert_eq!(h("a: plain").unwrap().1, "plain");
+        let err = |arg: &str| h(arg).unwrap_err().to_string();
+        assert!(err("a: ${{ env.HOME }}").contains("does not start with LG_WEBHOOK_"));
+        assert!(err("a: ${{ env.LG_WEBHOOK_MISSING }}").contains("LG_WEBHOOK_MISSING is not set"));
+        assert!(err("a: ${{ env.LG_WEBHOOK_TOKEN").contains("unclosed"));
+        assert!(err("no colon").contains("NAME: VALUE"));
     }
 }

@@ -10,14 +10,17 @@ Every test of the served API runs twice: against ``graphloom serve`` and against
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
@@ -647,9 +650,9 @@ def serve_refused(root: Path) -> subprocess.CompletedProcess:
 
 
 def test_config_keys_not_served_are_named(tmp_path):
-    write_app(tmp_path, '{"graphs": {"steps": "./steps.py:graph"}, "webhooks": {"env_prefix": "X_"}}')
+    write_app(tmp_path, '{"graphs": {"steps": "./steps.py:graph"}, "encryption": {"path": "./e.py:e"}}')
     done = serve_refused(tmp_path)
-    assert "`webhooks`" in done.stderr and "not supported by graphloom serve yet" in done.stderr
+    assert "`encryption`" in done.stderr and "not supported by graphloom serve yet" in done.stderr
 
 
 def test_a_graph_that_fails_to_import_stops_the_start_with_its_error(tmp_path):
@@ -1061,3 +1064,102 @@ def test_the_console_draws_a_python_graph_and_shows_its_thread(weather):
     summary = node("console_check.mjs", weather.url, "weather", tid)
     assert {"agent", "tools"} <= set(summary["nodes"]), summary
     assert "the thread page shows a state" in summary["checks"]
+
+
+class HookReceiver:
+    """A webhook receiver on 127.0.0.1: answers 200 and keeps each request's headers."""
+
+    def __init__(self) -> None:
+        self.got: list = []
+        self.arrived = threading.Event()
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("content-length", 0)))
+                receiver.got.append((self.headers, json.loads(body)))
+                self.send_response(200)
+                self.end_headers()
+                receiver.arrived.set()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}/hook"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def webhooks_config(webhooks: dict, env: dict | None = None) -> str:
+    return json.dumps(
+        {"dependencies": ["."], "graphs": {"steps": "./steps.py:graph"}, "env": env or {}, "webhooks": webhooks}
+    )
+
+
+# graphloom only: the 422 details differ from the reference server's.
+def test_webhooks_of_the_config_refuse_urls_and_send_static_headers(tmp_path):
+    hook = HookReceiver()
+    write_app(
+        tmp_path,
+        webhooks_config(
+            {
+                "url": {
+                    "require_https": False,
+                    "disable_loopback": False,
+                    "allowed_domains": ["127.0.0.1"],
+                    "allowed_ports": [hook.server.server_port],
+                    "max_url_length": 200,
+                },
+                "headers": {"Authorization": "Bearer ${{ env.LG_WEBHOOK_TOKEN }}", "x-team": "agents"},
+            },
+            # The template reads the environment after the config's `env` is applied.
+            env={"LG_WEBHOOK_TOKEN": "from-config"},
+        ),
+    )
+    served = start(tmp_path, tmp_path / "server.db")
+    try:
+        tid = httpx.post(f"{served.url}/threads", json={}).json()["thread_id"]
+        for url, detail in [
+            ("https://example.com/hook", "Webhook host 'example.com' is not in the server's allowed domains"),
+            ("http://127.0.0.1:1/hook", "Webhook port 1 is not in the server's allowed ports"),
+            (hook.url + "/" + "a" * 200, "Webhook URL too long"),
+            ("/runs/hook", "Relative webhook URLs are not supported"),
+        ]:
+            r = httpx.post(
+                f"{served.url}/threads/{tid}/runs",
+                json={"assistant_id": "steps", "input": {"log": []}, "webhook": url},
+            )
+            assert r.status_code == 422, (url, r.text)
+            assert r.json()["detail"].startswith(detail), r.text
+        r = httpx.post(
+            f"{served.url}/threads/{tid}/runs/wait",
+            json={"assistant_id": "steps", "input": {"log": []}, "webhook": hook.url},
+            timeout=60,
+        )
+        assert r.status_code == 200, r.text
+        assert hook.arrived.wait(timeout=30), "no webhook delivered"
+        headers, body = hook.got[0]
+        assert headers["Authorization"] == "Bearer from-config"
+        assert headers["x-team"] == "agents"
+        assert body["thread_id"] == tid
+    finally:
+        stop(served)
+        hook.close()
+
+
+def test_webhook_header_templates_and_keys_are_checked_at_start(tmp_path):
+    for webhooks, message in [
+        ({"headers": {"a": "${{ env.LG_WEBHOOK_UNSET_FOR_THE_TEST }}"}}, "LG_WEBHOOK_UNSET_FOR_THE_TEST, which is not set"),
+        ({"headers": {"a": "${{ env.PATH }}"}}, "names PATH, which does not start with webhooks.env_prefix 'LG_WEBHOOK_'"),
+        ({"env_prefix": "HOOK_", "headers": {"a": "${{ env.LG_WEBHOOK_X }}"}}, "does not start with webhooks.env_prefix 'HOOK_'"),
+        ({"url": {"allowed_domains": ["x.com"], "block_ranges": []}}, "webhooks.url.block_ranges is not supported"),
+        ({"signing": {}}, "webhooks.signing is not supported"),
+        ({"url": {"allowed_ports": ["443"]}}, "webhooks.url.allowed_ports must be a list of port numbers"),
+    ]:
+        write_app(tmp_path, webhooks_config(webhooks))
+        done = serve_refused(tmp_path)
+        assert message in done.stderr, (webhooks, done.stderr)

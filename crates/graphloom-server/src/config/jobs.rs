@@ -35,6 +35,25 @@ pub struct WebhookConfig {
     /// Hosts exempt from the address guard, as written in URLs (`"127.0.0.1"`,
     /// `"hooks.internal"`, `"::1"`). Default: none.
     pub allowed_hosts: Vec<String>,
+    /// Let deliveries reach loopback addresses (`127.0.0.0/8`, `::1`) and `localhost`
+    /// names, whatever the host (default `false`: refused unless in
+    /// [`allowed_hosts`](Self::allowed_hosts)). Private and link-local ranges stay blocked.
+    pub allow_loopback: bool,
+    /// When not empty, the only hosts a webhook URL may name: exact hosts
+    /// (`"hooks.example.com"`, `"127.0.0.1"`) or `"*.example.com"`, which matches any
+    /// subdomain of `example.com` but not `example.com` itself. This narrows what the
+    /// address guard lets through; it exempts nothing from it (that is
+    /// [`allowed_hosts`](Self::allowed_hosts)). Default: empty, any host.
+    pub allowed_domains: Vec<String>,
+    /// When not empty, the only ports a webhook URL may use (a URL without one uses 443 for
+    /// https, 80 for http). Default: empty, any port.
+    pub allowed_ports: Vec<u16>,
+    /// Longest webhook URL accepted, in characters (default `None`: no limit).
+    pub max_url_length: Option<usize>,
+    /// Headers sent with every delivery, as `(name, value)`. They do not replace the
+    /// headers a delivery sets itself (`content-type`, `x-graphloom-webhook-id`,
+    /// `x-graphloom-signature`). Default: none.
+    pub headers: Vec<(String, String)>,
     /// How long one attempt may take (default 10 s).
     pub timeout: Duration,
     /// Attempts before a delivery is given up (default 5).
@@ -55,6 +74,11 @@ impl Default for WebhookConfig {
             secret: None,
             allow_http: false,
             allowed_hosts: Vec::new(),
+            allow_loopback: false,
+            allowed_domains: Vec::new(),
+            allowed_ports: Vec::new(),
+            max_url_length: None,
+            headers: Vec::new(),
             timeout: Duration::from_secs(10),
             max_attempts: 5,
             backoff: Duration::from_secs(1),

@@ -1,7 +1,17 @@
-//! The address guard of webhook URLs: which schemes, hosts and IP ranges a delivery may
-//! reach. Checked when a run (or cron) names a URL, and again when the delivery resolves
-//! the host (a name that resolves to a blocked address is refused then, and the connection
-//! goes only to the addresses checked).
+//! The address guard of webhook URLs: which schemes, hosts, ports and IP ranges a delivery
+//! may reach. Checked when a run (or cron) names a URL, before each attempt, and again when
+//! the delivery resolves the host (a name that resolves to a blocked address is refused
+//! then, and the connection goes only to the addresses checked).
+//!
+//! The policy has two layers. The address guard refuses loopback, private, link-local and
+//! other non-public addresses (and `localhost` names) unless
+//! [`WebhookConfig::allowed_hosts`] exempts the host ([`WebhookConfig::allow_loopback`]
+//! exempts the loopback range and `localhost` names only). The URL policy narrows further when
+//! configured: [`WebhookConfig::allowed_domains`] (exact hosts or `*.example.com`),
+//! [`WebhookConfig::allowed_ports`], [`WebhookConfig::max_url_length`], and https unless
+//! [`WebhookConfig::allow_http`]. A host on the domain list is still subject to the address
+//! guard. Relative URLs (which a LangGraph server may send to its own routes) are never
+//! delivered: graphloom has no in-process route for them, whatever the configuration.
 
 use crate::config::WebhookConfig;
 use crate::error::{ServiceError, ServiceResult};
@@ -27,6 +37,27 @@ pub enum Refused {
     /// The host is or resolves to a blocked address.
     #[error("Webhook host blocked: {0}")]
     Blocked(&'static str),
+    /// Longer than [`WebhookConfig::max_url_length`] (which the field holds).
+    #[error("Webhook URL too long: the server accepts at most {0} characters")]
+    TooLong(usize),
+    /// A path without scheme and host.
+    #[error("Relative webhook URLs are not supported: give an absolute URL")]
+    Relative,
+    /// The host is not on [`WebhookConfig::allowed_domains`].
+    #[error("Webhook host '{0}' is not in the server's allowed domains")]
+    Domain(String),
+    /// The port is not on [`WebhookConfig::allowed_ports`].
+    #[error("Webhook port {0} is not in the server's allowed ports")]
+    Port(u16),
+}
+
+/// The reason [`blocked_range`] gives for loopback addresses, and the one for `localhost`.
+const LOOPBACK: &str = "loopback IP range";
+const LOCALHOST: &str = "localhost address";
+
+/// Whether the configuration lets `why` (a reason of [`blocked_range`]) through.
+fn opened(config: &WebhookConfig, why: &str) -> bool {
+    config.allow_loopback && (why == LOOPBACK || why == LOCALHOST)
 }
 
 /// The range an address belongs to when deliveries may not reach it.
@@ -44,7 +75,7 @@ pub fn blocked_range(ip: IpAddr) -> Option<&'static str> {
 fn blocked_v4(ip: Ipv4Addr) -> Option<&'static str> {
     let [a, b, ..] = ip.octets();
     if ip.is_loopback() {
-        Some("loopback IP range")
+        Some(LOOPBACK)
     } else if ip.is_private() {
         Some("private IP range")
     } else if ip.is_link_local() {
@@ -68,7 +99,7 @@ fn blocked_v4(ip: Ipv4Addr) -> Option<&'static str> {
 fn blocked_v6(ip: Ipv6Addr) -> Option<&'static str> {
     let first = ip.segments()[0];
     if ip.is_loopback() {
-        Some("loopback IP range")
+        Some(LOOPBACK)
     } else if first & 0xfe00 == 0xfc00 {
         Some("private IP range")
     } else if first & 0xffc0 == 0xfe80 {
@@ -90,6 +121,27 @@ fn allowed(config: &WebhookConfig, host: &str) -> bool {
     })
 }
 
+/// Whether `host` (as a URL writes it) is on the domain allowlist: an entry matches the
+/// host exactly, or `*.example.com` matches any name that ends in `.example.com`.
+fn domain_allowed(config: &WebhookConfig, host: &str) -> bool {
+    let bare = |h: &str| {
+        h.trim_start_matches('[')
+            .trim_end_matches(']')
+            .trim_end_matches('.')
+            .to_ascii_lowercase()
+    };
+    let host = bare(host);
+    config.allowed_domains.iter().any(|entry| {
+        let entry = bare(entry);
+        match entry.strip_prefix("*.") {
+            Some(parent) => host
+                .strip_suffix(parent)
+                .is_some_and(|sub| sub.len() > 1 && sub.ends_with('.')),
+            None => host == entry,
+        }
+    })
+}
+
 /// Check the `webhook` of a request (a run's or a cron's): a 422 naming what is wrong.
 ///
 /// # Errors
@@ -108,6 +160,14 @@ pub(crate) fn check_url(config: &WebhookConfig, url: Option<&str>) -> ServiceRes
 /// # Errors
 /// [`Refused`] naming what is wrong.
 pub fn check(config: &WebhookConfig, url: &str) -> Result<reqwest::Url, Refused> {
+    if let Some(max) = config.max_url_length {
+        if url.chars().count() > max {
+            return Err(Refused::TooLong(max));
+        }
+    }
+    if url.starts_with('/') {
+        return Err(Refused::Relative);
+    }
     let parsed = reqwest::Url::parse(url).map_err(|_| match url.split_once("://") {
         Some((_, rest)) => Refused::Host(rest.split('/').next().unwrap_or_default().to_owned()),
         None => Refused::Host(String::new()),
@@ -128,14 +188,25 @@ pub fn check(config: &WebhookConfig, url: &str) -> Result<reqwest::Url, Refused>
         url::Host::Ipv6(ip) => blocked_range(IpAddr::V6(ip)),
         url::Host::Domain(name) => {
             let name = name.trim_end_matches('.').to_ascii_lowercase();
-            (name == "localhost" || name.ends_with(".localhost")).then_some("localhost address")
+            (name == "localhost" || name.ends_with(".localhost")).then_some(LOCALHOST)
         }
     };
-    match blocked {
-        Some(why) if !allowed(config, &text) => Err(Refused::Blocked(why)),
-        _ if !https && !config.allow_http => Err(Refused::Http),
-        _ => Ok(parsed),
+    if let Some(why) = blocked.filter(|why| !opened(config, why) && !allowed(config, &text)) {
+        return Err(Refused::Blocked(why));
     }
+    if !config.allowed_domains.is_empty() && !domain_allowed(config, &text) {
+        return Err(Refused::Domain(text));
+    }
+    let port = parsed
+        .port_or_known_default()
+        .unwrap_or(if https { 443 } else { 80 });
+    if !config.allowed_ports.is_empty() && !config.allowed_ports.contains(&port) {
+        return Err(Refused::Port(port));
+    }
+    if !https && !config.allow_http {
+        return Err(Refused::Http);
+    }
+    Ok(parsed)
 }
 
 /// The resolver of the delivery client: resolves a host and keeps only addresses the guard
@@ -154,7 +225,7 @@ impl Resolve for GuardedResolver {
             let open = allowed(&config, &host);
             let kept: Vec<SocketAddr> = found
                 .into_iter()
-                .filter(|a| open || blocked_range(a.ip()).is_none())
+                .filter(|a| open || blocked_range(a.ip()).is_none_or(|why| opened(&config, why)))
                 .collect();
             if kept.is_empty() {
                 return Err(
@@ -246,6 +317,106 @@ mod tests {
             !addrs.is_empty() && addrs.iter().all(|a| a.ip().is_loopback()),
             "{addrs:?}"
         );
+    }
+
+    #[test]
+    fn the_domain_allowlist_takes_exact_hosts_and_subdomain_wildcards() {
+        let c = WebhookConfig {
+            allowed_domains: vec!["hooks.example.com".into(), "*.corp.example".into()],
+            ..WebhookConfig::default()
+        };
+        assert!(check(&c, "https://hooks.example.com/x").is_ok());
+        assert!(check(&c, "https://HOOKS.example.com./x").is_ok());
+        assert!(check(&c, "https://a.corp.example/x").is_ok());
+        assert!(check(&c, "https://a.b.corp.example/x").is_ok());
+        let refused = |u: &str| check(&c, u).unwrap_err();
+        assert_eq!(
+            refused("https://corp.example/x"),
+            Refused::Domain("corp.example".into()),
+            "a wildcard matches subdomains, not the apex"
+        );
+        assert_eq!(
+            refused("https://evilcorp.example/x"),
+            Refused::Domain("evilcorp.example".into())
+        );
+        assert_eq!(
+            refused("https://example.com/x"),
+            Refused::Domain("example.com".into())
+        );
+        assert_eq!(
+            refused("https://other.example.com/x").to_string(),
+            "Webhook host 'other.example.com' is not in the server's allowed domains"
+        );
+        // The allowlist narrows the address guard, it does not open it.
+        let loopback = WebhookConfig {
+            allowed_domains: vec!["127.0.0.1".into()],
+            ..WebhookConfig::default()
+        };
+        assert_eq!(
+            check(&loopback, "https://127.0.0.1/x").unwrap_err(),
+            Refused::Blocked("loopback IP range")
+        );
+        let exempt = WebhookConfig {
+            allowed_hosts: vec!["127.0.0.1".into()],
+            ..loopback
+        };
+        assert!(check(&exempt, "https://127.0.0.1/x").is_ok());
+        assert_eq!(
+            check(&exempt, "https://8.8.8.8/x").unwrap_err(),
+            Refused::Domain("8.8.8.8".into())
+        );
+    }
+
+    #[test]
+    fn ports_length_and_https_are_enforced_when_configured() {
+        let c = WebhookConfig {
+            allowed_ports: vec![443, 8443],
+            max_url_length: Some(40),
+            ..WebhookConfig::default()
+        };
+        assert!(check(&c, "https://example.com/x").is_ok(), "443 by default");
+        assert!(check(&c, "https://example.com:8443/x").is_ok());
+        assert_eq!(
+            check(&c, "https://example.com:9000/x").unwrap_err(),
+            Refused::Port(9000)
+        );
+        let long = format!("https://example.com/{}", "a".repeat(21));
+        assert_eq!(long.len(), 41);
+        assert_eq!(check(&c, &long).unwrap_err(), Refused::TooLong(40));
+        assert!(check(&c, &long[..40]).is_ok());
+        // http stays refused until allowed; its default port is 80.
+        assert_eq!(check(&c, "http://example.com/x").unwrap_err(), Refused::Port(80));
+        let http = WebhookConfig {
+            allowed_ports: vec![80],
+            ..WebhookConfig::default()
+        };
+        assert_eq!(check(&http, "http://example.com/x").unwrap_err(), Refused::Http);
+        let http = WebhookConfig {
+            allow_http: true,
+            ..http
+        };
+        assert!(check(&http, "http://example.com/x").is_ok());
+        assert_eq!(check(&http, "/runs/hook").unwrap_err(), Refused::Relative);
+    }
+
+    #[tokio::test]
+    async fn allow_loopback_opens_the_loopback_range_only() {
+        let c = WebhookConfig {
+            allow_loopback: true,
+            ..WebhookConfig::default()
+        };
+        assert!(check(&c, "https://127.0.0.1/x").is_ok());
+        assert!(check(&c, "https://127.0.0.2/x").is_ok());
+        assert!(check(&c, "https://[::1]/x").is_ok());
+        assert!(check(&c, "https://localhost/x").is_ok());
+        assert_eq!(
+            check(&c, "https://10.0.0.1/x").unwrap_err(),
+            Refused::Blocked("private IP range")
+        );
+        assert_eq!(check(&c, "/runs").unwrap_err(), Refused::Relative);
+        let r = GuardedResolver { config: Arc::new(c) };
+        let addrs: Vec<SocketAddr> = r.resolve("localhost".parse().unwrap()).await.unwrap().collect();
+        assert!(!addrs.is_empty() && addrs.iter().all(|a| a.ip().is_loopback()));
     }
 
     #[test]

@@ -68,9 +68,12 @@ pub(crate) async fn run(state: Arc<AppState>) {
     }
 }
 
-/// The delivery client: the guarded resolver, the attempt timeout, no redirects.
-fn client(config: &Arc<WebhookConfig>) -> reqwest::Result<reqwest::Client> {
-    reqwest::Client::builder()
+/// The delivery client: the guarded resolver, the attempt timeout, no redirects, the
+/// configured static headers (a request's own headers win over them).
+fn client(config: &Arc<WebhookConfig>) -> Result<reqwest::Client, Box<dyn std::error::Error + Send + Sync>> {
+    let headers = super::header_map(config)?;
+    let client = reqwest::Client::builder()
+        .default_headers(headers)
         .timeout(config.timeout)
         .connect_timeout(config.timeout)
         .redirect(reqwest::redirect::Policy::none())
@@ -78,7 +81,8 @@ fn client(config: &Arc<WebhookConfig>) -> reqwest::Result<reqwest::Client> {
             config: Arc::clone(config),
         }))
         .user_agent(concat!("graphloom/", env!("CARGO_PKG_VERSION")))
-        .build()
+        .build()?;
+    Ok(client)
 }
 
 /// `sha256=<hex>` of the HMAC-SHA256 of `body` under `secret`.

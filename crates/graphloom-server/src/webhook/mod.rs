@@ -17,13 +17,17 @@
 //! - **Guarded.** Only `https` URLs (`http` too with [`WebhookConfig::allow_http`]); hosts
 //!   that are or resolve to loopback, private, link-local and other non-public addresses
 //!   are refused unless listed in [`WebhookConfig::allowed_hosts`]; redirects are not
-//!   followed.
+//!   followed. [`WebhookConfig::allowed_domains`], [`WebhookConfig::allowed_ports`] and
+//!   [`WebhookConfig::max_url_length`] narrow the URLs accepted further (see [`guard`]).
+//! - **Static headers.** [`WebhookConfig::headers`] go with every delivery (checked by
+//!   [`header_map`]).
 //!
 //! The body is the run as `GET /runs/{id}` shows it with its final `status`, plus
 //! `values` (the final state), `error` (when it failed), `run_started_at`, `run_ended_at`
 //! and `webhook_sent_at`.
 
 mod deliver;
+mod headers;
 
 use crate::db::{NewWebhook, ThreadOutcome};
 use crate::models::{rfc3339_from_micros, Run, RunStatus};
@@ -37,6 +41,7 @@ pub use crate::config::WebhookConfig;
 pub use crate::service::url_guard as guard;
 pub(crate) use deliver::run;
 pub use deliver::signature;
+pub use headers::{header_map, HeaderError};
 
 /// The body of a run's delivery.
 fn body(run: &Run, status: RunStatus, outcome: &ThreadOutcome, started: Instant) -> Value {

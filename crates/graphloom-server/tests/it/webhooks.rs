@@ -264,3 +264,58 @@ async fn a_delivery_queued_before_a_restart_is_sent_after_it() {
     assert_eq!(delivery(&db, &run_id, "delivered").await.attempts, 2);
     second.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn static_headers_arrive_and_a_host_off_the_domain_allowlist_is_a_422() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(&dir.path().join("graphloom.db"), Duration::from_millis(50));
+    cfg.webhooks.allowed_domains = vec!["127.0.0.1".into()];
+    cfg.webhooks.max_url_length = Some(200);
+    cfg.webhooks.headers = vec![
+        ("Authorization".into(), "Bearer hook-token".into()),
+        ("x-team".into(), "agents".into()),
+    ];
+    let s = TestServer::start(cfg).await;
+    let hook = Receiver::start(vec![]).await;
+    let t = s.thread().await;
+    let (st, e) = s
+        .post(
+            &format!("/threads/{t}/runs"),
+            json!({"assistant_id": "echo", "input": human("x"), "webhook": "https://example.com/hook"}),
+        )
+        .await;
+    assert_eq!(st, 422, "{e}");
+    assert_eq!(
+        e["detail"],
+        "Webhook host 'example.com' is not in the server's allowed domains"
+    );
+    let long = format!("{}/{}", hook.url, "a".repeat(200));
+    let (st, e) = s
+        .post(
+            &format!("/threads/{t}/runs"),
+            json!({"assistant_id": "echo", "input": human("x"), "webhook": long}),
+        )
+        .await;
+    assert_eq!(st, 422, "{e}");
+    assert!(
+        e["detail"].as_str().unwrap().starts_with("Webhook URL too long"),
+        "{e}"
+    );
+    let (st, out) = s
+        .post(
+            &format!("/threads/{t}/runs/wait"),
+            json!({"assistant_id": "echo", "input": human("hi"), "webhook": hook.url}),
+        )
+        .await;
+    assert_eq!(st, 200, "{out}");
+    let got = hook.wait_for(1, WAIT).await;
+    let h = &got[0].headers;
+    assert_eq!(h["authorization"], "Bearer hook-token");
+    assert_eq!(h["x-team"], "agents");
+    assert_eq!(
+        h["content-type"], "application/json",
+        "the delivery's own headers stay"
+    );
+    assert!(h.contains_key("x-graphloom-signature"));
+    s.stop().await;
+}

@@ -82,6 +82,8 @@ def serve(args: list[str]) -> int:
     ours, rest = _split_args(args)
     config = load_config(ours.config)
     config.apply_environment()
+    # Options from langgraph.json, checked before any graph is imported.
+    from_config = [*config.ttl_args(rest), *config.webhook_args(rest)]
     loop = asyncio.new_event_loop()
     thread = threading.Thread(target=loop.run_forever, name="graphloom-graphs", daemon=True)
     thread.start()
@@ -97,7 +99,7 @@ def serve(args: list[str]) -> int:
                 file=sys.stderr,
             )
             return _native.serve(
-                ["graphloom", "serve", "--config", config.path, *config.ttl_args(rest), *rest],
+                ["graphloom", "serve", "--config", config.path, *from_config, *rest],
                 bridges,
                 _server_index(config, loop),
                 checkpointer._core,

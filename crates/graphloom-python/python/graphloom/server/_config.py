@@ -4,7 +4,8 @@ Honoured: ``graphs`` (``"./path.py:attr"`` or ``"package.module:attr"``, a compi
 or a function returning one; or ``{"path": ..., "description": ...}``), ``dependencies``
 (local directories go on ``sys.path``; package names must be installed already, as with
 ``langgraph dev``), ``env`` (a ``.env`` file or a mapping), ``store.index`` and
-``store.ttl`` (graphloom's store). Keys that only shape a Docker image
+``store.ttl`` (graphloom's store), ``checkpointer.ttl``, ``auth.path``, ``http.app`` and
+``webhooks`` (the URL policy and static headers of webhook deliveries). Keys that only shape a Docker image
 (``python_version``, ``dockerfile_lines``, ...) are ignored, as ``langgraph dev`` does.
 Keys graphloom does not serve yet are refused by name, never silently dropped.
 """
@@ -15,6 +16,7 @@ import importlib
 import importlib.util
 import json
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,15 +35,19 @@ _IMAGE_KEYS = {
     "$schema",
 }
 
-_SERVED_KEYS = {"graphs", "dependencies", "env", "store", "checkpointer", "auth", "http"}
+_SERVED_KEYS = {"graphs", "dependencies", "env", "store", "checkpointer", "auth", "http", "webhooks"}
 
 # What each key not served yet is, for the error that names it.
 _NOT_YET = {
-    "webhooks": "webhook settings (a run's webhook URL still works)",
     "ui": "generative UI components",
     "ui_config": "generative UI components",
     "encryption": "custom encryption",
 }
+
+
+# `${{ env.VAR }}` in a webhook header's value (the Rust CLI reads the same form).
+_TEMPLATE = re.compile(r"\$\{\{(.*?)\}\}")
+_WEBHOOK_URL_KEYS = {"require_https", "allowed_domains", "allowed_ports", "max_url_length", "disable_loopback"}
 
 
 class ConfigError(Exception):
@@ -59,6 +65,7 @@ class ServeConfig:
     checkpointer_ttl: dict | None = None
     auth_path: str | None = None
     http_app: str | None = None
+    webhooks: dict | None = None
 
     def ttl_args(self, given: list[str]) -> list[str]:
         """``checkpointer.ttl`` and ``store.ttl`` as the server's options (the thread TTL
@@ -84,6 +91,61 @@ class ServeConfig:
         sweeps = [float(m) for m in sweeps if m is not None]
         if sweeps:
             add("--sweep-interval-secs", min(sweeps) * 60.0)
+        return out
+
+    def webhook_args(self, given: list[str]) -> list[str]:
+        """``webhooks`` as the server's options, each unless the command line gives that
+        option. Header templates are checked here against the environment (after ``env`` is
+        applied) and passed on as written: the server resolves them the same way, so their
+        values never appear in its arguments."""
+        if not self.webhooks:
+            return []
+        out: list[str] = []
+
+        def gives(flag: str) -> bool:
+            return any(a == flag or a.startswith(flag + "=") for a in given)
+
+        def add(flag: str, values: list[Any]) -> None:
+            if values and not gives(flag):
+                for v in values:
+                    out.append(f"{flag}={v}")
+
+        prefix = self.webhooks.get("env_prefix", "LG_WEBHOOK_")
+        if gives("--webhook-env-prefix"):
+            prefix = _flag_value(given, "--webhook-env-prefix") or prefix
+        else:
+            add("--webhook-env-prefix", [prefix])
+        url = self.webhooks.get("url") or {}
+        if url.get("require_https") is False and not gives("--webhook-allow-http"):
+            out.append("--webhook-allow-http")
+        # `disable_loopback: false` opens loopback addresses and `localhost` names to
+        # deliveries. Relative URLs (calls to the server's own routes) are never delivered,
+        # whatever its value.
+        if url.get("disable_loopback") is False and not gives("--webhook-allow-loopback"):
+            out.append("--webhook-allow-loopback")
+        add("--webhook-allow-domain", url.get("allowed_domains") or [])
+        add("--webhook-allow-port", url.get("allowed_ports") or [])
+        if url.get("max_url_length") is not None:
+            add("--webhook-max-url-length", [url["max_url_length"]])
+        headers = self.webhooks.get("headers") or {}
+        for name, value in headers.items():
+            if "${{" in _TEMPLATE.sub("", value):
+                raise ConfigError(f"{self.path}: webhooks.headers.{name}: unclosed `${{{{` in its value")
+            for var in _TEMPLATE.findall(value):
+                var = var.strip()
+                if not var.startswith("env."):
+                    raise ConfigError(
+                        f"{self.path}: webhooks.headers.{name}: `${{{{ {var} }}}}` is not `${{{{ env.VAR }}}}`"
+                    )
+                var = var[4:].strip()
+                if not var.startswith(prefix):
+                    raise ConfigError(
+                        f"{self.path}: webhooks.headers.{name} names {var}, which does not start "
+                        f"with webhooks.env_prefix {prefix!r}"
+                    )
+                if var not in os.environ:
+                    raise ConfigError(f"{self.path}: webhooks.headers.{name} names {var}, which is not set")
+        add("--webhook-header", [f"{name}: {value}" for name, value in headers.items()])
         return out
 
     @property
@@ -158,6 +220,61 @@ class ServeConfig:
         sys.modules[name] = module
         spec.loader.exec_module(module)
         return module
+
+
+def _flag_value(args: list[str], flag: str) -> str | None:
+    """The value given to ``flag`` in ``args`` (``--flag v`` or ``--flag=v``)."""
+    for i, a in enumerate(args):
+        if a == flag and i + 1 < len(args):
+            return args[i + 1]
+        if a.startswith(flag + "="):
+            return a[len(flag) + 1 :]
+    return None
+
+
+def _check_webhooks(path: str, webhooks: Any) -> dict:
+    """``webhooks`` checked: known keys, values of the right types."""
+    if not isinstance(webhooks, dict):
+        raise ConfigError(f"{path}: `webhooks` must be an object")
+    unknown = set(webhooks) - {"env_prefix", "url", "headers"}
+    if unknown:
+        raise ConfigError(f"{path}: webhooks.{sorted(unknown)[0]} is not supported by graphloom serve yet")
+    prefix = webhooks.get("env_prefix", "LG_WEBHOOK_")
+    if not isinstance(prefix, str) or not prefix:
+        raise ConfigError(f"{path}: webhooks.env_prefix must be a non-empty string")
+    url = webhooks.get("url")
+    if url is not None:
+        if not isinstance(url, dict):
+            raise ConfigError(f"{path}: webhooks.url must be an object")
+        unknown = set(url) - _WEBHOOK_URL_KEYS
+        if unknown:
+            raise ConfigError(f"{path}: webhooks.url.{sorted(unknown)[0]} is not supported by graphloom serve yet")
+        for key in ("require_https", "disable_loopback"):
+            if key in url and not isinstance(url[key], bool):
+                raise ConfigError(f"{path}: webhooks.url.{key} must be true or false")
+        domains = url.get("allowed_domains")
+        if domains is not None and (
+            not isinstance(domains, list) or not all(isinstance(d, str) and d for d in domains)
+        ):
+            raise ConfigError(f"{path}: webhooks.url.allowed_domains must be a list of host names")
+        ports = url.get("allowed_ports")
+        if ports is not None and (
+            not isinstance(ports, list)
+            or not all(isinstance(p, int) and not isinstance(p, bool) and 0 < p < 65536 for p in ports)
+        ):
+            raise ConfigError(f"{path}: webhooks.url.allowed_ports must be a list of port numbers")
+        length = url.get("max_url_length")
+        if length is not None and (not isinstance(length, int) or isinstance(length, bool) or length <= 0):
+            raise ConfigError(f"{path}: webhooks.url.max_url_length must be a positive integer")
+    headers = webhooks.get("headers")
+    if headers is not None and (
+        not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values())
+    ):
+        raise ConfigError(f"{path}: webhooks.headers must map header names to strings")
+    for name in headers or {}:
+        if not name or ":" in name or any(c.isspace() for c in name):
+            raise ConfigError(f"{path}: webhooks.headers: {name!r} is not a header name")
+    return webhooks
 
 
 def _read_env_file(path: str) -> dict[str, str]:
@@ -273,4 +390,7 @@ def load_config(path: str | None) -> ServeConfig:
                     f"{path}: checkpointer.ttl.strategy must be \"delete\" or \"keep_latest\""
                 )
             config.checkpointer_ttl = ttl
+    webhooks = raw.get("webhooks")
+    if webhooks is not None:
+        config.webhooks = _check_webhooks(path, webhooks)
     return config
